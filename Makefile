@@ -1,0 +1,41 @@
+# mpilens — top-level driver.  MPI=openmpi|mpich selects the MPI to build against.
+MPI ?= $(shell if command -v mpicc.openmpi >/dev/null 2>&1; then echo openmpi; elif command -v mpicc.mpich >/dev/null 2>&1; then echo mpich; else echo default; fi)
+BUILD ?= build/$(MPI)
+PYTHON ?= python3
+JOBS ?= 2
+
+ifeq ($(MPI),openmpi)
+  MPICC ?= mpicc.openmpi
+  MPIFC ?= mpifort.openmpi
+else ifeq ($(MPI),mpich)
+  MPICC ?= mpicc.mpich
+  MPIFC ?= mpifort.mpich
+else
+  MPICC ?= mpicc
+  MPIFC ?= mpifort
+endif
+
+export MPILENS_MPI := $(MPI)
+export MPILENS_BUILD := $(abspath $(BUILD))
+
+.PHONY: all build python demo test clean
+
+all: build
+
+python:
+	@$(PYTHON) -m pip install -q -e . >/dev/null
+
+build:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
+	    -DCMAKE_C_COMPILER=$(MPICC) -DCMAKE_Fortran_COMPILER=$(MPIFC) >$(BUILD).configure.log 2>&1 \
+	    || { mkdir -p $(BUILD); cat $(BUILD).configure.log; exit 1; }
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: python build
+	mpilens demo
+
+test: python build
+	$(PYTHON) -m pytest -q tests
+
+clean:
+	rm -rf build
