@@ -18,12 +18,15 @@ endif
 export MPILENS_MPI := $(MPI)
 export MPILENS_BUILD := $(abspath $(BUILD))
 
-.PHONY: all build python demo test clean
+.PHONY: all setup build python demo test clean
 
 all: build
 
-python:
-	@$(PYTHON) -m pip install -q -e . >/dev/null
+# Installs apt/pip packages a fresh Debian machine lacks (idempotent, fast when done).
+setup:
+	@bash .ci/setup
+
+python: setup
 
 build:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
