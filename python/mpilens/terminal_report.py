@@ -1,0 +1,118 @@
+"""The one-page terminal report (rich tables and bars)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from . import analysis, commpattern
+from .profile import Profile
+from .units import fmt_bytes, fmt_pct, fmt_time, fmt_times
+
+BAR_WIDTH = 40
+
+
+def _stat3(d: dict[str, float], fmt: Any) -> str:
+    return f"{fmt(d['min'])} / {fmt(d['mean'])} / {fmt(d['max'])}"
+
+
+def summary_panel(s: dict[str, Any]) -> Panel:
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column()
+    hosts = s["hosts"]
+    host_txt = f"{len(hosts)} ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"
+    t.add_row("job", f"{s['job_id']}  {s['command']}".strip())
+    t.add_row("ranks / hosts", f"{s['nranks']} / {host_txt}")
+    t.add_row("MPI library", s["mpi_library"])
+    t.add_row("wall time", _stat3(s["wall_s"], fmt_time) + "   (min / mean / max over ranks)")
+    t.add_row("time in MPI", _stat3(s["mpi_pct"], fmt_pct) + " of wall time")
+    nc = len(s["caution_functions"])
+    t.add_row("profiler overhead", f"{s['overhead_ns']:.1f} ns per call; "
+              f"{nc} function{'s' if nc != 1 else ''} marked caution"
+              + (f" ({', '.join(s['caution_functions'])})" if nc else ""))
+    return Panel(t, title="mpilens report", subtitle=s["profile"], expand=False)
+
+
+def functions_table(rows: list[dict[str, Any]], top: int) -> Table:
+    t = Table(title=f"Top {min(top, len(rows))} of {len(rows)} MPI functions by total time",
+              title_justify="left")
+    t.add_column("function", no_wrap=True)
+    for col in ("calls", "total", "mean", "% MPI", "% wall", "rank min/mean/max", "slowest",
+                "bytes"):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("", no_wrap=True)
+    for r in rows[:top]:
+        caution = Text("caution", style="bold yellow") if r["caution"] else Text("")
+        t.add_row(
+            r["function"], f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_time(r["mean_s"]),
+            fmt_pct(r["pct_mpi"]), fmt_pct(r["pct_wall"]),
+            fmt_times([r["rank_time_min_s"], r["rank_time_mean_s"], r["rank_time_max_s"]]),
+            "" if r["slowest_rank"] is None else f"rank {r['slowest_rank']}",
+            fmt_bytes(r["bytes_sent"] + r["bytes_recv"]), caution)
+    return t
+
+
+def histogram_table(hist: dict[str, Any]) -> list[Any]:
+    """Bars per size class (non-empty classes only), dominant classes highlighted."""
+    out: list[Any] = []
+    fn, labels = hist["function"], hist["labels"]
+    if not hist["directions"]:
+        out.append(Text(f"{fn}: no messages with a size recorded"))
+    for direction, d in hist["directions"].items():
+        dom = set(d["dominant"]["bins"])
+        peak = max(d["bins"])
+        t = Table(title=f"{fn} message sizes ({direction}): {d['messages']:,} messages, "
+                        f"{fmt_bytes(d['bytes'])}", title_justify="left")
+        t.add_column("size class (bytes)", justify="right")
+        t.add_column("messages", justify="right")
+        t.add_column("%", justify="right")
+        t.add_column("")
+        for i, c in enumerate(d["bins"]):
+            if c == 0:
+                continue
+            n = max(1, round(BAR_WIDTH * c / peak))
+            style = "bold green" if i in dom else "blue"
+            t.add_row(labels[i], f"{c:,}", fmt_pct(100.0 * c / d["messages"]),
+                      Text("#" * n, style=style))
+        out.append(t)
+        out.append(Text(">> " + analysis.dominant_sentence(fn, direction, d["dominant"],
+                                                           d["messages"]),
+                        style="bold"))
+    return out
+
+
+def pattern_block(cp: dict[str, Any]) -> list[Any]:
+    out: list[Any] = [Text.assemble(("Point-to-point pattern: ", "bold"),
+                                    (cp["pattern"], "bold cyan"), f"  ({cp['reason']})")]
+    if cp["heaviest_pairs"]:
+        t = Table(title="Heaviest peer pairs (point-to-point, both ways)",
+                  title_justify="left", min_width=50)
+        t.add_column("ranks")
+        t.add_column("bytes", justify="right")
+        for p in cp["heaviest_pairs"]:
+            t.add_row(f"{p['a']} <-> {p['b']}", fmt_bytes(p["bytes"]))
+        out.append(t)
+    cb = cp["collective_bytes"]
+    out.append(Text(f"Collective bytes sent: all-to-all kind {fmt_bytes(cb['all-to-all'])}, "
+                    f"rooted (Bcast, Reduce, Gather, Scatter) {fmt_bytes(cb['rooted'])}"))
+    return out
+
+
+def render(prof: Profile, top: int, function: str | None,
+           console: Console | None = None) -> None:
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # piped or redirected: do not squeeze the tables to 80
+            console = Console(width=max(console.width, 120))
+    console.print(summary_panel(analysis.summary(prof)))
+    console.print(functions_table(analysis.function_rows(prof), top))
+    if function:
+        for item in histogram_table(analysis.histogram(prof, function)):
+            console.print(item)
+    for item in pattern_block(commpattern.summary(prof)):
+        console.print(item)
