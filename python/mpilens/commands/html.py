@@ -1,0 +1,50 @@
+"""`mpilens html PROFILE [-o report.html]`: one self-contained HTML report with plots."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+from ..profile import load
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("html", help="self-contained HTML report with plots",
+                       description=__doc__)
+    p.add_argument("profile", help="profile file written by mpilens")
+    p.add_argument("-o", "--output", default=None,
+                   help="HTML file to write (default: the profile's name with .html)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.set_defaults(func=run)
+
+
+def write_html(profile: str | Path, output: str | Path | None, force: bool) -> Path:
+    """Render profile to output (refusing to overwrite without force); returns the path."""
+    prof = load(profile)
+    out = Path(output) if output else prof.path.with_suffix(".html")
+    if out.resolve() == prof.path.resolve():
+        raise UserError(f"{out}: the output would overwrite the profile itself")
+    if out.exists() and not force:
+        raise UserError(f"{out} exists: choose another -o or add --force to overwrite it")
+    if out.parent and not out.parent.is_dir():
+        raise UserError(f"{out.parent}: no such directory")
+    from ..htmlreport import render  # matplotlib is slow to import: only when needed
+
+    text = render(prof)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"{out}: cannot write: {exc.strerror}") from None
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    out = write_html(args.profile, args.output, args.force)
+    print(f"mpilens: HTML report written to {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,216 @@
+"""Self-contained HTML report: matplotlib figures embedded as base64 PNG, inline CSS.
+
+No script, font, style sheet or image is fetched from anywhere: the file opens
+from a laptop's disk.  Figures: MPI time by function per rank, per-rank
+imbalance, peer heatmap, and one message-size histogram per function that
+moved data (up to MAX_HISTOGRAMS, most bytes first).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from . import analysis, commpattern
+from .profile import Profile
+from .units import fmt_bytes, fmt_pct, fmt_time, fmt_times
+
+MAX_HISTOGRAMS = 6
+MAX_STACKED = 7  # functions drawn separately in the per-rank chart; the rest is "other"
+
+
+def _png(fig: Figure, alt: str) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img class="plot" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _rank_ticks(n: int) -> list[int]:
+    return list(range(0, n, max(1, n // 16)))
+
+
+def _no_data(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def fig_time_per_rank(prof: Profile, rows: list[dict[str, Any]]) -> str:
+    fig, ax = plt.subplots(figsize=(8, 4))
+    names = [r["function"] for r in rows[:MAX_STACKED]]
+    if prof.ranks:
+        ranks = list(range(prof.nranks))
+        bottom = [0.0] * prof.nranks
+        series = [(n, [float(r["functions"].get(n, {}).get("time_s", 0.0)) for r in prof.ranks])
+                  for n in names]
+        other = [r["mpi_s"] - sum(v[i] for _, v in series) for i, r in enumerate(prof.ranks)]
+        if any(o > 1e-12 for o in other):
+            series.append(("other", [max(0.0, o) for o in other]))
+        for name, vals in series:
+            ax.bar(ranks, vals, bottom=bottom, label=name)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        ax.set_xlabel("rank")
+        ax.set_xticks(_rank_ticks(prof.nranks))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    else:
+        ax.bar(names, [r["rank_time_mean_s"] for r in rows[:MAX_STACKED]])
+        ax.set_xlabel("function (mean over ranks; the profile has no rank lines)")
+        ax.tick_params(axis="x", rotation=30)
+    ax.set_ylabel("time in MPI (s)")
+    ax.set_title("MPI time by function per rank")
+    return _png(fig, "MPI time by function per rank")
+
+
+def fig_imbalance(prof: Profile) -> str:
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    if prof.ranks:
+        ranks = list(range(prof.nranks))
+        mpi = [float(r["mpi_s"]) for r in prof.ranks]
+        comp = [max(0.0, float(r["wall_s"]) - m) for r, m in zip(prof.ranks, mpi)]
+        ax.bar(ranks, comp, label="outside MPI", color="#9ecae1")
+        ax.bar(ranks, mpi, bottom=comp, label="in MPI", color="#de2d26")
+        mean = sum(mpi) / len(mpi)
+        ax.axhline(mean, color="black", lw=1, ls="--", label=f"mean MPI {fmt_time(mean)}")
+        ax.set_xlabel("rank")
+        ax.set_xticks(_rank_ticks(prof.nranks))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    else:
+        _no_data(ax, "no rank lines in this profile (MPILENS_DETAIL=off)")
+    ax.set_ylabel("wall time (s)")
+    ax.set_title("Per-rank wall time: inside vs outside MPI")
+    return _png(fig, "per-rank imbalance")
+
+
+def fig_heatmap(prof: Profile) -> str:
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    m = commpattern.matrix(prof)
+    if m is None or not any(map(any, m)):
+        _no_data(ax, "no point-to-point traffic recorded")
+    else:
+        im = ax.imshow(m, cmap="viridis", origin="upper")
+        fig.colorbar(im, ax=ax, label="bytes sent")
+        ax.set_xlabel("destination rank")
+        ax.set_ylabel("source rank")
+        ax.set_xticks(_rank_ticks(prof.nranks))
+        ax.set_yticks(_rank_ticks(prof.nranks))
+    ax.set_title("Point-to-point bytes between ranks")
+    return _png(fig, "peer heatmap")
+
+
+def histogram_functions(prof: Profile) -> list[str]:
+    """Functions whose message-size histogram is drawn: most bytes first."""
+    moved = [(n, int(f.get("bytes_sent", 0)) + int(f.get("bytes_recv", 0)))
+             for n, f in prof.functions.items()
+             if sum(f.get("hist_send", [])) + sum(f.get("hist_recv", [])) > 0]
+    moved.sort(key=lambda x: (-x[1], x[0]))
+    return [n for n, _ in moved[:MAX_HISTOGRAMS]]
+
+
+def fig_histogram(prof: Profile, name: str) -> tuple[str, list[str]]:
+    h = analysis.histogram(prof, name)
+    labels = h["labels"]
+    used = [i for d in h["directions"].values() for i, c in enumerate(d["bins"]) if c]
+    lo, hi = max(0, min(used) - 1), min(len(labels) - 1, max(used) + 1)
+    fig, ax = plt.subplots(figsize=(6, 3))
+    width = 0.4 if len(h["directions"]) == 2 else 0.8
+    sentences = []
+    for k, (direction, d) in enumerate(h["directions"].items()):
+        xs = [i - lo + (k - (len(h["directions"]) - 1) / 2) * width for i in range(lo, hi + 1)]
+        ax.bar(xs, d["bins"][lo:hi + 1], width=width, label=direction)
+        sentences.append(analysis.dominant_sentence(name, direction, d["dominant"],
+                                                    d["messages"]))
+    ax.set_xticks(range(hi - lo + 1))
+    ax.set_xticklabels(labels[lo:hi + 1], rotation=45, ha="right", fontsize=8)
+    ax.set_xlabel("message size class (bytes)")
+    ax.set_ylabel("messages")
+    ax.set_title(f"{name}: message sizes")
+    ax.legend(fontsize=8)
+    return _png(fig, f"{name} message-size histogram"), sentences
+
+
+CSS = """
+body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1100px}
+.banner{background:#1f4e79;color:#fff;padding:1em 1.5em;border-radius:6px}
+.banner h1{margin:0 0 .4em 0;font-size:1.5em}
+.banner table td{padding:.1em 1.2em .1em 0}
+table.data{border-collapse:collapse;margin:.5em 0 1.5em 0;font-size:.9em}
+table.data th,table.data td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+table.data th:first-child,table.data td:first-child{text-align:left}
+.caution{color:#a15c00;font-weight:bold}
+img.plot{display:block;margin:.5em 0 1.5em 0;max-width:100%}
+.callout{font-weight:bold;margin:0 0 .3em 0}
+"""
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="data"><tr>{th}</tr>{body}</table>'
+
+
+def render(prof: Profile) -> str:
+    """The complete HTML document for a profile."""
+    e = html.escape
+    s = analysis.summary(prof)
+    rows = analysis.function_rows(prof)
+    cp = commpattern.summary(prof)
+    banner_rows = [
+        ("Job", f"{s['job_id']} &nbsp; <code>{e(s['command'])}</code>"),
+        ("Ranks / hosts", f"{s['nranks']} / {len(s['hosts'])} ({e(', '.join(s['hosts'][:8]))})"),
+        ("MPI library", e(s["mpi_library"])),
+        ("Wall time", fmt_times([s["wall_s"][k] for k in ("min", "mean", "max")])
+         + " (min/mean/max)"),
+        ("Time in MPI", " / ".join(fmt_pct(s["mpi_pct"][k]) for k in ("min", "mean", "max"))
+         + " of wall time (min/mean/max)"),
+        ("Profiler overhead", (f"{s['overhead_ns']:.1f} ns per call; "
+                               f"{len(s['caution_functions'])} functions marked caution")),
+        ("Traffic pattern", f"{e(cp['pattern'])} ({e(cp['reason'])})"),
+    ]
+    banner = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in banner_rows)
+    ftable = _table(
+        ["function", "calls", "total", "mean", "% MPI", "% wall", "rank min/mean/max",
+         "slowest rank", "bytes", "caution"],
+        [[e(r["function"]), f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_time(r["mean_s"]),
+          fmt_pct(r["pct_mpi"]), fmt_pct(r["pct_wall"]),
+          fmt_times([r["rank_time_min_s"], r["rank_time_mean_s"], r["rank_time_max_s"]]),
+          "" if r["slowest_rank"] is None else str(r["slowest_rank"]),
+          fmt_bytes(r["bytes_sent"] + r["bytes_recv"]),
+          '<span class="caution">caution</span>' if r["caution"] else ""] for r in rows])
+    caution_rows = [r for r in rows if r["caution"]]
+    if caution_rows:
+        caution = ("<p>Mean time per call within "
+                   f"{prof.header.get('caution_factor', 5)}&times; the measured overhead "
+                   f"({s['overhead_ns']:.1f} ns): these numbers are mostly the tool.</p>"
+                   + _table(["function", "calls", "mean", "total"],
+                            [[e(r["function"]), f"{r['calls']:,}", fmt_time(r["mean_s"]),
+                              fmt_time(r["time_s"])] for r in caution_rows]))
+    else:
+        caution = "<p>No function is marked caution.</p>"
+    hists = []
+    for name in histogram_functions(prof):
+        img, sentences = fig_histogram(prof, name)
+        hists.append("".join(f'<p class="callout">{e(x)}</p>' for x in sentences) + img)
+    title = f"mpilens report: {s['job_id']}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>
+<style>{CSS}</style></head><body>
+<div class="banner" id="summary"><h1>{e(title)}</h1><table>{banner}</table></div>
+<h2>MPI functions by total time</h2>{ftable}
+<h2>MPI time by function per rank</h2>{fig_time_per_rank(prof, rows)}
+<h2>Per-rank imbalance</h2>{fig_imbalance(prof)}
+<h2>Communication matrix</h2>{fig_heatmap(prof)}
+<h2>Message-size histograms</h2>{''.join(hists) or '<p>No messages recorded.</p>'}
+<h2 id="caution">Caution list</h2>{caution}
+<p><small>profile {e(str(prof.path))}, created {e(s['created'])}</small></p>
+</body></html>
+"""
