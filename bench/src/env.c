@@ -1,0 +1,174 @@
+/* Environment block (MPI library, hosts, placement, MPI tuning variables),
+ * clock resolution, resident memory, progress lines, data patterns. */
+#define _GNU_SOURCE
+#include "mlb.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+int ml_rank, ml_size, ml_progress_on;
+
+double ml_clock_resolution(void)
+{
+    double best = 1.0;
+    for (int i = 0; i < 200; i++) {
+        double t0 = MPI_Wtime(), t1;
+        while ((t1 = MPI_Wtime()) == t0) {}
+        if (t1 - t0 < best) best = t1 - t0;
+    }
+    return best;
+}
+
+long ml_rss_kib(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n)) { v = strtol(line + n, NULL, 10); break; }
+    fclose(f);
+    return v;
+}
+
+void ml_progress(long done, long total)
+{
+    if (ml_progress_on && ml_rank == 0) {
+        fprintf(stderr, "MLB-PROGRESS %ld %ld\n", done, total);
+        fflush(stderr);
+    }
+}
+
+void ml_fill(unsigned char *buf, size_t n, uint64_t off0, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) buf[i] = ml_pat(off0 + i, seed);
+}
+
+size_t ml_check(const unsigned char *buf, size_t n, uint64_t off0, unsigned seed)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += buf[i] != ml_pat(off0 + i, seed);
+    return bad;
+}
+
+void *ml_alloc(size_t n)
+{
+    void *p = NULL;
+    if (n == 0) n = 1;
+    if (posix_memalign(&p, 4096, n)) ml_fatal("cannot allocate %zu bytes", n);
+    memset(p, 0, n);
+    return p;
+}
+
+static const char *const env_prefixes[] = {
+    "OMPI_MCA_", "MPIR_CVAR_", "I_MPI_", "MPICH_", "HYDRA_", "UCX_", "FI_", "PSM2_",
+    "SLURM_JOB_ID", "SLURM_NTASKS", "OMP_", "MPILENS_", "LD_PRELOAD", NULL};
+
+void ml_json_env(ml_json *w, int argc, char **argv)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len, ver, sub, flag, *global = NULL;
+    MPI_Get_library_version(lib, &len);
+    lib[strcspn(lib, "\n")] = 0;
+    MPI_Get_version(&ver, &sub);
+    char host[MPI_MAX_PROCESSOR_NAME] = "";
+    MPI_Get_processor_name(host, &len);
+    struct { char host[MPI_MAX_PROCESSOR_NAME]; int cpu; int pid; } me, *all = NULL;
+    memset(&me, 0, sizeof me);
+    snprintf(me.host, sizeof me.host, "%s", host);
+    me.cpu = sched_getcpu();
+    me.pid = (int)getpid();
+    if (ml_rank == 0) all = malloc((size_t)ml_size * sizeof *all);
+    MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
+    double res = ml_clock_resolution(), resmax;
+    MPI_Reduce(&res, &resmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &global, &flag);
+    if (ml_rank != 0) return;
+
+    ml_json_obj(w, "env");
+    ml_json_str(w, "mpi_library", lib);
+    ml_json_arr(w, "mpi_version");
+    ml_json_int(w, NULL, ver);
+    ml_json_int(w, NULL, sub);
+    ml_json_end(w);
+    ml_json_int(w, "nranks", ml_size);
+    int *hidx = malloc((size_t)ml_size * sizeof *hidx), nh = 0;
+    ml_json_arr(w, "hosts");
+    for (int r = 0; r < ml_size; r++) {
+        hidx[r] = -1;
+        for (int q = 0; q < r; q++)
+            if (!strcmp(all[q].host, all[r].host)) { hidx[r] = hidx[q]; break; }
+        if (hidx[r] < 0) { hidx[r] = nh++; ml_json_str(w, NULL, all[r].host); }
+    }
+    ml_json_end(w);
+    ml_json_arr(w, "placement");
+    for (int r = 0; r < ml_size; r++) {
+        ml_json_obj(w, NULL);
+        ml_json_int(w, "rank", r);
+        ml_json_str(w, "host", all[r].host);
+        ml_json_int(w, "cpu", all[r].cpu);
+        ml_json_end(w);
+    }
+    ml_json_end(w);
+    ml_json_obj(w, "variables");
+    for (char **e = environ; *e; e++)
+        for (int k = 0; env_prefixes[k]; k++)
+            if (!strncmp(*e, env_prefixes[k], strlen(env_prefixes[k]))) {
+                char *eq = strchr(*e, '=');
+                if (!eq) break;
+                char name[256];
+                size_t n = (size_t)(eq - *e) < sizeof name - 1 ? (size_t)(eq - *e) : sizeof name - 1;
+                memcpy(name, *e, n);
+                name[n] = 0;
+                ml_json_str(w, name, eq + 1);
+                break;
+            }
+    ml_json_end(w);
+    char cmd[4096] = "";
+    for (int i = 0; i < argc; i++) {
+        strncat(cmd, argv[i], sizeof cmd - strlen(cmd) - 2);
+        if (i + 1 < argc) strncat(cmd, " ", sizeof cmd - strlen(cmd) - 1);
+    }
+    ml_json_str(w, "command", cmd);
+    char date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    ml_json_str(w, "date", date);
+    ml_json_end(w);
+
+    ml_json_obj(w, "clock");
+    ml_json_str(w, "timer", "MPI_Wtime");
+    ml_json_num(w, "wtick_s", MPI_Wtick());
+    ml_json_num(w, "resolution_s", resmax);
+    ml_json_bool(w, "wtime_is_global", flag && global && *global);
+    ml_json_end(w);
+    free(hidx);
+    free(all);
+}
+
+void ml_json_ship(ml_json *w, const char *key, ml_json *sub, int src)
+{
+    if (src == 0) {
+        if (ml_rank == 0) ml_json_raw(w, key, ml_json_text(sub));
+        return;
+    }
+    if (ml_rank == src) {
+        const char *t = ml_json_text(sub);
+        MPI_Send(t, (int)strlen(t) + 1, MPI_CHAR, 0, 9999, MPI_COMM_WORLD);
+    } else if (ml_rank == 0) {
+        MPI_Status st;
+        int n;
+        MPI_Probe(src, 9999, MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_CHAR, &n);
+        char *t = malloc((size_t)n);
+        MPI_Recv(t, n, MPI_CHAR, src, 9999, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        ml_json_raw(w, key, t);
+        free(t);
+    }
+}

@@ -1,0 +1,188 @@
+/* logp: P-LogP parameters (Kielmann et al.) between ranks 0 and 1:
+ *   RTT(m)  ping-pong round trip;
+ *   os(m)   time of MPI_Send at the sender (receiver acknowledges each message);
+ *   or(m)   time of MPI_Recv at the receiver after waiting longer than RTT(m),
+ *           so the message has already arrived;
+ *   g(m)    gap per message in a train of n back-to-back sends:
+ *           (T(n) - RTT(0)) / n, T(n) ending with a zero-byte acknowledgement;
+ *   L       = RTT(0)/2 - g(0)  (Kielmann: RTT(0) = 2 (L + g(0))).
+ * Optionally writes the network model JSON (--model FILE) read by other parts. */
+#define _POSIX_C_SOURCE 200809L
+#include "mlb.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { T_RTT = 11, T_OS, T_OR, T_G, T_ACK, T_DATA };
+
+static void spin(double secs)
+{
+    double t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < secs) {}
+}
+
+int ml_logp(ml_json *out, int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    if (ml_size < 2) ml_usage("logp needs at least 2 ranks (got %d)", ml_size);
+    long long *sz;
+    int ns = ml_opt_sizes(0, 1 << 20, 0, 1LL << 28, &sz);
+    int samples = (int)ml_opt_int("samples", 20, 1, 1000000);
+    int reps = (int)ml_opt_int("iters", 10, 1, 1000000);
+    int train = (int)ml_opt_int("train", 64, 2, 1000000);
+    const char *model = ml_opt_str("model", NULL);
+    ml_opts_finish();
+    int ok = 1;
+    if (ml_rank == 0 && model) {
+        FILE *f = fopen(model, "a");
+        if (f) fclose(f); else ok = 0;
+    }
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!ok) ml_usage("--model '%s': cannot write this file", model);
+
+    int me = ml_rank, role = me == 0 ? 0 : me == 1 ? 1 : -1, o = 1 - me;
+    long long maxs = sz[ns - 1];
+    unsigned char *buf = role >= 0 ? ml_alloc((size_t)maxs) : NULL;
+    double *x = malloc(4 * (size_t)samples * sizeof *x);   /* rtt, os, or, g */
+    double *med = malloc(4 * (size_t)ns * sizeof *med);
+    long errors = 0;
+    char ack = 0;
+    if (me == 0) {
+        ml_json_obj(out, "options");
+        ml_json_arr(out, "ranks");
+        ml_json_int(out, NULL, 0);
+        ml_json_int(out, NULL, 1);
+        ml_json_end(out);
+        ml_json_int(out, "min_size", sz[0]);
+        ml_json_int(out, "max_size", maxs);
+        ml_json_int(out, "samples", samples);
+        ml_json_int(out, "iters", reps);
+        ml_json_int(out, "train", train);
+        ml_json_end(out);
+        ml_json_arr(out, "results");
+    }
+    double rtt0 = 0;
+    for (int i = 0; i < ns; i++) {
+        int n = (int)sz[i];
+        unsigned seed = (unsigned)i + 1;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (role < 0) { ml_progress(i + 1, ns); continue; }
+        if (role == 0) ml_fill(buf, (size_t)n, 0, seed);
+        /* warm-up + RTT */
+        for (int j = -1; j < samples; j++) {
+            double t0 = MPI_Wtime();
+            for (int k = 0; k < reps; k++) {
+                if (role == 0) {
+                    MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
+                    MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
+                }
+            }
+            if (j >= 0) x[j] = (MPI_Wtime() - t0) / reps;
+        }
+        double rtt = ml_median(x, samples);
+        if (i == 0 || sz[i] == 0) rtt0 = rtt;
+        double wait = 1.5 * rtt + 5e-6;
+        /* os(m) at rank 0, or(m) at rank 1 */
+        for (int j = 0; j < samples; j++) {
+            double sos = 0, sor = 0;
+            for (int k = 0; k < reps; k++) {
+                if (role == 0) {
+                    double t0 = MPI_Wtime();
+                    MPI_Send(buf, n, MPI_BYTE, o, T_OS, MPI_COMM_WORLD);
+                    sos += MPI_Wtime() - t0;
+                    MPI_Recv(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(buf, n, MPI_BYTE, o, T_OR, MPI_COMM_WORLD);
+                    MPI_Recv(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Recv(buf, n, MPI_BYTE, o, T_OS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD);
+                    spin(wait);
+                    double t0 = MPI_Wtime();
+                    MPI_Recv(buf, n, MPI_BYTE, o, T_OR, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    sor += MPI_Wtime() - t0;
+                    MPI_Send(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD);
+                }
+            }
+            x[samples + j] = sos / reps;
+            x[2 * samples + j] = sor / reps;
+        }
+        if (role == 1 && n && ml_check(buf, (size_t)n, 0, seed)) errors++;
+        /* g(m): message train */
+        for (int j = 0; j < samples; j++) {
+            if (role == 0) {
+                double t0 = MPI_Wtime();
+                for (int k = 0; k < train; k++) MPI_Send(buf, n, MPI_BYTE, o, T_G, MPI_COMM_WORLD);
+                MPI_Recv(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                x[3 * samples + j] = (MPI_Wtime() - t0 - rtt0) / train;
+            } else {
+                if (n) memset(buf, 0, (size_t)n);
+                for (int k = 0; k < train; k++)
+                    MPI_Recv(buf, n, MPI_BYTE, o, T_G, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD);
+            }
+        }
+        if (role == 1 && n && ml_check(buf, (size_t)n, 0, seed)) errors++;
+        if (role == 1) MPI_Send(x + 2 * samples, samples, MPI_DOUBLE, 0, T_DATA, MPI_COMM_WORLD);
+        else {
+            MPI_Recv(x + 2 * samples, samples, MPI_DOUBLE, 1, T_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int q = 0; q < 4; q++) med[q * ns + i] = ml_median(x + q * samples, samples);
+            ml_json_obj(out, NULL);
+            ml_json_int(out, "size", sz[i]);
+            ml_json_stats(out, "rtt_s", x, samples, 1.0);
+            ml_json_stats(out, "os_s", x + samples, samples, 1.0);
+            ml_json_stats(out, "or_s", x + 2 * samples, samples, 1.0);
+            ml_json_stats(out, "g_s", x + 3 * samples, samples, 1.0);
+            ml_json_end(out);
+        }
+        ml_progress(i + 1, ns);
+    }
+    if (me == 0) {
+        ml_json_end(out);
+        double res = ml_clock_resolution();
+        double g0 = med[3 * ns], Lraw = med[0] / 2 - g0;
+        ml_json *m = ml_json_new();
+        ml_json_obj(m, NULL);
+        ml_json_str(m, "format", "mpilens-netmodel");
+        ml_json_int(m, "version", 1);
+        ml_json_str(m, "model", "plogp");
+        char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len;
+        MPI_Get_library_version(lib, &len);
+        lib[strcspn(lib, "\n")] = 0;
+        ml_json_str(m, "mpi_library", lib);
+        ml_json_num(m, "L_s", Lraw > res ? Lraw : med[0] / 2);
+        ml_json_num(m, "L_raw_s", Lraw);
+        ml_json_bool(m, "L_clamped", !(Lraw > res));
+        const char *keys[4] = {"rtt_s", "os_s", "or_s", "g_s"};
+        ml_json_arr(m, "sizes");
+        for (int i = 0; i < ns; i++) ml_json_int(m, NULL, sz[i]);
+        ml_json_end(m);
+        int clamped = 0;
+        for (int q = 0; q < 4; q++) {
+            ml_json_arr(m, keys[q]);
+            for (int i = 0; i < ns; i++) {
+                double v = med[q * ns + i];
+                if (q == 3 && v < res) { v = res; clamped++; }
+                ml_json_num(m, NULL, v);
+            }
+            ml_json_end(m);
+        }
+        ml_json_int(m, "g_clamped", clamped);
+        ml_json_end(m);
+        ml_json_raw(out, "model", ml_json_text(m));
+        if (model) {
+            FILE *f = fopen(model, "w");
+            if (!f) ml_fatal("cannot write %s", model);
+            fprintf(f, "%s\n", ml_json_text(m));
+            fclose(f);
+        }
+        ml_json_free(m);
+    }
+    free(buf); free(x); free(med); free(sz);
+    return (int)errors;
+}

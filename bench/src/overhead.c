@@ -1,0 +1,153 @@
+/* overhead: cost of the mpilens profiler per MPI call, measured in one run by
+ * interleaving blocks that bypass it (PMPI_*) with blocks that go through it
+ * (MPI_*, interposed when libmpilens.so is LD_PRELOADed): A/B/A/B...
+ * Also: VmRSS after 10^3 and 10^7 profiled calls and, when the runtime exports
+ * it, size_t mpilens_record_bytes(void). */
+#define _GNU_SOURCE
+#include "mlb.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef size_t (*recbytes_fn)(void);
+static volatile int sink;
+
+static double rank_block(int profiled, long calls)
+{
+    int r;
+    double t0 = MPI_Wtime();
+    if (profiled) for (long i = 0; i < calls; i++) { MPI_Comm_rank(MPI_COMM_WORLD, &r); sink = r; }
+    else for (long i = 0; i < calls; i++) { PMPI_Comm_rank(MPI_COMM_WORLD, &r); sink = r; }
+    return (MPI_Wtime() - t0) / (double)calls;
+}
+
+static double pp_block(int profiled, long rounds, int role, char *buf)
+{
+    int o = 1 - role;
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < rounds; i++) {
+        if (role == 0) {
+            if (profiled) {
+                MPI_Send(buf, 8, MPI_BYTE, o, 3, MPI_COMM_WORLD);
+                MPI_Recv(buf, 8, MPI_BYTE, o, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                PMPI_Send(buf, 8, MPI_BYTE, o, 3, MPI_COMM_WORLD);
+                PMPI_Recv(buf, 8, MPI_BYTE, o, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+        } else {
+            if (profiled) {
+                MPI_Recv(buf, 8, MPI_BYTE, o, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, 8, MPI_BYTE, o, 3, MPI_COMM_WORLD);
+            } else {
+                PMPI_Recv(buf, 8, MPI_BYTE, o, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                PMPI_Send(buf, 8, MPI_BYTE, o, 3, MPI_COMM_WORLD);
+            }
+        }
+    }
+    return (MPI_Wtime() - t0) / (double)rounds;
+}
+
+static void ab_json(ml_json *w, const char *key, const double *a, const double *b, int n,
+                    const char *unit_key, long per_block)
+{
+    double *d = malloc((size_t)n * sizeof *d);
+    for (int i = 0; i < n; i++) d[i] = b[i] - a[i];
+    ml_json_obj(w, key);
+    ml_json_int(w, unit_key, per_block);
+    ml_json_int(w, "blocks", n);
+    ml_json_stats(w, "pmpi_ns", a, n, 1e9);
+    ml_json_stats(w, "mpi_ns", b, n, 1e9);
+    ml_json_stats(w, "added_ns", d, n, 1e9);
+    ml_json_num(w, "added_ns_median", ml_median(d, n) * 1e9);
+    ml_json_end(w);
+    free(d);
+}
+
+int ml_overhead(ml_json *out, int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    long calls = (long)ml_opt_int("calls", 100000, 1, 1000000000);
+    int blocks = (int)ml_opt_int("blocks", 20, 1, 1000000);
+    long rounds = (long)ml_opt_int("pp-calls", 10000, 1, 1000000000);
+    long big = (long)ml_opt_int("rss-calls", 10000000, 1000, 10000000000LL);
+    ml_opts_finish();
+
+    void *sym = dlsym(RTLD_DEFAULT, "mpilens_record_bytes");
+    recbytes_fn recbytes = NULL;
+    if (sym) memcpy(&recbytes, &sym, sizeof recbytes);
+    Dl_info info;
+    memset(&info, 0, sizeof info);
+    void *mcr = dlsym(RTLD_DEFAULT, "MPI_Comm_rank");
+    const char *from = mcr && dladdr(mcr, &info) && info.dli_fname ? info.dli_fname : "";
+    int loaded = strstr(from, "libmpilens") != NULL;
+
+    long rss[3];
+    long long rb[3];
+    rss[0] = ml_rss_kib("VmRSS:");
+    rb[0] = recbytes ? (long long)recbytes() : -1;
+    int r;
+    for (long i = 0; i < 1000; i++) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    rss[1] = ml_rss_kib("VmRSS:");
+    rb[1] = recbytes ? (long long)recbytes() : -1;
+    for (long i = 1000; i < big; i++) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    rss[2] = ml_rss_kib("VmRSS:");
+    rb[2] = recbytes ? (long long)recbytes() : -1;
+    ml_progress(1, 3);
+
+    double *a = malloc(2 * (size_t)blocks * sizeof *a), *b = a + blocks;
+    rank_block(0, calls / 10 + 1);           /* warm-up */
+    rank_block(1, calls / 10 + 1);
+    for (int k = 0; k < blocks; k++) {
+        a[k] = rank_block(0, calls);
+        b[k] = rank_block(1, calls);
+    }
+    ml_progress(2, 3);
+    double *pa = malloc(2 * (size_t)blocks * sizeof *pa), *pb = pa + blocks;
+    int role = ml_rank < 2 ? ml_rank : -1, pp = ml_size >= 2;
+    char buf[8] = {0};
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (pp && role >= 0) {
+        pp_block(0, rounds / 10 + 1, role, buf);
+        pp_block(1, rounds / 10 + 1, role, buf);
+        for (int k = 0; k < blocks; k++) {
+            pa[k] = pp_block(0, rounds, role, buf);
+            pb[k] = pp_block(1, rounds, role, buf);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    ml_progress(3, 3);
+    if (ml_rank == 0) {
+        ml_json_obj(out, "options");
+        ml_json_int(out, "calls", calls);
+        ml_json_int(out, "blocks", blocks);
+        ml_json_int(out, "pp_calls", rounds);
+        ml_json_int(out, "rss_calls", big);
+        ml_json_end(out);
+        ml_json_obj(out, "results");
+        ml_json_obj(out, "profiler");
+        ml_json_bool(out, "loaded", loaded);
+        ml_json_str(out, "MPI_Comm_rank_from", from);
+        ml_json_bool(out, "record_bytes_symbol", recbytes != NULL);
+        ml_json_end(out);
+        ab_json(out, "comm_rank", a, b, blocks, "calls_per_block", calls);
+        if (pp) {
+            ab_json(out, "pingpong_8B", pa, pb, blocks, "roundtrips_per_block", rounds);
+        } else ml_json_null(out, "pingpong_8B");
+        ml_json_obj(out, "memory");
+        ml_json_int(out, "rss_kib_before", rss[0]);
+        ml_json_int(out, "rss_kib_after_1e3", rss[1]);
+        ml_json_int(out, "rss_kib_after_rss_calls", rss[2]);
+        ml_json_int(out, "rss_growth_kib", rss[2] - rss[1]);
+        if (recbytes) {
+            ml_json_int(out, "record_bytes_before", rb[0]);
+            ml_json_int(out, "record_bytes_after_1e3", rb[1]);
+            ml_json_int(out, "record_bytes_after_rss_calls", rb[2]);
+        }
+        ml_json_end(out);
+        ml_json_end(out);
+    }
+    free(a); free(pa);
+    return 0;
+}

@@ -1,0 +1,284 @@
+/* p2p: ping-pong latency (half round trip), ping-ping, uni- and bi-directional
+ * windowed bandwidth between one pair of ranks, 0 B .. 4 MiB; optional in-run
+ * OSU reference loops (osu_latency / osu_bw algorithms) for accuracy checks. */
+#define _POSIX_C_SOURCE 200809L
+#include "mlb.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { M_LAT, M_PING, M_BW, M_BIBW, NMODE };
+static const char *const mode_names[NMODE] = {"latency", "pingping", "bw", "bibw"};
+static const char *const mode_keys[NMODE] = {"latency_s", "pingping_s", "bw_Bps", "bibw_Bps"};
+enum { T_PP = 1, T_PI, T_BW, T_ACK, T_OSU, T_OSUACK };
+
+typedef struct {
+    int a, b, role, other;          /* role 0 = rank a (timer), 1 = rank b, -1 idle */
+    unsigned char *sbuf, *rbuf;
+    char ack[4];
+    MPI_Request *req;
+    int window;
+} pair_t;
+
+/* one timed sample of `iters` repetitions; returns seconds on rank a */
+static double sample(pair_t *p, int mode, long long size, int iters)
+{
+    int n = (int)size, o = p->other, w = p->window;
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++) {
+        switch (mode) {
+        case M_LAT:
+            if (p->role == 0) {
+                MPI_Send(p->sbuf, n, MPI_BYTE, o, T_PP, MPI_COMM_WORLD);
+                MPI_Recv(p->rbuf, n, MPI_BYTE, o, T_PP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(p->rbuf, n, MPI_BYTE, o, T_PP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(p->sbuf, n, MPI_BYTE, o, T_PP, MPI_COMM_WORLD);
+            }
+            break;
+        case M_PING:
+            MPI_Isend(p->sbuf, n, MPI_BYTE, o, T_PI, MPI_COMM_WORLD, &p->req[0]);
+            MPI_Recv(p->rbuf, n, MPI_BYTE, o, T_PI, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Wait(&p->req[0], MPI_STATUS_IGNORE);
+            break;
+        case M_BW:
+            if (p->role == 0) {
+                for (int k = 0; k < w; k++)
+                    MPI_Isend(p->sbuf, n, MPI_BYTE, o, T_BW, MPI_COMM_WORLD, &p->req[k]);
+                MPI_Waitall(w, p->req, MPI_STATUSES_IGNORE);
+                MPI_Recv(p->ack, 4, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                for (int k = 0; k < w; k++)
+                    MPI_Irecv(p->rbuf, n, MPI_BYTE, o, T_BW, MPI_COMM_WORLD, &p->req[k]);
+                MPI_Waitall(w, p->req, MPI_STATUSES_IGNORE);
+                MPI_Send(p->ack, 4, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD);
+            }
+            break;
+        case M_BIBW:
+            for (int k = 0; k < w; k++)
+                MPI_Irecv(p->rbuf, n, MPI_BYTE, o, T_BW, MPI_COMM_WORLD, &p->req[k]);
+            for (int k = 0; k < w; k++)
+                MPI_Isend(p->sbuf, n, MPI_BYTE, o, T_BW, MPI_COMM_WORLD, &p->req[w + k]);
+            MPI_Waitall(2 * w, p->req, MPI_STATUSES_IGNORE);
+            break;
+        }
+    }
+    return MPI_Wtime() - t0;
+}
+
+/* osu_latency: skip warm-up iterations, then time/(2*iters) */
+static double osu_latency(pair_t *p, long long size, int iters, int skip)
+{
+    int n = (int)size, o = p->other;
+    double t0 = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < iters + skip; i++) {
+        if (i == skip) t0 = MPI_Wtime();
+        if (p->role == 0) {
+            MPI_Send(p->sbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD);
+            MPI_Recv(p->rbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (p->role == 1) {
+            MPI_Recv(p->rbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(p->sbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD);
+        } else break;
+    }
+    return (MPI_Wtime() - t0) / (2.0 * iters);
+}
+
+/* osu_bw: window of 64 MPI_Isend + MPI_Waitall, then a 4-byte ack */
+static double osu_bw(pair_t *p, long long size, int iters, int skip)
+{
+    int n = (int)size, o = p->other, w = p->window;
+    double t0 = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < iters + skip && p->role >= 0; i++) {
+        if (i == skip) t0 = MPI_Wtime();
+        if (p->role == 0) {
+            for (int k = 0; k < w; k++)
+                MPI_Isend(p->sbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD, &p->req[k]);
+            MPI_Waitall(w, p->req, MPI_STATUSES_IGNORE);
+            MPI_Recv(p->ack, 4, MPI_BYTE, o, T_OSUACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            for (int k = 0; k < w; k++)
+                MPI_Irecv(p->rbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD, &p->req[k]);
+            MPI_Waitall(w, p->req, MPI_STATUSES_IGNORE);
+            MPI_Send(p->ack, 4, MPI_BYTE, o, T_OSUACK, MPI_COMM_WORLD);
+        }
+    }
+    double t = MPI_Wtime() - t0;
+    return (double)size * w * iters / t;
+}
+
+static void parse_ranks(int *a, int *b)
+{
+    const char *v = ml_opt_str("ranks", "0,1");
+    char extra;
+    if (sscanf(v, "%d,%d%c", a, b, &extra) != 2 || *a < 0 || *b < 0 || *a >= ml_size ||
+        *b >= ml_size || *a == *b)
+        ml_usage("--ranks '%s' is invalid (accepted: two distinct ranks A,B from 0 to %d)",
+                 v, ml_size - 1);
+}
+
+/* sizes where the latency gains a fixed cost beyond the linear model (protocol
+ * switch) or the bandwidth drops as the size grows */
+static void crossovers(ml_json *w, const long long *sz, int ns, const double *lat,
+                       const double *bw)
+{
+    ml_json_arr(w, "crossovers");
+    double base = ns ? lat[0] : 0;
+    for (int i = 1; i < ns; i++) {
+        if (sz[i - 1] == 0 || sz[i] != 2 * sz[i - 1]) continue;
+        double excess = lat[i] - 2 * lat[i - 1] + base;
+        if (sz[i] >= 64 && isfinite(excess) && excess > 0.3 * lat[i]) {
+            ml_json_obj(w, NULL);
+            ml_json_int(w, "size", sz[i]);
+            ml_json_str(w, "evidence", "latency_step");
+            ml_json_num(w, "before", lat[i - 1]);
+            ml_json_num(w, "after", lat[i]);
+            ml_json_end(w);
+        }
+        if (sz[i] >= 1024 && isfinite(bw[i]) && isfinite(bw[i - 1]) && bw[i] < 0.85 * bw[i - 1]) {
+            ml_json_obj(w, NULL);
+            ml_json_int(w, "size", sz[i]);
+            ml_json_str(w, "evidence", "bandwidth_drop");
+            ml_json_num(w, "before", bw[i - 1]);
+            ml_json_num(w, "after", bw[i]);
+            ml_json_end(w);
+        }
+    }
+    ml_json_end(w);
+}
+
+int ml_p2p(ml_json *out, int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    if (ml_size < 2) ml_usage("p2p needs at least 2 ranks (got %d)", ml_size);
+    pair_t p = {0};
+    parse_ranks(&p.a, &p.b);
+    long long *sz;
+    int ns = ml_opt_sizes(0, 4 << 20, 0, 1LL << 30, &sz);
+    int samples = (int)ml_opt_int("samples", 20, 1, 1000000);
+    long long iters_opt = ml_opt_int("iters", 0, 1, 100000000);
+    long long bwit_opt = ml_opt_int("bw-iters", 0, 1, 100000000);
+    int warmup = (int)ml_opt_int("warmup", 10, 0, 100000000);
+    p.window = (int)ml_opt_int("window", 64, 1, 4096);
+    unsigned modes = ml_opt_names("modes", mode_names, NMODE, (1u << NMODE) - 1);
+    static const char *const refs[] = {"none", "osu"};
+    unsigned ref = ml_opt_names("reference", refs, 2, 1);
+    int osu = (ref & 2) != 0;
+    long long osu_n = ml_opt_int("osu-iters", 10000, 1, 100000000);
+    ml_opts_finish();
+
+    p.role = ml_rank == p.a ? 0 : ml_rank == p.b ? 1 : -1;
+    p.other = p.role == 0 ? p.b : p.a;
+    long long maxs = sz[ns - 1];
+    if (p.role >= 0) {
+        p.sbuf = ml_alloc((size_t)maxs);
+        p.rbuf = ml_alloc((size_t)maxs);
+    }
+    p.req = malloc(2 * (size_t)p.window * sizeof *p.req);
+
+    if (ml_rank == 0) {
+        ml_json_obj(out, "options");
+        ml_json_arr(out, "ranks");
+        ml_json_int(out, NULL, p.a);
+        ml_json_int(out, NULL, p.b);
+        ml_json_end(out);
+        ml_json_int(out, "min_size", sz[0]);
+        ml_json_int(out, "max_size", maxs);
+        ml_json_int(out, "samples", samples);
+        ml_json_int(out, "warmup", warmup);
+        ml_json_int(out, "window", p.window);
+        ml_json_arr(out, "modes");
+        for (int m = 0; m < NMODE; m++)
+            if (modes & (1u << m)) ml_json_str(out, NULL, mode_names[m]);
+        ml_json_end(out);
+        ml_json_str(out, "reference", osu ? "osu" : "none");
+        ml_json_end(out);
+    }
+
+    ml_json *w = ml_json_new();      /* built on rank a, shipped to rank 0 */
+    double *x = malloc((size_t)samples * sizeof *x);
+    double *lat_med = malloc((size_t)ns * sizeof *lat_med);
+    double *bw_med = malloc((size_t)ns * sizeof *bw_med);
+    long errors = 0;
+    ml_json_arr(w, NULL);
+    for (int i = 0; i < ns; i++) {
+        long long s = sz[i];
+        int iters = (int)(iters_opt ? iters_opt : s <= 8192 ? 100 : s <= 262144 ? 20 : 5);
+        int bwit = (int)(bwit_opt ? bwit_opt : s <= 8192 ? 4 : s <= 262144 ? 2 : 1);
+        unsigned seed = (unsigned)(2 * i + p.role + 1);
+        lat_med[i] = bw_med[i] = NAN;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (p.role >= 0) {
+            ml_fill(p.sbuf, (size_t)s, 0, seed);
+            memset(p.rbuf, 0, (size_t)s);
+        }
+        ml_json_obj(w, NULL);
+        ml_json_int(w, "size", s);
+        ml_json_int(w, "iters", iters);
+        ml_json_int(w, "bw_iters", bwit);
+        for (int m = 0; m < NMODE && p.role >= 0; m++) {
+            if (!(modes & (1u << m))) continue;
+            int bwmode = m == M_BW || m == M_BIBW;
+            if (bwmode && s == 0) { ml_json_null(w, mode_keys[m]); continue; }
+            int it = bwmode ? bwit : iters;
+            if (warmup) sample(&p, m, s, bwmode ? (warmup + p.window - 1) / p.window : warmup);
+            for (int k = 0; k < samples; k++) {
+                double t = sample(&p, m, s, it);
+                x[k] = m == M_LAT ? t / (2.0 * it) : m == M_PING ? t / it
+                     : (double)s * p.window * it * (m == M_BIBW ? 2 : 1) / t;
+            }
+            /* rank b receives in every mode; rank a in all but "bw" */
+            if (!(m == M_BW && p.role == 0)) {
+                size_t bad = ml_check(p.rbuf, (size_t)s, 0, (unsigned)(2 * i + (1 - p.role) + 1));
+                if (bad) {
+                    fprintf(stderr, "mpilens-bench: p2p %s size %lld: %zu wrong bytes on rank %d\n",
+                            mode_names[m], s, bad, ml_rank);
+                    errors++;
+                }
+                memset(p.rbuf, 0, (size_t)s);
+            }
+            ml_json_stats(w, mode_keys[m], x, samples, 1.0);
+            if (m == M_LAT) lat_med[i] = ml_median(x, samples);
+            if (m == M_BW) bw_med[i] = ml_median(x, samples);
+        }
+        if (osu) {
+            int big = s > 8192;
+            int li = (int)(big ? (osu_n / 10 ? osu_n / 10 : 1) : osu_n);
+            int ls = li / 100 ? li / 100 : 1;
+            int bi = (int)(big ? (osu_n / 500 ? osu_n / 500 : 1) : (osu_n / 100 ? osu_n / 100 : 1));
+            int bs = bi / 10 ? bi / 10 : 1;
+            double ol = osu_latency(&p, s, li, ls);
+            double ob = s ? osu_bw(&p, s, bi, bs) : NAN;
+            ml_json_obj(w, "osu");
+            ml_json_num(w, "latency_s", ol);
+            ml_json_int(w, "latency_iters", li);
+            ml_json_int(w, "latency_skip", ls);
+            ml_json_num(w, "bw_Bps", ob);
+            ml_json_int(w, "bw_iters", bi);
+            ml_json_int(w, "bw_skip", bs);
+            ml_json_end(w);
+            ml_json_obj(w, "vs_osu_pct");
+            ml_json_num(w, "latency", 100.0 * (lat_med[i] / ol - 1.0));
+            ml_json_num(w, "bw", 100.0 * (bw_med[i] / ob - 1.0));
+            ml_json_end(w);
+        }
+        ml_json_end(w);
+        ml_progress(i + 1, ns);
+    }
+    ml_json_end(w);
+    ml_json_ship(out, "results", w, p.a);
+    ml_json *c = ml_json_new();
+    ml_json_obj(c, NULL);
+    crossovers(c, sz, ns, lat_med, bw_med);
+    ml_json_end(c);
+    ml_json_ship(out, "analysis", c, p.a);
+    ml_json_free(c);
+    ml_json_free(w);
+    free(x); free(lat_med); free(bw_med); free(p.req); free(sz);
+    free(p.sbuf); free(p.rbuf);
+    return (int)errors;
+}
