@@ -29,5 +29,12 @@ int  ml_repro_init(void) __attribute__((weak));     /* reproducible reductions: 
 void ml_repro_finalize(void) __attribute__((weak));
 
 /* --- overrides (one line each; the generator greps `mlo_MPI_\w+`) --- */
+/* reproducible reductions (runtime/repro/repro.c): MPI_SUM on floating-point types, MPILENS_REPRO=1 */
+int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int mlo_MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+int mlo_MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int mlo_MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int mlo_MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int mlo_MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
 #endif

@@ -1,0 +1,458 @@
+/* Reproducible, correctly rounded MPI_SUM reductions (MPILENS_REPRO=1).
+ *
+ * Every contribution is turned into an exact, canonical representation
+ * (exactsum.h); MPI reduces those with a user-defined operation over PMPI
+ * (any algorithm, any order: the combination is exact); each element is
+ * rounded once.  Elements whose ml_win could not be exact (contributions more
+ * than ~120 bits apart) are flagged identically on every rank and recomputed
+ * with the full 2176-bit accumulator (ml_acc) in a second reduction.
+ *
+ * Only PMPI_* calls here: MPI_* would be profiled again.
+ */
+#include "repro.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../overrides.h"
+#include "exactsum.h"
+
+/* The core's configuration reader (environment, then config file); weak so
+ * that benchmarks can link this engine without the profiler core. */
+const char *ml_config_get(const char *key) __attribute__((weak));
+
+#define SLOW_CHUNK 4096   /* elements per ml_acc reduction (552 bytes each) */
+
+static int repro_on;
+static int repro_ready;
+static MPI_Datatype win_type, acc_type;
+static MPI_Op win_op, acc_op;
+
+/* ---- scratch buffers: per thread, grown on demand, kept between calls ---- */
+
+enum { S_WIN, S_RES, S_IDX, S_ACC, S_ACCR, S_VAL, S_CNT, S_NSCRATCH };
+static __thread void *scratch_p[S_NSCRATCH];
+static __thread size_t scratch_n[S_NSCRATCH];
+
+static void *scratch(int which, size_t bytes)
+{
+    if (bytes == 0)
+        bytes = 1;
+    if (scratch_n[which] < bytes) {
+        free(scratch_p[which]);
+        scratch_p[which] = malloc(bytes);
+        scratch_n[which] = scratch_p[which] ? bytes : 0;
+    }
+    return scratch_p[which];
+}
+
+/* ---- element kinds ---- */
+
+typedef struct {
+    int single;      /* binary32 scalars (else binary64) */
+    int mult;        /* scalars per element: 2 for complex */
+} kind_t;
+
+static int same_type(MPI_Datatype a, MPI_Datatype b)
+{
+    return b != MPI_DATATYPE_NULL && a == b;
+}
+
+static int kind_of(MPI_Datatype dt, kind_t *k)
+{
+    if (same_type(dt, MPI_DOUBLE) || same_type(dt, MPI_DOUBLE_PRECISION) || same_type(dt, MPI_REAL8))
+        *k = (kind_t){0, 1};
+    else if (same_type(dt, MPI_FLOAT) || same_type(dt, MPI_REAL) || same_type(dt, MPI_REAL4))
+        *k = (kind_t){1, 1};
+    else if (same_type(dt, MPI_C_DOUBLE_COMPLEX) || same_type(dt, MPI_DOUBLE_COMPLEX)
+             || same_type(dt, MPI_COMPLEX16))
+        *k = (kind_t){0, 2};
+    else if (same_type(dt, MPI_C_FLOAT_COMPLEX) || same_type(dt, MPI_COMPLEX)
+             || same_type(dt, MPI_COMPLEX8))
+        *k = (kind_t){1, 2};
+    else
+        return 0;
+    return 1;
+}
+
+/* Whether the engine serves this call; *n = scalars per element times count. */
+static int served(long count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, kind_t *k)
+{
+    int inter = 1;
+    if (!repro_on || !repro_ready || op != MPI_SUM || count <= 0 || !kind_of(dt, k))
+        return 0;
+    if (count > INT_MAX / 2 || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return 0;
+    return 1;
+}
+
+static double scalar_in(const void *buf, size_t i, int single)
+{
+    return single ? (double)((const float *)buf)[i] : ((const double *)buf)[i];
+}
+
+static void scalar_out(void *buf, size_t i, int single, double v)
+{
+    if (single)
+        ((float *)buf)[i] = (float)v;    /* v is already a binary32 value */
+    else
+        ((double *)buf)[i] = v;
+}
+
+static ml_win *to_win(const void *in, int n, int single)
+{
+    ml_win *w = scratch(S_WIN, (size_t)n * sizeof(ml_win));
+    if (!w)
+        return NULL;
+    if (single)
+        for (int i = 0; i < n; i++)
+            ml_win_from_double(&w[i], ((const float *)in)[i]);
+    else
+        for (int i = 0; i < n; i++)
+            ml_win_from_double(&w[i], ((const double *)in)[i]);
+    return w;
+}
+
+/* Indices i < n whose r[i] is inexact, into scratch S_IDX; returns how many (-1: no memory). */
+static int flagged(const ml_win *r, int n, int **idx)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += (r[i].flags & ML_XS_INEXACT) != 0;
+    *idx = scratch(S_IDX, (size_t)k * sizeof(int));
+    if (!*idx)
+        return -1;
+    k = 0;
+    for (int i = 0; i < n; i++)
+        if (r[i].flags & ML_XS_INEXACT)
+            (*idx)[k++] = i;
+    return k;
+}
+
+static ml_acc *accs_of(const void *in, const int *idx, int k, int single, int which)
+{
+    ml_acc *a = scratch(which, (size_t)k * sizeof(ml_acc));
+    if (a)
+        for (int j = 0; j < k; j++)
+            ml_acc_from_double(&a[j], scalar_in(in, idx ? (size_t)idx[j] : (size_t)j, single));
+    return a;
+}
+
+/* Writes out[i] = round(r[i]) for i < n, taking flagged elements from slow[] in order. */
+static void write_results(void *out, const ml_win *r, int n, const double *slow, int single)
+{
+    ml_xs_fmt fmt = single ? ML_XS_BINARY32 : ML_XS_BINARY64;
+    int s = 0;
+    for (int i = 0; i < n; i++) {
+        double v;
+        if (ml_win_round(&r[i], fmt, &v) != 0)
+            v = slow[s++];
+        scalar_out(out, (size_t)i, single, v);
+    }
+}
+
+/* ---- the distributed reductions (n = scalars) ---- */
+
+/* Allreduce, or Reduce when root >= 0 (computed as an Allreduce: every rank
+ * must know which elements need the slow path). */
+static int repro_allreduce(const void *in, void *out, int n, int single, int root, MPI_Comm comm)
+{
+    int rank, rc, *idx, k;
+    PMPI_Comm_rank(comm, &rank);
+    ml_win *w = to_win(in, n, single);
+    ml_win *r = scratch(S_RES, (size_t)n * sizeof(ml_win));
+    if (!w || !r)
+        return MPI_ERR_NO_MEM;
+    if ((rc = PMPI_Allreduce(w, r, n, win_type, win_op, comm)) != MPI_SUCCESS)
+        return rc;
+    if ((k = flagged(r, n, &idx)) < 0)
+        return MPI_ERR_NO_MEM;
+    double *slow = scratch(S_VAL, (size_t)k * sizeof(double));
+    if (!slow)
+        return MPI_ERR_NO_MEM;
+    for (int j0 = 0; j0 < k; j0 += SLOW_CHUNK) {
+        int m = k - j0 < SLOW_CHUNK ? k - j0 : SLOW_CHUNK;
+        ml_acc *a = accs_of(in, idx + j0, m, single, S_ACC);
+        ml_acc *ar = scratch(S_ACCR, (size_t)m * sizeof(ml_acc));
+        if (!a || !ar)
+            return MPI_ERR_NO_MEM;
+        if ((rc = PMPI_Allreduce(a, ar, m, acc_type, acc_op, comm)) != MPI_SUCCESS)
+            return rc;
+        for (int j = 0; j < m; j++)
+            slow[j0 + j] = ml_acc_round(&ar[j], single ? ML_XS_BINARY32 : ML_XS_BINARY64);
+    }
+    if (root < 0 || rank == root)
+        write_results(out, r, n, slow, single);
+    return MPI_SUCCESS;
+}
+
+/* Reduce_scatter: counts[] in scalars per rank; in holds sum(counts) scalars. */
+static int repro_reduce_scatter(const void *in, void *out, const int *counts, int single,
+                                MPI_Comm comm)
+{
+    int P, rank, rc, *idx, k;
+    PMPI_Comm_size(comm, &P);
+    PMPI_Comm_rank(comm, &rank);
+    int *nf = scratch(S_CNT, sizeof(int) * 2 * (size_t)P);
+    if (!nf)
+        return MPI_ERR_NO_MEM;
+    int *displ = nf + P;
+    long total = 0, start = 0;
+    for (int i = 0; i < P; i++) {
+        if (i == rank)
+            start = total;
+        total += counts[i];
+    }
+    if (total > INT_MAX)
+        return MPI_ERR_COUNT;
+    int mine = counts[rank];
+    ml_win *w = to_win(in, (int)total, single);
+    ml_win *r = scratch(S_RES, (size_t)mine * sizeof(ml_win));
+    if (!w || !r)
+        return MPI_ERR_NO_MEM;
+    if ((rc = PMPI_Reduce_scatter(w, r, counts, win_type, win_op, comm)) != MPI_SUCCESS)
+        return rc;
+    if ((k = flagged(r, mine, &idx)) < 0)
+        return MPI_ERR_NO_MEM;
+    if ((rc = PMPI_Allgather(&k, 1, MPI_INT, nf, 1, MPI_INT, comm)) != MPI_SUCCESS)
+        return rc;
+    long kall = 0;
+    for (int i = 0; i < P; i++) {
+        displ[i] = (int)kall;
+        kall += nf[i];
+    }
+    double *slow = scratch(S_VAL, (size_t)k * sizeof(double));
+    if (!slow)
+        return MPI_ERR_NO_MEM;
+    if (kall > 0) {
+        /* Every rank learns every flagged (global) index, then the flagged
+         * elements are reduce-scattered again as full accumulators. */
+        int *gidx = malloc(sizeof(int) * (size_t)kall + 1);
+        ml_acc *ar = scratch(S_ACCR, (size_t)k * sizeof(ml_acc));
+        if (!gidx || !ar) {
+            free(gidx);
+            return MPI_ERR_NO_MEM;
+        }
+        for (int j = 0; j < k; j++)
+            idx[j] += (int)start;
+        rc = PMPI_Allgatherv(idx, k, MPI_INT, gidx, nf, displ, MPI_INT, comm);
+        ml_acc *a = rc == MPI_SUCCESS ? accs_of(in, gidx, (int)kall, single, S_ACC) : NULL;
+        free(gidx);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (!a)
+            return MPI_ERR_NO_MEM;
+        if ((rc = PMPI_Reduce_scatter(a, ar, nf, acc_type, acc_op, comm)) != MPI_SUCCESS)
+            return rc;
+        for (int j = 0; j < k; j++)
+            slow[j] = ml_acc_round(&ar[j], single ? ML_XS_BINARY32 : ML_XS_BINARY64);
+    }
+    write_results(out, r, mine, slow, single);
+    return MPI_SUCCESS;
+}
+
+/* Scan, or Exscan when exclusive (rank 0's output is left untouched). */
+static int repro_scan(const void *in, void *out, int n, int single, int exclusive, MPI_Comm comm)
+{
+    int rank, rc, *idx, k, any = 0;
+    PMPI_Comm_rank(comm, &rank);
+    int has = !(exclusive && rank == 0);
+    ml_win *w = to_win(in, n, single);
+    ml_win *r = scratch(S_RES, (size_t)n * sizeof(ml_win));
+    if (!w || !r)
+        return MPI_ERR_NO_MEM;
+    rc = exclusive ? PMPI_Exscan(w, r, n, win_type, win_op, comm)
+                   : PMPI_Scan(w, r, n, win_type, win_op, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((k = has ? flagged(r, n, &idx) : 0) < 0)
+        return MPI_ERR_NO_MEM;
+    /* Prefixes differ per rank: agree whether any rank needs the slow path. */
+    if ((rc = PMPI_Allreduce(&k, &any, 1, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS)
+        return rc;
+    double *slow = scratch(S_VAL, (size_t)k * sizeof(double));
+    if (!slow)
+        return MPI_ERR_NO_MEM;
+    int s = 0;
+    for (int j0 = 0; any && j0 < n; j0 += SLOW_CHUNK) {   /* slow path: every element */
+        int m = n - j0 < SLOW_CHUNK ? n - j0 : SLOW_CHUNK;
+        ml_acc *a = scratch(S_ACC, (size_t)m * sizeof(ml_acc));
+        ml_acc *ar = scratch(S_ACCR, (size_t)m * sizeof(ml_acc));
+        if (!a || !ar)
+            return MPI_ERR_NO_MEM;
+        for (int j = 0; j < m; j++)
+            ml_acc_from_double(&a[j], scalar_in(in, (size_t)(j0 + j), single));
+        rc = exclusive ? PMPI_Exscan(a, ar, m, acc_type, acc_op, comm)
+                       : PMPI_Scan(a, ar, m, acc_type, acc_op, comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        for (int j = 0; has && j < m; j++)
+            if (r[j0 + j].flags & ML_XS_INEXACT)
+                slow[s++] = ml_acc_round(&ar[j], single ? ML_XS_BINARY32 : ML_XS_BINARY64);
+    }
+    if (has)
+        write_results(out, r, n, slow, single);
+    return MPI_SUCCESS;
+}
+
+/* ---- the overrides ---- */
+
+int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                      MPI_Op op, MPI_Comm comm)
+{
+    kind_t k;
+    if (!served(count, datatype, op, comm, &k))
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    ml_mark_repro();
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    return repro_allreduce(in, recvbuf, count * k.mult, k.single, -1, comm);
+}
+
+int mlo_MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, int root, MPI_Comm comm)
+{
+    kind_t k;
+    int P;
+    if (!served(count, datatype, op, comm, &k) || PMPI_Comm_size(comm, &P) != MPI_SUCCESS
+        || root < 0 || root >= P)
+        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    ml_mark_repro();
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    return repro_allreduce(in, recvbuf, count * k.mult, k.single, root, comm);
+}
+
+int mlo_MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    kind_t k;
+    int P;
+    long total = 0;
+    if (PMPI_Comm_size(comm, &P) == MPI_SUCCESS)
+        for (int i = 0; i < P; i++)
+            total += recvcounts[i] > 0 ? recvcounts[i] : 0;
+    if (!served(total, datatype, op, comm, &k))
+        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    int *c = malloc(sizeof(int) * (size_t)P);
+    if (!c)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < P; i++)
+        c[i] = recvcounts[i] * k.mult;
+    ml_mark_repro();
+    int rc = repro_reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, c,
+                                  k.single, comm);
+    free(c);
+    return rc;
+}
+
+int mlo_MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    kind_t k;
+    int P;
+    if (PMPI_Comm_size(comm, &P) != MPI_SUCCESS
+        || !served((long)recvcount * P, datatype, op, comm, &k))
+        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    int *c = malloc(sizeof(int) * (size_t)P);
+    if (!c)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < P; i++)
+        c[i] = recvcount * k.mult;
+    ml_mark_repro();
+    int rc = repro_reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, c,
+                                  k.single, comm);
+    free(c);
+    return rc;
+}
+
+int mlo_MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                 MPI_Op op, MPI_Comm comm)
+{
+    kind_t k;
+    if (!served(count, datatype, op, comm, &k))
+        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
+    ml_mark_repro();
+    return repro_scan(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count * k.mult,
+                      k.single, 0, comm);
+}
+
+int mlo_MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm)
+{
+    kind_t k;
+    if (!served(count, datatype, op, comm, &k))
+        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
+    ml_mark_repro();
+    return repro_scan(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count * k.mult,
+                      k.single, 1, comm);
+}
+
+/* ---- set-up ---- */
+
+static void win_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    const ml_win *a = in;
+    ml_win *b = inout;
+    for (int i = 0; i < *len; i++)
+        ml_win_add(&a[i], &b[i]);
+}
+
+static void acc_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    const ml_acc *a = in;
+    ml_acc *b = inout;
+    for (int i = 0; i < *len; i++)
+        ml_acc_add(&a[i], &b[i]);
+}
+
+int ml_repro_enable(int on)
+{
+    int rc;
+    if (on && !repro_ready) {
+        if ((rc = PMPI_Type_contiguous((int)sizeof(ml_win), MPI_BYTE, &win_type)) != MPI_SUCCESS
+            || (rc = PMPI_Type_commit(&win_type)) != MPI_SUCCESS
+            || (rc = PMPI_Type_contiguous((int)sizeof(ml_acc), MPI_BYTE, &acc_type)) != MPI_SUCCESS
+            || (rc = PMPI_Type_commit(&acc_type)) != MPI_SUCCESS
+            || (rc = PMPI_Op_create(win_fn, 1, &win_op)) != MPI_SUCCESS
+            || (rc = PMPI_Op_create(acc_fn, 1, &acc_op)) != MPI_SUCCESS)
+            return rc;
+        repro_ready = 1;
+    }
+    repro_on = on;
+    return MPI_SUCCESS;
+}
+
+int ml_repro_init(void)
+{
+    const char *v = ml_config_get ? ml_config_get("repro") : getenv("MPILENS_REPRO");
+    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+        int rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0)
+            fprintf(stderr, "mpilens: MPILENS_REPRO='%s' is invalid: expected 0 or 1\n", v);
+        return 1;
+    }
+    return v && strcmp(v, "1") == 0 ? ml_repro_enable(1) != MPI_SUCCESS : 0;
+}
+
+void ml_repro_finalize(void)
+{
+    int finalized = 0;
+    PMPI_Finalized(&finalized);
+    if (repro_ready && !finalized) {
+        PMPI_Op_free(&win_op);
+        PMPI_Op_free(&acc_op);
+        PMPI_Type_free(&win_type);
+        PMPI_Type_free(&acc_type);
+    }
+    repro_ready = 0;
+    repro_on = 0;
+    for (int i = 0; i < S_NSCRATCH; i++) {
+        free(scratch_p[i]);
+        scratch_p[i] = NULL;
+        scratch_n[i] = 0;
+    }
+}

@@ -1,0 +1,16 @@
+/* Reproducible reductions (runtime/repro): the engine behind the mlo_MPI_*
+ * overrides declared in runtime/overrides.h.
+ *
+ *   exactsum.c  exact accumulation (ml_win, ml_acc) and the single rounding
+ *   repro.c     configuration, MPI datatypes/ops, the distributed reductions
+ *               and the overrides (PMPI calls only)
+ */
+#ifndef MLENS_REPRO_H
+#define MLENS_REPRO_H
+#include <mpi.h>
+
+/* Turn the engine on or off regardless of MPILENS_REPRO (benchmarks, tests);
+ * MPI must be initialised.  Returns 0 or an MPI error code. */
+int ml_repro_enable(int on);
+
+#endif
