@@ -108,7 +108,7 @@ def render(prof: Profile, top: int, function: str | None,
     if console is None:
         console = Console()
         if not console.is_terminal:  # piped or redirected: do not squeeze the tables to 80
-            console = Console(width=max(console.width, 120))
+            console = Console(width=max(console.width, 150))
     console.print(summary_panel(analysis.summary(prof)))
     console.print(functions_table(analysis.function_rows(prof), top))
     if function:

@@ -38,7 +38,7 @@ def _signed_time(s: float) -> str:
 def _render(d: dict[str, Any], top: int) -> None:
     console = Console()
     if not console.is_terminal:
-        console = Console(width=max(console.width, 120))
+        console = Console(width=max(console.width, 150))
     a, b = d["a"], d["b"]
     console.print(Text.assemble(("A ", "bold"), f"{a['profile']} ({a['nranks']} ranks)   ",
                                 ("B ", "bold"), f"{b['profile']} ({b['nranks']} ranks)"))

@@ -12,6 +12,7 @@ import argparse
 import glob
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -79,7 +80,7 @@ def print_summary(path: Path) -> None:
     s = analysis.summary(prof)
     rows = analysis.function_rows(prof)[:3]
     top = ", ".join(f"{r['function']} {fmt_pct(r['pct_mpi'])}" for r in rows)
-    print(f"mpilens: {s['nranks']} ranks, wall {fmt_time(s['wall_s']['max'])}, "
+    print(f"mpilens: profile {path}: {s['nranks']} ranks, wall {fmt_time(s['wall_s']['max'])}, "
           f"MPI {fmt_pct(s['mpi_pct']['mean'])} of wall time (mean over ranks); "
           f"top: {top}", file=sys.stderr)
     if s["caution_functions"]:
@@ -92,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
+    if not command or not command[0].strip():
+        raise UserError("nothing to run: give the launcher line after --, "
+                        "e.g. mpilens run -- mpirun -np 4 ./app")
+    if shutil.which(command[0]) is None:
+        raise UserError(f"{command[0]}: command not found")
     penv = _profiler_env(args)
     exec_path = str(paths.artifact("bin/mpilens-exec").resolve())
     wrapped = launch.wrap(command, exec_path, sorted(penv), args.launcher)
@@ -110,14 +116,16 @@ def run(args: argparse.Namespace) -> int:
         why = f"the job exited with status {rc}" if rc else "the job exited normally"
         if proc.returncode < 0:
             why = f"the job was killed by {signal.Signals(-proc.returncode).name}"
-        print(f"mpilens: no profile written at {penv['MPILENS_OUTPUT']} ({why}; "
+        print(f"mpilens: no profile found at {penv['MPILENS_OUTPUT']} ({why}; "
               f"a profile is written at MPI_Finalize)", file=sys.stderr)
         return rc if rc else 1
-    print(f"mpilens: profile written to {profile}", file=sys.stderr)
-    if not args.quiet:
-        try:
+    try:
+        if args.quiet:
+            load(profile)  # still say so when the profile is unusable
+            print(f"mpilens: profile {profile}", file=sys.stderr)
+        else:
             print_summary(profile)
-        except UserError as exc:
-            print(f"mpilens: {exc}", file=sys.stderr)
-            return rc if rc else 1
+    except UserError as exc:
+        print(f"mpilens: {exc}", file=sys.stderr)
+        return rc if rc else 1
     return rc
