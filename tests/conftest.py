@@ -34,7 +34,6 @@ def launcher(np_: int) -> list[str]:
 
 def mpi_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

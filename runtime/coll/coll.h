@@ -1,0 +1,78 @@
+/* Adaptive Alltoall engine (runtime/coll): shared declarations.
+ *
+ *   alltoall.c  the seven algorithms, one signature (that of MPI_Alltoall)
+ *   plogp.c     P-LogP parameter measurement and the algorithms' cost models
+ *   select.c    Grouping / Learning / Running per (communicator, message size)
+ *   tuning.c    the persistent tuning file (MPILENS_TUNING_FILE)
+ *
+ * Everything here is built on PMPI_* calls only (MPI_* would be profiled again).
+ */
+#ifndef MLENS_COLL_H
+#define MLENS_COLL_H
+#include <mpi.h>
+#include <stddef.h>
+
+typedef int (*ml_a2a_fn)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
+enum { ML_A2A_SPREAD, ML_A2A_BRUCK, ML_A2A_RECDBL, ML_A2A_PAIR, ML_A2A_PAIR_LB,
+       ML_A2A_PAIR_BARRIER, ML_A2A_RING, ML_A2A_NALG };
+
+/* ---- alltoall.c ---- */
+int ml_a2a_spread(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int ml_a2a_bruck(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int ml_a2a_recdbl(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int ml_a2a_pair(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int ml_a2a_pair_lb(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int ml_a2a_pair_barrier(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int ml_a2a_ring(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+
+extern const ml_a2a_fn ml_a2a_algos[ML_A2A_NALG];
+extern const char *const ml_a2a_names[ML_A2A_NALG];
+int ml_a2a_find(const char *name);              /* index or -1 */
+/* Whether our algorithms can serve this call (intra-communicator, sizes fit an
+ * int); 1 = yes, 0 = hand it to PMPI_Alltoall.  *block_bytes = bytes per block. */
+int ml_a2a_supported(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                     int recvcount, MPI_Datatype recvtype, MPI_Comm comm, size_t *block_bytes);
+void ml_a2a_free_scratch(void);
+
+/* ---- select.c ---- */
+#define ML_A2A_MODE_NATIVE (-2)
+#define ML_A2A_MODE_ADAPTIVE (-1)
+/* mode: ML_A2A_MODE_* or an algorithm index (forced) */
+void ml_a2a_set_config(int mode, int learn_n, int model, int check_every, double drift);
+const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long long *learning_calls);
+
+/* ---- plogp.c ---- */
+typedef struct {
+    double L;                 /* latency (s) */
+    double g0, os0, or0;      /* gap, send and receive overhead for 0 bytes */
+    double gm, osm, orm;      /* ... for m bytes */
+    double g2m;               /* gap for 2m bytes (recursive doubling) */
+} ml_plogp;
+/* Collective over comm: measures the parameters for m bytes (pairs of ranks
+ * in parallel, averaged over all pairs with PMPI_Allreduce: every rank gets
+ * identical values). */
+int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out);
+/* Predicted time (s) of algorithm alg for P ranks with the given parameters. */
+double ml_plogp_predict(int alg, int P, const ml_plogp *p);
+
+/* ---- tuning.c ---- */
+typedef struct {
+    char machine[128];
+    int comm_size, ranks_per_node;
+    long long lo, hi;          /* block bytes, inclusive */
+    int alg;
+    double time_s;             /* mean per call when learned */
+} ml_tune_entry;
+#define ML_TUNE_MAX 512
+/* Parses a tuning file; 0 ok, -1 missing file, -2 corrupt (err filled). */
+int ml_tune_parse(const char *path, ml_tune_entry *tab, int max, int *n, char *err, size_t errlen);
+/* Writes atomically (temp + rename). 0 ok. */
+int ml_tune_write(const char *path, const ml_tune_entry *tab, int n);
+/* The machine signature (same string on every rank: computed on rank 0 of comm and broadcast). */
+void ml_machine_signature(char *buf, size_t len);
+/* Power-of-two range [lo, hi] holding m. */
+void ml_tune_range(size_t m, long long *lo, long long *hi);
+
+#endif

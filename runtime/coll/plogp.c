@@ -1,0 +1,165 @@
+/* P-LogP parameters (Kielmann et al.) measured inside the library, and the
+ * cost models of the seven Alltoall algorithms (REFERENCE §2, Table 1).
+ *
+ * Measurement (collective over the communicator, done once per message size
+ * in the Grouping phase): ranks r < P/2 pair with r + P/2 and measure in
+ * parallel, so the parameters include the contention of a loaded network;
+ * the values are averaged over all pairs with one PMPI_Allreduce, so every
+ * rank predicts identically.
+ *   RTT(0)   zero-byte ping-pong            L = RTT(0)/2 - g(0)  (>= 0)
+ *   os(x)    time of PMPI_Send(x) in a burst of R sends
+ *   g(x)     (burst of R sends + zero-byte ack - RTT(0)) / R, at least os(x)
+ *   or(x)    time of PMPI_Recv(x) once PMPI_Probe saw the message arrive
+ * for x = 0, m and 2m (2m for recursive doubling's model).
+ *
+ * Models as published, with three corrections (see docs/alltoall.md):
+ *   - Simple Spread is printed (L x g(m)) x (P-1): a typesetting error for
+ *     (L + g(m)) x (P-1) (a product of two times is not a time);
+ *   - Pair with MPI Barrier: our variant paces every step after the first
+ *     with a barrier, so it is charged (P-2) barriers, not one;
+ *   - Ring: our bidirectional ring takes floor(P/2) steps; the printed
+ *     (P/2 - 1) predicts zero cost for P = 2.
+ */
+#include "coll.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_PLOGP 7200
+
+static int reps_for(size_t m)
+{
+    return m <= 4096 ? 8 : (m <= 65536 ? 4 : 2);
+}
+
+/* One side of the measurement for x bytes; fills os/g (sender) or or (receiver). */
+static void measure_size(MPI_Comm comm, int sender, int peer, char *buf, size_t x, int R,
+                         double rtt0, double *os, double *g, double *orr)
+{
+    int n = (int)x;
+    if (sender) {
+        double tsend = 0, t0 = PMPI_Wtime();
+        for (int i = 0; i < R; i++) {
+            double t = PMPI_Wtime();
+            PMPI_Send(buf, n, MPI_BYTE, peer, TAG_PLOGP, comm);
+            tsend += PMPI_Wtime() - t;
+        }
+        PMPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
+        double T = PMPI_Wtime() - t0;
+        *os = tsend / R;
+        *g = (T - rtt0) / R;
+        if (*g < *os)
+            *g = *os;
+        for (int i = 0; i < R; i++) {
+            PMPI_Send(buf, n, MPI_BYTE, peer, TAG_PLOGP, comm);
+            PMPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
+        }
+    } else {
+        for (int i = 0; i < R; i++)
+            PMPI_Recv(buf, n, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
+        PMPI_Send(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm);
+        double tr = 0;
+        for (int i = 0; i < R; i++) {
+            PMPI_Probe(peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
+            double t = PMPI_Wtime();
+            PMPI_Recv(buf, n, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
+            tr += PMPI_Wtime() - t;
+            PMPI_Send(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm);
+        }
+        *orr = tr / R;
+    }
+}
+
+int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out)
+{
+    int P, r;
+    PMPI_Comm_size(comm, &P);
+    PMPI_Comm_rank(comm, &r);
+    memset(out, 0, sizeof *out);
+    if (P < 2)
+        return MPI_SUCCESS;
+    int half = P / 2;
+    int role = r < half ? 1 : (r < 2 * half ? 2 : 0); /* 1 sender, 2 receiver, 0 idle */
+    int peer = role == 1 ? r + half : r - half;
+    /* v: L g0 os0 or0 gm osm orm g2m nsend nrecv */
+    double v[10] = {0};
+    if (role) {
+        char *buf = malloc(2 * m + 1);
+        if (!buf)
+            return MPI_ERR_NO_MEM;
+        memset(buf, 0, 2 * m + 1);
+        int R = reps_for(m);
+        double rtt0 = 0;
+        for (int i = 0; i <= R; i++) { /* first round is warm-up */
+            double t = PMPI_Wtime();
+            if (role == 1) {
+                PMPI_Send(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm);
+                PMPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
+            } else {
+                PMPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
+                PMPI_Send(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm);
+            }
+            if (i > 0)
+                rtt0 += PMPI_Wtime() - t;
+        }
+        rtt0 /= R;
+        double os0 = 0, g0 = 0, or0 = 0, osm = 0, gm = 0, orm = 0, os2 = 0, g2m = 0, or2 = 0;
+        measure_size(comm, role == 1, peer, buf, 0, 8, rtt0, &os0, &g0, &or0);
+        if (m > 0) {
+            measure_size(comm, role == 1, peer, buf, m, R, rtt0, &osm, &gm, &orm);
+            measure_size(comm, role == 1, peer, buf, 2 * m, R, rtt0, &os2, &g2m, &or2);
+        } else {
+            osm = os0; gm = g0; orm = or0; g2m = g0;
+        }
+        free(buf);
+        if (role == 1) {
+            double L = rtt0 / 2 - g0;
+            v[0] = L > 0 ? L : 0;
+            v[1] = g0; v[2] = os0; v[4] = gm; v[5] = osm; v[7] = g2m; v[8] = 1;
+        } else {
+            v[3] = or0; v[6] = orm; v[9] = 1;
+        }
+    }
+    double s[10];
+    int rc = PMPI_Allreduce(v, s, 10, MPI_DOUBLE, MPI_SUM, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    double ns = s[8] > 0 ? s[8] : 1, nr = s[9] > 0 ? s[9] : 1;
+    out->L = s[0] / ns;
+    out->g0 = s[1] / ns;
+    out->os0 = s[2] / ns;
+    out->or0 = s[3] / nr;
+    out->gm = s[4] / ns;
+    out->osm = s[5] / ns;
+    out->orm = s[6] / nr;
+    out->g2m = s[7] / ns;
+    return MPI_SUCCESS;
+}
+
+static double dmin(double a, double b) { return a < b ? a : b; }
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+double ml_plogp_predict(int alg, int P, const ml_plogp *p)
+{
+    double lg = P > 1 ? log2((double)P) : 0;
+    double pair = (p->L + p->gm + dmin(p->osm, p->orm)) * (P - 1);
+    switch (alg) {
+    case ML_A2A_SPREAD:
+        return (p->L + p->gm) * (P - 1); /* printed (L x g(m)) x (P-1) */
+    case ML_A2A_BRUCK:
+        return (p->L + 2 * p->gm * (lg + 1)) * lg;
+    case ML_A2A_RECDBL:
+        return (p->L + 2 * p->g2m * lg) * lg;
+    case ML_A2A_PAIR:
+        return pair;
+    case ML_A2A_PAIR_LB:
+        return pair + dmax(p->os0, p->or0) * (P > 2 ? P - 2 : 0);
+    case ML_A2A_PAIR_BARRIER:
+        return pair + (p->L + 2 * p->g0) * lg * (P > 2 ? P - 2 : 0);
+    case ML_A2A_RING:
+        return (p->L + 2 * p->gm) * (P / 2);
+    default:
+        return INFINITY;
+    }
+}

@@ -1,0 +1,699 @@
+/* Run-time Alltoall selection: MPILENS_ALLTOALL=native|adaptive|<algorithm>.
+ *
+ * Adaptive mode, per (communicator, block size m), three phases (REFERENCE §2):
+ *   Grouping  first call with m: measure P-LogP parameters (plogp.c), predict
+ *             every algorithm, keep those predicted at or below the mean of the
+ *             fastest and slowest prediction (MPILENS_ALLTOALL_MODEL=off keeps
+ *             all seven: the paper's "nomodel").  A matching tuning-file entry
+ *             skips Grouping and Learning.
+ *   Learning  N calls per candidate (MPILENS_ALLTOALL_LEARN, default 50),
+ *             interleaved round-robin so that a drifting machine biases no
+ *             candidate; time of a candidate = mean over all ranks.
+ *   Running   the winner.  Every MPILENS_ALLTOALL_CHECK calls (default 1000)
+ *             the mean time of the window (over all ranks) is compared with
+ *             the learned time; beyond MPILENS_ALLTOALL_DRIFT (default 0.5 =
+ *             +-50 %) Learning restarts without the candidates that were
+ *             >= 20 % slower than the best.
+ * Every decision is taken from values reduced with PMPI_Allreduce over the
+ * communicator, so all ranks always run the same algorithm at the same call.
+ *
+ * State: one struct per communicator (attached as an MPI attribute, released
+ * by its delete callback), holding a private duplicate communicator for the
+ * algorithms' traffic and a fixed table of ML_SIZES message sizes (least
+ * recently used entry recycled).  Finished decisions of communicators whose
+ * local rank is 0 go to a fixed process table; MPI_Finalize gathers them on
+ * rank 0 of MPI_COMM_WORLD for the profile and the tuning file.
+ */
+#include "coll.h"
+#include "../overrides.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ML_SIZES 32
+#define ML_RECS 256
+#define PRUNE_RELEARN 1.2
+
+enum { MODE_NATIVE = ML_A2A_MODE_NATIVE, MODE_ADAPTIVE = ML_A2A_MODE_ADAPTIVE };
+enum { PH_NEW, PH_LEARN, PH_RUN };
+enum { SRC_LEARNED, SRC_TUNED, SRC_FORCED, SRC_SINGLE };
+static const char *const src_names[] = {"learned", "tuning-file", "forced", "single-candidate"};
+
+typedef struct {
+    int mode, learn_n, model, check_every;
+    double drift;
+} config_t;
+
+static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 0.5};
+
+typedef struct {
+    long long bytes;
+    unsigned long long used;       /* LRU tick; 0 = free slot */
+    int phase, source;
+    int ncand, cand[ML_A2A_NALG];
+    int first_mask;                /* candidates of the first Grouping */
+    int li;                        /* learning calls done in this round */
+    double tsum[ML_A2A_NALG];      /* local learning time per candidate */
+    double mean[ML_A2A_NALG];      /* agreed mean per call per algorithm (last learning), <0 unknown */
+    double group_local, learn_local;
+    int alg;
+    double ref;                    /* agreed mean per call of alg; <0: set at next check */
+    double run_sum;
+    int run_cnt;
+    long long calls, learn_calls;
+    double learn_s, group_s;       /* agreed (mean over ranks) */
+    int relearns;
+    int no_tune;                   /* drifted away from a tuning-file choice */
+} size_state;
+
+typedef struct comm_state {
+    MPI_Comm dup;
+    int P, rank, rpn;
+    unsigned long long tick;
+    size_state s[ML_SIZES];
+    struct comm_state *next, *prev;
+} comm_state;
+
+/* a finished decision (fixed-size, gathered at MPI_Finalize as doubles) */
+enum { R_P, R_RPN, R_BYTES, R_ALG, R_SRC, R_CALLS, R_LCALLS, R_LS, R_GS, R_RELEARN, R_MASK,
+       R_REF, R_COMMS, R_MEAN0, R_NFIELD = R_MEAN0 + ML_A2A_NALG };
+static double recs[ML_RECS][R_NFIELD];
+static int nrecs, recs_dropped;
+static double *all_recs; /* rank 0 after finalize */
+static int n_all_recs;
+
+static int keyval = MPI_KEYVAL_INVALID;
+static comm_state *live;
+static char machine[128];
+static ml_tune_entry *tune_tab;
+static int tune_n, tune_loaded;
+static const char *tune_path;
+
+/* ---------------- records ---------------- */
+static void record(const comm_state *cs, const size_state *e)
+{
+    if (cs->rank != 0 || e->used == 0 || e->calls == 0)
+        return;
+    for (int i = 0; i < nrecs; i++) {
+        double *r = recs[i];
+        if (r[R_P] == cs->P && r[R_RPN] == cs->rpn && r[R_BYTES] == (double)e->bytes &&
+            r[R_ALG] == (e->phase == PH_RUN ? e->alg : -1) && r[R_SRC] == e->source) {
+            r[R_CALLS] += e->calls;
+            r[R_LCALLS] += e->learn_calls;
+            r[R_LS] += e->learn_s;
+            r[R_GS] += e->group_s;
+            r[R_RELEARN] += e->relearns;
+            r[R_COMMS] += 1;
+            return;
+        }
+    }
+    if (nrecs >= ML_RECS) {
+        recs_dropped++;
+        return;
+    }
+    double *r = recs[nrecs++];
+    r[R_P] = cs->P;
+    r[R_RPN] = cs->rpn;
+    r[R_BYTES] = (double)e->bytes;
+    r[R_ALG] = e->phase == PH_RUN ? e->alg : -1; /* -1: finished while learning */
+    r[R_SRC] = e->source;
+    r[R_CALLS] = (double)e->calls;
+    r[R_LCALLS] = (double)e->learn_calls;
+    r[R_LS] = e->learn_s;
+    r[R_GS] = e->group_s;
+    r[R_RELEARN] = e->relearns;
+    r[R_MASK] = e->first_mask;
+    r[R_REF] = e->ref;
+    r[R_COMMS] = 1;
+    for (int a = 0; a < ML_A2A_NALG; a++)
+        r[R_MEAN0 + a] = e->mean[a];
+}
+
+/* ---------------- communicator state ---------------- */
+static void state_release(comm_state *cs)
+{
+    for (int i = 0; i < ML_SIZES; i++)
+        record(cs, &cs->s[i]);
+    if (cs->prev)
+        cs->prev->next = cs->next;
+    else
+        live = cs->next;
+    if (cs->next)
+        cs->next->prev = cs->prev;
+    int fin = 0;
+    PMPI_Finalized(&fin);
+    if (!fin && cs->dup != MPI_COMM_NULL)
+        PMPI_Comm_free(&cs->dup);
+    free(cs);
+}
+
+static int delete_fn(MPI_Comm comm, int kv, void *val, void *extra)
+{
+    (void)comm; (void)kv; (void)extra;
+    state_release((comm_state *)val);
+    return MPI_SUCCESS;
+}
+
+static int ensure_keyval(void)
+{
+    if (keyval != MPI_KEYVAL_INVALID)
+        return MPI_SUCCESS;
+    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL);
+}
+
+/* Collective over comm on first use (every rank is in the same Alltoall call). */
+static comm_state *get_state(MPI_Comm comm)
+{
+    void *val;
+    int flag = 0;
+    if (ensure_keyval() != MPI_SUCCESS)
+        return NULL;
+    PMPI_Comm_get_attr(comm, keyval, &val, &flag);
+    if (flag)
+        return (comm_state *)val;
+    comm_state *cs = calloc(1, sizeof *cs);
+    if (!cs)
+        return NULL; /* only this rank; collectives below would hang others: abort */
+    PMPI_Comm_dup(comm, &cs->dup);
+    PMPI_Comm_size(comm, &cs->P);
+    PMPI_Comm_rank(comm, &cs->rank);
+    MPI_Comm node;
+    int nsz = 1;
+    if (PMPI_Comm_split_type(cs->dup, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        PMPI_Comm_size(node, &nsz);
+        PMPI_Comm_free(&node);
+    }
+    PMPI_Allreduce(&nsz, &cs->rpn, 1, MPI_INT, MPI_MAX, cs->dup);
+    cs->next = live;
+    if (live)
+        live->prev = cs;
+    live = cs;
+    PMPI_Comm_set_attr(comm, keyval, cs);
+    return cs;
+}
+
+static size_state *lookup(comm_state *cs, long long bytes)
+{
+    size_state *victim = &cs->s[0];
+    cs->tick++;
+    for (int i = 0; i < ML_SIZES; i++) {
+        size_state *e = &cs->s[i];
+        if (e->used && e->bytes == bytes) {
+            e->used = cs->tick;
+            return e;
+        }
+        if (e->used < victim->used)
+            victim = e;
+    }
+    /* deterministic on every rank: same call sequence, same table */
+    record(cs, victim);
+    memset(victim, 0, sizeof *victim);
+    victim->bytes = bytes;
+    victim->used = cs->tick;
+    victim->phase = PH_NEW;
+    victim->ref = -1;
+    for (int a = 0; a < ML_A2A_NALG; a++)
+        victim->mean[a] = -1;
+    return victim;
+}
+
+/* ---------------- phases ---------------- */
+static int tuned_choice(const comm_state *cs, long long bytes)
+{
+    for (int i = 0; i < tune_n; i++) {
+        const ml_tune_entry *t = &tune_tab[i];
+        if (t->comm_size == cs->P && t->ranks_per_node == cs->rpn && bytes >= t->lo &&
+            bytes <= t->hi && strcmp(t->machine, machine) == 0)
+            return t->alg;
+    }
+    return -1;
+}
+
+static void start_learning(size_state *e)
+{
+    e->phase = PH_LEARN;
+    e->li = 0;
+    e->learn_local = 0;
+    memset(e->tsum, 0, sizeof e->tsum);
+}
+
+static int grouping(comm_state *cs, size_state *e)
+{
+    int t = e->no_tune ? -1 : tuned_choice(cs, e->bytes);
+    if (t >= 0) {
+        e->phase = PH_RUN;
+        e->source = SRC_TUNED;
+        e->alg = t;
+        e->ref = -1;
+        return MPI_SUCCESS;
+    }
+    e->ncand = 0;
+    if (cfg.model && cs->P > 1) {
+        ml_plogp p;
+        double t0 = PMPI_Wtime();
+        int rc = ml_plogp_measure(cs->dup, (size_t)e->bytes, &p);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        e->group_local += PMPI_Wtime() - t0;
+        double pred[ML_A2A_NALG], lo = 0, hi = 0;
+        for (int a = 0; a < ML_A2A_NALG; a++) {
+            pred[a] = ml_plogp_predict(a, cs->P, &p);
+            if (a == 0 || pred[a] < lo)
+                lo = pred[a];
+            if (a == 0 || pred[a] > hi)
+                hi = pred[a];
+        }
+        double thr = (lo + hi) / 2;
+        for (int a = 0; a < ML_A2A_NALG; a++)
+            if (pred[a] <= thr)
+                e->cand[e->ncand++] = a;
+    } else {
+        for (int a = 0; a < ML_A2A_NALG; a++)
+            e->cand[e->ncand++] = a;
+    }
+    if (cs->P == 1)
+        e->ncand = 1; /* nothing to choose between */
+    for (int i = 0; i < e->ncand; i++)
+        e->first_mask |= 1 << e->cand[i];
+    e->source = SRC_LEARNED;
+    if (e->ncand == 1) {
+        e->phase = PH_RUN;
+        e->source = SRC_SINGLE;
+        e->alg = e->cand[0];
+        e->ref = -1;
+        return MPI_SUCCESS;
+    }
+    start_learning(e);
+    return MPI_SUCCESS;
+}
+
+/* End of Learning: agree on the mean times and pick the fastest. */
+static int finish_learning(comm_state *cs, size_state *e)
+{
+    double v[ML_A2A_NALG + 2], s[ML_A2A_NALG + 2];
+    for (int i = 0; i < e->ncand; i++)
+        v[i] = e->tsum[i];
+    v[e->ncand] = e->learn_local;
+    v[e->ncand + 1] = e->group_local;
+    int rc = PMPI_Allreduce(v, s, e->ncand + 2, MPI_DOUBLE, MPI_SUM, cs->dup);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    int best = 0;
+    for (int i = 0; i < e->ncand; i++) {
+        e->mean[e->cand[i]] = s[i] / cs->P / cfg.learn_n;
+        if (s[i] < s[best])
+            best = i;
+    }
+    e->alg = e->cand[best];
+    e->ref = e->mean[e->alg];
+    e->learn_s += s[e->ncand] / cs->P;
+    e->group_s += s[e->ncand + 1] / cs->P;
+    e->group_local = 0;
+    e->phase = PH_RUN;
+    e->run_sum = 0;
+    e->run_cnt = 0;
+    return MPI_SUCCESS;
+}
+
+/* Periodic check in Running: agreed mean of the window vs the learned time. */
+static int check_drift(comm_state *cs, size_state *e)
+{
+    double s;
+    int rc = PMPI_Allreduce(&e->run_sum, &s, 1, MPI_DOUBLE, MPI_SUM, cs->dup);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    double mean = s / cs->P / e->run_cnt;
+    e->run_sum = 0;
+    e->run_cnt = 0;
+    if (e->ref < 0) {
+        e->ref = mean; /* tuned or single: this window is the reference */
+        return MPI_SUCCESS;
+    }
+    if (mean <= e->ref * (1 + cfg.drift) && mean >= e->ref * (1 - cfg.drift))
+        return MPI_SUCCESS;
+    e->relearns++;
+    if (e->source != SRC_LEARNED) { /* no learned times to prune with: full Grouping */
+        e->source = SRC_LEARNED;
+        e->phase = PH_NEW;
+        e->no_tune = 1;
+        e->ref = -1;
+        return MPI_SUCCESS;
+    }
+    double best = e->mean[e->alg];
+    int n = 0;
+    for (int i = 0; i < e->ncand; i++) {
+        int a = e->cand[i];
+        if (e->mean[a] >= 0 && e->mean[a] < best * PRUNE_RELEARN)
+            e->cand[n++] = a;
+    }
+    e->ncand = n;
+    if (n <= 1) { /* the winner stands alone: the drifted time is the new reference */
+        e->ref = mean;
+        e->mean[e->alg] = mean;
+        return MPI_SUCCESS;
+    }
+    start_learning(e);
+    return MPI_SUCCESS;
+}
+
+static int adaptive(comm_state *cs, size_state *e, const void *sendbuf, int sendcount,
+                    MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype)
+{
+    int rc;
+    e->calls++;
+    if (e->phase == PH_NEW && (rc = grouping(cs, e)) != MPI_SUCCESS)
+        return rc;
+    if (e->phase == PH_LEARN) {
+        int i = e->li % e->ncand;
+        double t0 = PMPI_Wtime();
+        rc = ml_a2a_algos[e->cand[i]](sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                      recvtype, cs->dup);
+        double dt = PMPI_Wtime() - t0;
+        e->tsum[i] += dt;
+        e->learn_local += dt;
+        e->learn_calls++;
+        if (++e->li == e->ncand * cfg.learn_n) {
+            int rc2 = finish_learning(cs, e);
+            if (rc == MPI_SUCCESS)
+                rc = rc2;
+        }
+        return rc;
+    }
+    double t0 = PMPI_Wtime();
+    rc = ml_a2a_algos[e->alg](sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, cs->dup);
+    if (cfg.check_every > 0) {
+        e->run_sum += PMPI_Wtime() - t0;
+        if (++e->run_cnt >= cfg.check_every) {
+            int rc2 = check_drift(cs, e);
+            if (rc == MPI_SUCCESS)
+                rc = rc2;
+        }
+    }
+    return rc;
+}
+
+int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    size_t bytes;
+    if (cfg.mode == MODE_NATIVE ||
+        !ml_a2a_supported(sendbuf, sendcount, sendtype, recvcount, recvtype, comm, &bytes))
+        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    comm_state *cs = get_state(comm);
+    if (!cs)
+        return PMPI_Abort(comm, 1);
+    size_state *e = lookup(cs, (long long)bytes);
+    if (cfg.mode >= 0) {
+        e->calls++;
+        e->phase = PH_RUN;
+        e->alg = cfg.mode;
+        e->source = SRC_FORCED;
+        return ml_a2a_algos[cfg.mode](sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                      cs->dup);
+    }
+    return adaptive(cs, e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+}
+
+/* Public query (exported): the algorithm in use for comm and block size, or
+ * NULL if none yet (native mode, unknown size, or still learning). */
+const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long long *learning_calls)
+{
+    void *val;
+    int flag = 0;
+    if (keyval == MPI_KEYVAL_INVALID)
+        return NULL;
+    PMPI_Comm_get_attr(comm, keyval, &val, &flag);
+    if (!flag)
+        return NULL;
+    comm_state *cs = val;
+    for (int i = 0; i < ML_SIZES; i++) {
+        size_state *e = &cs->s[i];
+        if (e->used && e->bytes == block_bytes) {
+            if (learning_calls)
+                *learning_calls = e->learn_calls;
+            return e->phase == PH_RUN ? ml_a2a_names[e->alg] : NULL;
+        }
+    }
+    return NULL;
+}
+
+/* ---------------- configuration ---------------- */
+static void list_modes(char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "native, adaptive");
+    for (int a = 0; a < ML_A2A_NALG && n < len; a++)
+        n += (size_t)snprintf(buf + n, len - n, ", %s", ml_a2a_names[a]);
+}
+
+static int parse_int(const char *name, const char *v, int lo, int *out, const char *what)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < lo || x > 100000000) {
+        fprintf(stderr, "mpilens: %s='%s' is invalid: expected %s\n", name, v, what);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+/* Reads the environment on this rank; returns 0 or -1 after printing one line. */
+static int read_env(config_t *c)
+{
+    const char *v;
+    if ((v = getenv("MPILENS_ALLTOALL")) && *v) {
+        if (strcmp(v, "native") == 0)
+            c->mode = MODE_NATIVE;
+        else if (strcmp(v, "adaptive") == 0)
+            c->mode = MODE_ADAPTIVE;
+        else if ((c->mode = ml_a2a_find(v)) < 0) {
+            char acc[256];
+            list_modes(acc, sizeof acc);
+            fprintf(stderr, "mpilens: MPILENS_ALLTOALL='%s' is invalid: expected one of %s\n", v, acc);
+            return -1;
+        }
+    }
+    if ((v = getenv("MPILENS_ALLTOALL_LEARN")) && *v &&
+        parse_int("MPILENS_ALLTOALL_LEARN", v, 1, &c->learn_n, "an integer >= 1 (calls per candidate)"))
+        return -1;
+    if ((v = getenv("MPILENS_ALLTOALL_CHECK")) && *v &&
+        parse_int("MPILENS_ALLTOALL_CHECK", v, 0, &c->check_every,
+                  "an integer >= 0 (calls between drift checks, 0 = never)"))
+        return -1;
+    if ((v = getenv("MPILENS_ALLTOALL_MODEL")) && *v) {
+        if (strcmp(v, "on") == 0)
+            c->model = 1;
+        else if (strcmp(v, "off") == 0)
+            c->model = 0;
+        else {
+            fprintf(stderr, "mpilens: MPILENS_ALLTOALL_MODEL='%s' is invalid: expected on or off\n", v);
+            return -1;
+        }
+    }
+    if ((v = getenv("MPILENS_ALLTOALL_DRIFT")) && *v) {
+        char *end;
+        double d = strtod(v, &end);
+        if (end == v || *end || !(d > 0 && d <= 100)) {
+            fprintf(stderr, "mpilens: MPILENS_ALLTOALL_DRIFT='%s' is invalid: expected a number "
+                    "in (0, 100] (relative change that triggers re-learning)\n", v);
+            return -1;
+        }
+        c->drift = d;
+    }
+    return 0;
+}
+
+void ml_a2a_set_config(int mode, int learn_n, int model, int check_every, double drift)
+{
+    cfg.mode = mode;
+    cfg.learn_n = learn_n > 0 ? learn_n : 1;
+    cfg.model = model;
+    cfg.check_every = check_every;
+    cfg.drift = drift;
+}
+
+int ml_coll_init(void)
+{
+    int rank;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    /* rank 0 validates and decides; everybody follows rank 0's configuration */
+    int st[2] = {0, 0}; /* [0] config error, [1] tuning error */
+    config_t c = cfg;
+    char err[512] = "";
+    tune_path = getenv("MPILENS_TUNING_FILE");
+    if (tune_path && !*tune_path)
+        tune_path = NULL;
+    if (rank == 0) {
+        st[0] = read_env(&c) != 0;
+        if (!st[0] && tune_path && c.mode == MODE_ADAPTIVE) {
+            tune_tab = calloc(ML_TUNE_MAX, sizeof *tune_tab);
+            int prc = tune_tab ? ml_tune_parse(tune_path, tune_tab, ML_TUNE_MAX, &tune_n, err, sizeof err) : -2;
+            if (prc == -2) {
+                fprintf(stderr, "mpilens: MPILENS_TUNING_FILE='%s' is corrupt: %s "
+                        "(regenerate it with `mpilens tune` or remove it)\n", tune_path, err);
+                st[1] = 1;
+            }
+        }
+        ml_machine_signature(machine, sizeof machine);
+    }
+    PMPI_Bcast(st, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    if (st[0] || st[1])
+        return 1;
+    PMPI_Bcast(&c, (int)sizeof c, MPI_BYTE, 0, MPI_COMM_WORLD);
+    cfg = c;
+    PMPI_Bcast(machine, (int)sizeof machine, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (cfg.mode == MODE_ADAPTIVE && tune_path) {
+        PMPI_Bcast(&tune_n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (!tune_tab)
+            tune_tab = calloc(ML_TUNE_MAX, sizeof *tune_tab);
+        if (tune_n > 0)
+            PMPI_Bcast(tune_tab, (int)(tune_n * sizeof *tune_tab), MPI_BYTE, 0, MPI_COMM_WORLD);
+        tune_loaded = 1;
+    }
+    return 0;
+}
+
+/* Rank 0: merges learned decisions into the tuning table and writes it. */
+static void write_tuning(void)
+{
+    int added = 0;
+    for (int i = 0; i < n_all_recs; i++) {
+        const double *r = all_recs + (size_t)i * R_NFIELD;
+        if (r[R_SRC] != SRC_LEARNED || r[R_REF] < 0 || r[R_ALG] < 0)
+            continue;
+        ml_tune_entry ne;
+        memset(&ne, 0, sizeof ne);
+        snprintf(ne.machine, sizeof ne.machine, "%s", machine);
+        ne.comm_size = (int)r[R_P];
+        ne.ranks_per_node = (int)r[R_RPN];
+        ml_tune_range((size_t)r[R_BYTES], &ne.lo, &ne.hi);
+        ne.alg = (int)r[R_ALG];
+        ne.time_s = r[R_REF];
+        int j;
+        for (j = 0; j < tune_n; j++) {
+            ml_tune_entry *t = &tune_tab[j];
+            if (t->comm_size == ne.comm_size && t->ranks_per_node == ne.ranks_per_node &&
+                t->lo == ne.lo && t->hi == ne.hi && strcmp(t->machine, ne.machine) == 0)
+                break;
+        }
+        if (j == tune_n) {
+            if (tune_n >= ML_TUNE_MAX)
+                continue;
+            tune_n++;
+        }
+        tune_tab[j] = ne;
+        added++;
+    }
+    if (added && ml_tune_write(tune_path, tune_tab, tune_n) != 0)
+        fprintf(stderr, "mpilens: could not write the tuning file '%s'\n", tune_path);
+}
+
+void ml_coll_finalize(void)
+{
+    while (live) { /* communicators still alive (COMM_WORLD, leaked ones) */
+        comm_state *cs = live;
+        for (int i = 0; i < ML_SIZES; i++) {
+            record(cs, &cs->s[i]);
+            cs->s[i].used = 0;
+        }
+        live = cs->next;
+        if (live)
+            live->prev = NULL;
+        cs->next = cs->prev = NULL;
+        /* the attribute still points at cs: keep it, mark it drained */
+    }
+    int rank, P;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &P);
+    int *counts = NULL, *displs = NULL, total = 0;
+    int mine = nrecs * R_NFIELD;
+    if (rank == 0) {
+        counts = calloc((size_t)P, sizeof *counts);
+        displs = calloc((size_t)P, sizeof *displs);
+    }
+    PMPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        for (int i = 0; i < P; i++) {
+            displs[i] = total;
+            total += counts[i];
+        }
+        all_recs = malloc(sizeof(double) * (size_t)(total ? total : 1));
+    }
+    PMPI_Gatherv(recs, mine, MPI_DOUBLE, all_recs, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        n_all_recs = total / R_NFIELD;
+        if (tune_loaded && tune_path)
+            write_tuning();
+        free(counts);
+        free(displs);
+    }
+    ml_a2a_free_scratch();
+}
+
+/* ---------------- profile ---------------- */
+static size_t appendf(char **buf, size_t *cap, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#include <stdarg.h>
+static size_t appendf(char **buf, size_t *cap, size_t n, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(*buf ? *buf + n : NULL, *buf ? *cap - n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+            return n;
+        if (*buf && n + (size_t)k < *cap)
+            return n + (size_t)k;
+        size_t nc = (*cap ? *cap : 1024);
+        while (nc <= n + (size_t)k)
+            nc *= 2;
+        char *nb = realloc(*buf, nc);
+        if (!nb)
+            return n;
+        *buf = nb;
+        *cap = nc;
+    }
+}
+
+char *ml_coll_profile_json(void)
+{
+    if (cfg.mode == MODE_NATIVE)
+        return NULL;
+    char *b = NULL;
+    size_t cap = 0, n = 0;
+    n = appendf(&b, &cap, n, "[");
+    const double *src = all_recs ? all_recs : &recs[0][0];
+    int cnt = all_recs ? n_all_recs : nrecs;
+    for (int i = 0; i < cnt; i++) {
+        const double *r = src + (size_t)i * R_NFIELD;
+        n = appendf(&b, &cap, n,
+                    "%s{\"comm_size\":%d,\"ranks_per_node\":%d,\"bytes\":%.0f,\"algorithm\":%s%s%s,"
+                    "\"source\":\"%s\",\"communicators\":%.0f,\"calls\":%.0f,\"learning_calls\":%.0f,"
+                    "\"learning_s\":%.9g,\"grouping_s\":%.9g,\"relearns\":%.0f,\"time_per_call_s\":%.9g,"
+                    "\"candidates\":[",
+                    i ? "," : "", (int)r[R_P], (int)r[R_RPN], r[R_BYTES], r[R_ALG] < 0 ? "" : "\"",
+                    r[R_ALG] < 0 ? "null" : ml_a2a_names[(int)r[R_ALG]], r[R_ALG] < 0 ? "" : "\"",
+                    src_names[(int)r[R_SRC]], r[R_COMMS], r[R_CALLS], r[R_LCALLS], r[R_LS], r[R_GS],
+                    r[R_RELEARN], r[R_REF] >= 0 ? r[R_REF] : 0.0);
+        int first = 1;
+        for (int a = 0; a < ML_A2A_NALG; a++)
+            if ((int)r[R_MASK] & (1 << a)) {
+                n = appendf(&b, &cap, n, "%s\"%s\"", first ? "" : ",", ml_a2a_names[a]);
+                first = 0;
+            }
+        n = appendf(&b, &cap, n, "],\"learned_mean_s\":{");
+        first = 1;
+        for (int a = 0; a < ML_A2A_NALG; a++)
+            if (r[R_MEAN0 + a] >= 0) {
+                n = appendf(&b, &cap, n, "%s\"%s\":%.9g", first ? "" : ",", ml_a2a_names[a],
+                            r[R_MEAN0 + a]);
+                first = 0;
+            }
+        n = appendf(&b, &cap, n, "}}");
+    }
+    n = appendf(&b, &cap, n, "]");
+    return b;
+}

@@ -1,0 +1,200 @@
+/* Core: per-thread record slots, start-up and shut-down of the profiler. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ml.h"
+#include "../overrides.h"
+
+unsigned char ml_fon[ML_NFUNC];
+int ml_active = 0;
+int ml_world_size = 1, ml_world_rank = 0;
+ML_TLS int ml_depth = 0;
+ML_TLS ml_slot_t *ml_tslot = NULL;
+ML_TLS int ml_repro_flag = 0;
+double ml_overhead_ns = 0.0;
+uint64_t ml_t_init = 0, ml_t_final = 0;
+int ml_wrapped_c = ML_NWRAP_C, ml_wrapped_f = ML_NWRAP_F;
+
+static pthread_mutex_t ml_slot_mu = PTHREAD_MUTEX_INITIALIZER;
+static ml_slot_t *ml_slots = NULL;     /* list of all slots, merged at finalize */
+static ml_slot_t *ml_overflow = NULL;  /* shared slot once MPILENS_MAX_THREADS is reached */
+static int ml_nslots = 0;
+static volatile int ml_shared_spin = 0;
+
+ml_slot_t *ml_first_slot(void) { return ml_slots; }
+int ml_slot_count(void) { return ml_nslots; }
+
+static ml_slot_t *ml_slot_new(void)
+{
+    ml_slot_t *s = calloc(1, sizeof *s);
+    if (s) s->peers = calloc((size_t)ml_world_size, sizeof(ml_peer_t));
+    if (!s || !s->peers) {
+        fprintf(stderr, "mpilens: out of memory allocating a thread's records (%zu bytes)\n", sizeof *s);
+        abort();
+    }
+    s->next = ml_slots;
+    ml_slots = s;
+    ml_nslots++;
+    return s;
+}
+
+ml_slot_t *ml_slot_attach(void)
+{
+    pthread_mutex_lock(&ml_slot_mu);
+    ml_slot_t *s;
+    if (ml_nslots < ml_cfg_max_threads) {
+        s = ml_slot_new();
+    } else {
+        if (!ml_overflow) {
+            ml_overflow = ml_slot_new();
+            ml_overflow->shared = 1;
+        }
+        s = ml_overflow;
+    }
+    pthread_mutex_unlock(&ml_slot_mu);
+    ml_tslot = s;
+    return s;
+}
+
+void ml_shared_lock(void)
+{
+    while (__atomic_exchange_n(&ml_shared_spin, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&ml_shared_spin, __ATOMIC_RELAXED)) __builtin_ia32_pause();
+}
+void ml_shared_unlock(void) { __atomic_store_n(&ml_shared_spin, 0, __ATOMIC_RELEASE); }
+
+__attribute__((visibility("default"))) size_t mpilens_record_bytes(void)
+{
+    return (size_t)ml_nslots * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t));
+}
+
+void ml_mark_repro(void) { ml_repro_flag = 1; }
+
+void *ml_scratch(size_t bytes, int which)
+{
+    static ML_TLS struct { void *p; size_t cap; } buf[6];
+    if (buf[which].cap < bytes) {
+        size_t cap = bytes < 4096 ? 4096 : bytes * 2;
+        void *p = realloc(buf[which].p, cap);
+        if (!p) {
+            fprintf(stderr, "mpilens: out of memory (%zu bytes of scratch)\n", cap);
+            abort();
+        }
+        buf[which].p = p;
+        buf[which].cap = cap;
+    }
+    return buf[which].p;
+}
+
+/* Instrumentation cost per call: the wrapper path around PMPI_Comm_rank minus the bare call. */
+static double ml_measure_overhead(void)
+{
+    enum { N = 4000, REPS = 7 };
+    int r;
+    uint64_t best_plain = UINT64_MAX, best_wrapped = UINT64_MAX;
+    for (int rep = 0; rep < REPS; rep++) {
+        uint64_t t0 = ml_now_slow();
+        for (int i = 0; i < N; i++) PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+        uint64_t t1 = ml_now_slow();
+        for (int i = 0; i < N; i++) {
+            int on = ml_enter();
+            uint64_t a = ml_now();
+            PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+            uint64_t b = ml_now();
+            ml_leave();
+            if (on) ml_time(ml_slot(), 0, b - a);
+        }
+        uint64_t t2 = ml_now_slow();
+        if (t1 - t0 < best_plain) best_plain = t1 - t0;
+        if (t2 - t1 < best_wrapped) best_wrapped = t2 - t1;
+    }
+    double ns = ((double)best_wrapped - (double)best_plain) / N;
+    return ns > 0 ? ns : 0.0;
+}
+
+static void ml_stop_job(const char *msg)
+{
+    int bad = msg != NULL, any = 0;
+    PMPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!any) return;
+    /* Every rank stops: one line from the lowest failing rank (rank 0 in practice). */
+    int first = bad ? ml_world_rank : ml_world_size, low = 0;
+    PMPI_Allreduce(&first, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (bad && ml_world_rank == low) {
+        fprintf(stderr, "%s\n", msg);
+        fflush(stderr);
+    }
+    PMPI_Barrier(MPI_COMM_WORLD);
+    PMPI_Finalize();
+    _exit(2);
+}
+
+static int ml_init_done = 0, ml_final_done = 0;
+
+void ml_after_init(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    if (ml_init_done) return;
+    ml_init_done = 1;
+    ml_depth++; /* our own MPI calls below are never recorded */
+    PMPI_Comm_size(MPI_COMM_WORLD, &ml_world_size);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &ml_world_rank);
+    ml_stop_job(ml_config_load() ? ml_config_error : NULL);
+    /* Engines check their own settings; a failing one has printed its line. */
+    int eng = 0;
+    if (ml_coll_init && ml_coll_init()) eng = 1;
+    if (ml_repro_init && ml_repro_init()) eng = 1;
+    {
+        int any = 0;
+        PMPI_Allreduce(&eng, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) {
+            PMPI_Finalize();
+            _exit(2);
+        }
+    }
+    ml_clock_init();
+    ml_fortran_init();
+    if (ml_cfg_profile) {
+        ml_fon[0] = 1;
+        ml_active = 1;
+        ml_depth--;
+        ml_overhead_ns = ml_measure_overhead();
+        ml_depth++;
+        memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
+        ml_fon[0] = 0;
+    }
+    ml_depth--;
+    ml_t_init = ml_now();
+}
+
+void ml_before_finalize(void)
+{
+    if (ml_final_done || !ml_init_done) return;
+    ml_final_done = 1;
+    ml_t_final = ml_now();
+    int was_active = ml_active;
+    ml_active = 0;
+    ml_depth++;
+    if (ml_coll_finalize) ml_coll_finalize();
+    if (ml_repro_finalize) ml_repro_finalize();
+    if (was_active) ml_write_profile();
+    ml_depth--;
+}
+
+/* MPI_Pcontrol is variadic: wrapped by hand (the MPI ignores the extra arguments too). */
+__attribute__((visibility("default"))) int MPI_Pcontrol(const int level, ...)
+{
+    int on = ml_enter();
+    uint64_t t0 = ml_now();
+    int ret = PMPI_Pcontrol(level);
+    uint64_t t1 = ml_now();
+    ml_leave();
+    if (on) ml_time(ml_slot(), ML_FID_PCONTROL, t1 - t0);
+    return ret;
+}

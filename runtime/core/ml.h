@@ -1,0 +1,223 @@
+/* mpilens runtime: records, clock, per-call fast path.
+ *
+ * Every generated wrapper (C and Fortran) follows the same shape:
+ *
+ *     int on = ml_enter();                 // outermost MPI call on this thread, profiling active?
+ *     uint64_t t0 = ml_now();
+ *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
+ *     uint64_t t1 = ml_now();
+ *     ml_leave();
+ *     if (on) { ml_slot_t *S = ml_slot(); ml_time(S, FID, t1 - t0); <semantic helpers>; }
+ *
+ * A thread-local depth counter makes nested MPI calls (an MPI library whose
+ * Fortran binding calls the C MPI_Xxx, ROMIO calling MPI_Allreduce, an engine
+ * in runtime/coll) invisible: only the outermost call is recorded.
+ *
+ * Records live in per-thread slots (ml_slot_t), allocated once per thread at
+ * the thread's first profiled call: no lock, no atomic, no allocation on the
+ * per-call path.  Slots are merged at MPI_Finalize.
+ */
+#ifndef MLENS_ML_H
+#define MLENS_ML_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ml_funcs.h" /* generated: ML_NFUNC, ML_NDATA, ml_func_name[], ml_func_didx[] */
+
+#define ML_NBINS 25
+#ifdef MPI_F_STATUS_SIZE
+#define ML_F_STATUS_SIZE MPI_F_STATUS_SIZE
+#else /* Open MPI 4 does not define it in mpi.h: a Fortran status has the C status's size */
+#define ML_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
+#endif
+#define ML_TLS __thread __attribute__((tls_model("initial-exec")))
+
+typedef struct {
+    uint64_t calls;
+    uint64_t ticks;
+    uint64_t tmin;
+    uint64_t tmax;
+} ml_frec_t;
+
+typedef struct {
+    uint64_t bytes_s, bytes_r;
+    uint64_t repro;
+    uint64_t hist_s[ML_NBINS];
+    uint64_t hist_r[ML_NBINS];
+} ml_drec_t;
+
+typedef struct {
+    uint64_t msgs_s, bytes_s, msgs_r, bytes_r;
+} ml_peer_t;
+
+typedef struct ml_slot {
+    ml_frec_t f[ML_NFUNC];
+    ml_drec_t d[ML_NDATA];
+    ml_peer_t *peers;      /* world size entries */
+    struct ml_rq *rq;      /* this thread's tracked requests (open addressing) */
+    int rq_cap, rq_live;
+    uint64_t untracked;    /* requests the full table could not hold */
+    struct ml_slot *next;
+    int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
+} ml_slot_t;
+
+/* ---- global state (core.c) ---- */
+extern unsigned char ml_fon[ML_NFUNC]; /* per function: 1 = record (set after MPI_Init, cleared at Finalize) */
+extern int ml_active;                  /* profiling active (between init and finalize) */
+extern int ml_world_size, ml_world_rank;
+extern ML_TLS int ml_depth;
+extern ML_TLS ml_slot_t *ml_tslot;
+extern ML_TLS int ml_repro_flag;
+
+ml_slot_t *ml_slot_attach(void);
+void ml_shared_lock(void);
+void ml_shared_unlock(void);
+
+/* ---- clock (clock.c) ---- */
+extern int ml_clock_tsc;
+uint64_t ml_now_slow(void);
+static inline uint64_t ml_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_expect(ml_clock_tsc, 1)) {
+        uint32_t lo, hi;
+        __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+        return ((uint64_t)hi << 32) | lo;
+    }
+#endif
+    return ml_now_slow();
+}
+void ml_clock_init(void);
+double ml_ticks_to_s(uint64_t ticks);
+uint64_t ml_ns_to_ticks(uint64_t ns);
+double ml_clock_ghz(void);
+const char *ml_clock_source(void);
+
+/* ---- fast path ---- */
+static inline int ml_enter(void)
+{
+    return ml_depth++ == 0 && ml_active;
+}
+static inline void ml_leave(void) { ml_depth--; }
+
+static inline ml_slot_t *ml_slot(void)
+{
+    ml_slot_t *s = ml_tslot;
+    return __builtin_expect(s != NULL, 1) ? s : ml_slot_attach();
+}
+
+static inline void ml_time_upd(ml_frec_t *r, uint64_t dt)
+{
+    r->calls++;
+    r->ticks += dt;
+    if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
+    if (dt > r->tmax) r->tmax = dt;
+}
+
+static inline void ml_time(ml_slot_t *s, int fid, uint64_t dt)
+{
+    if (!ml_fon[fid]) return;
+    if (__builtin_expect(s->shared, 0)) {
+        ml_shared_lock();
+        ml_time_upd(&s->f[fid], dt);
+        ml_shared_unlock();
+        return;
+    }
+    ml_time_upd(&s->f[fid], dt);
+}
+
+static inline int ml_bin(uint64_t n)
+{
+    if (n == 0) return 0;
+    int b = 64 - __builtin_clzll(n); /* 1 -> 1, 2..3 -> 2, 4..7 -> 3 */
+    return b > ML_NBINS - 1 ? ML_NBINS - 1 : b;
+}
+
+/* ---- semantic helpers (sem.c); fid = function the bytes belong to ---- */
+#define ML_SEND 0
+#define ML_RECV 1
+#define ML_NOPEER (-1)
+
+void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int nmsg_hist);
+int64_t ml_type_size(MPI_Datatype dt);
+int ml_peer_world(MPI_Comm comm, int rank);      /* comm rank -> world rank, ML_NOPEER if none */
+int ml_win_peer_world(MPI_Win win, int rank);
+void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes);
+
+void ml_p2p_send(ml_slot_t *s, int fid, int64_t count, MPI_Datatype dt, int dest, MPI_Comm comm);
+void ml_p2p_recv(ml_slot_t *s, int fid, MPI_Comm comm, const MPI_Status *st); /* comm may be MPI_COMM_NULL */
+void ml_rma(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt, int target, MPI_Win win);
+void ml_io(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt);
+void ml_comm_forget(MPI_Comm comm);
+void ml_win_forget(MPI_Win win);
+
+/* Collectives: one descriptor for all shapes. */
+enum {
+    ML_BCAST, ML_REDUCE, ML_ALLREDUCE, ML_SCAN, ML_RSB, ML_RS,
+    ML_GATHER, ML_SCATTER, ML_ALLGATHER, ML_ALLTOALL, ML_NALLGATHER, ML_NALLTOALL
+};
+typedef struct {
+    int shape;
+    const void *sendbuf, *recvbuf;
+    int64_t scount, rcount;           /* scalar counts */
+    const void *scounts, *rcounts;    /* count arrays (v/w variants) or NULL */
+    int counts64;                     /* arrays hold MPI_Count (1) or int (0) */
+    MPI_Datatype stype, rtype;
+    const void *stypes, *rtypes;      /* per-peer type arrays (w variants) or NULL */
+    int ftypes;                       /* type arrays hold Fortran handles */
+    int root;                         /* only for rooted shapes */
+    MPI_Comm comm;
+} ml_coll_t;
+void ml_coll(ml_slot_t *s, int fid, const ml_coll_t *c);
+
+/* ---- request tracking (req.c) ---- */
+#define ML_RQ_RECV 1       /* receive: bytes/peer known at completion */
+#define ML_RQ_PSEND 2      /* persistent send: bytes/peer recorded at each MPI_Start */
+#define ML_RQ_PERSIST 4    /* persistent: stays until MPI_Request_free */
+#define ml_req_live (ml_tslot ? ml_tslot->rq_live : 0)
+void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm comm, int64_t bytes, int wpeer);
+void ml_req_free(MPI_Request req);
+void ml_type_forget(void);
+void ml_req_start(ml_slot_t *s, int fid, MPI_Request req);
+void ml_req_done(ml_slot_t *s, MPI_Request req, const MPI_Status *st);
+
+/* Completion calls: save handles before, attribute after. */
+typedef struct {
+    int n;
+    MPI_Request *saved;   /* copy of the request handles before the call */
+    MPI_Status *st;       /* statuses to pass to PMPI (user's or scratch) */
+    int track;            /* tracked requests exist: saving was done */
+} ml_cpl_t;
+MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore);
+void ml_cpl_end(ml_slot_t *s, ml_cpl_t *c, int ndone, const int *idx, const MPI_Status *sts);
+
+/* ---- lifecycle (core.c) ---- */
+void ml_after_init(int *argc, char ***argv);
+void ml_before_finalize(void);
+
+/* ---- Fortran support (fortran.c) ---- */
+extern void *ml_f_in_place, *ml_f_bottom, *ml_f_status_ignore, *ml_f_statuses_ignore;
+void ml_fortran_init(void);
+static inline const void *ml_fbuf(const void *p)
+{
+    if (p && p == ml_f_in_place) return MPI_IN_PLACE;
+    if (p && p == ml_f_bottom) return MPI_BOTTOM;
+    return p;
+}
+void *ml_scratch(size_t bytes, int which); /* thread-local growable scratch buffers (which 0..3) */
+
+/* ---- configuration and output ---- */
+int ml_config_load(void);           /* 0 ok; on error message in ml_config_error */
+extern char ml_config_error[512];
+const char *ml_config_get(const char *key); /* env MPILENS_<KEY> or config-file value */
+extern int ml_cfg_detail, ml_cfg_profile, ml_cfg_max_threads, ml_cfg_max_requests;
+extern const char *ml_cfg_output;
+int ml_write_profile(void);
+extern double ml_overhead_ns;
+extern uint64_t ml_t_init, ml_t_final;
+extern int ml_wrapped_c, ml_wrapped_f;
+size_t mpilens_record_bytes(void);
+
+#endif

@@ -1,0 +1,146 @@
+/* Non-blocking and persistent requests.
+ *
+ * Rules (docs/runtime.md):
+ * - Isend & co.: bytes, size class and peer are recorded by the call that starts
+ *   the operation; the request is not tracked.
+ * - Irecv, Imrecv, Isendrecv(_replace): the size and source are known only at
+ *   completion, so the request is tracked; the Wait/Test call that completes it
+ *   attributes the received bytes, size class and peer to the starting function.
+ * - Persistent requests (Send_init, Recv_init & co.): each MPI_Start/Startall
+ *   records a send's bytes and peer under MPI_Start/MPI_Startall; a persistent
+ *   receive is attributed at each completion to the function that started it.
+ * - The time of the completion call itself belongs to MPI_Wait* / MPI_Test*.
+ *
+ * Each thread keeps its own table (fixed capacity MPILENS_MAX_REQUESTS, open
+ * addressing with backward-shift deletion): no lock, no atomic.  A request
+ * completed by another thread than the one that started it is not attributed;
+ * requests beyond the capacity are counted as "untracked_requests".
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ml.h"
+
+typedef struct ml_rq {
+    uint64_t key; /* 0 = empty */
+    MPI_Comm comm;
+    int64_t bytes;
+    int fid, startfid, flags, wpeer;
+} ml_rq_t;
+
+static inline uint64_t ml_rkey(MPI_Request r)
+{
+    uint64_t k = 0;
+    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    return k + 1;
+}
+
+static inline size_t ml_rhash(uint64_t k, int cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (size_t)(cap - 1); }
+
+static ml_rq_t *ml_rfind(ml_slot_t *s, uint64_t key)
+{
+    if (!s->rq) return NULL;
+    size_t i = ml_rhash(key, s->rq_cap);
+    for (int n = 0; n < s->rq_cap; n++, i = (i + 1) & (size_t)(s->rq_cap - 1)) {
+        if (s->rq[i].key == key) return &s->rq[i];
+        if (s->rq[i].key == 0) return NULL;
+    }
+    return NULL;
+}
+
+static void ml_rdelete(ml_slot_t *s, ml_rq_t *e)
+{
+    size_t mask = (size_t)(s->rq_cap - 1);
+    size_t i = (size_t)(e - s->rq), j = i;
+    s->rq[i].key = 0;
+    s->rq_live--;
+    for (;;) { /* backward-shift: keep every probe chain unbroken */
+        j = (j + 1) & mask;
+        if (s->rq[j].key == 0) return;
+        size_t h = ml_rhash(s->rq[j].key, s->rq_cap);
+        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+            s->rq[i] = s->rq[j];
+            s->rq[j].key = 0;
+            i = j;
+        }
+    }
+}
+
+void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm comm, int64_t bytes, int wpeer)
+{
+    if (req == MPI_REQUEST_NULL) return;
+    if (!s->rq) {
+        s->rq_cap = ml_cfg_max_requests;
+        s->rq = calloc((size_t)s->rq_cap, sizeof(ml_rq_t));
+        if (!s->rq) { s->untracked++; return; }
+    }
+    uint64_t key = ml_rkey(req);
+    ml_rq_t *e = ml_rfind(s, key);
+    if (!e) {
+        if (s->rq_live >= s->rq_cap - s->rq_cap / 4) { /* keep probe chains short */
+            s->untracked++;
+            return;
+        }
+        size_t i = ml_rhash(key, s->rq_cap);
+        while (s->rq[i].key) i = (i + 1) & (size_t)(s->rq_cap - 1);
+        e = &s->rq[i];
+        s->rq_live++;
+    }
+    e->key = key;
+    e->comm = comm;
+    e->bytes = bytes;
+    e->fid = e->startfid = fid;
+    e->flags = flags;
+    e->wpeer = wpeer;
+}
+
+void ml_req_free(MPI_Request req)
+{
+    ml_slot_t *s = ml_tslot;
+    if (!s) return;
+    ml_rq_t *e = ml_rfind(s, ml_rkey(req));
+    if (e) ml_rdelete(s, e);
+}
+
+void ml_req_start(ml_slot_t *s, int fid, MPI_Request req)
+{
+    ml_rq_t *e = ml_rfind(s, ml_rkey(req));
+    if (!e) return;
+    e->startfid = fid;
+    if (e->flags & ML_RQ_PSEND) {
+        ml_bytes(s, fid, ML_SEND, (uint64_t)e->bytes, (uint64_t)e->bytes, 1);
+        ml_peer_add(s, ML_SEND, e->wpeer, (uint64_t)e->bytes);
+    }
+}
+
+void ml_req_done(ml_slot_t *s, MPI_Request req, const MPI_Status *st)
+{
+    ml_rq_t *e = ml_rfind(s, ml_rkey(req));
+    if (!e) return;
+    if (e->flags & ML_RQ_RECV) ml_p2p_recv(s, (e->flags & ML_RQ_PERSIST) ? e->startfid : e->fid, e->comm, st);
+    if (!(e->flags & ML_RQ_PERSIST)) ml_rdelete(s, e);
+}
+
+MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore)
+{
+    c->n = n;
+    c->track = 0;
+    if (!ml_req_live || n <= 0 || !reqs) return user_st;
+    c->track = 1;
+    c->saved = ml_scratch(sizeof(MPI_Request) * (size_t)n, 0);
+    memcpy(c->saved, reqs, sizeof(MPI_Request) * (size_t)n);
+    c->st = ml_scratch(sizeof(MPI_Status) * (size_t)n, 4);
+    return ignore ? c->st : user_st;
+}
+
+void ml_cpl_end(ml_slot_t *s, ml_cpl_t *c, int ndone, const int *idx, const MPI_Status *sts)
+{
+    if (!c->track) return;
+    for (int i = 0; i < ndone; i++) {
+        int k = idx ? idx[i] : i;
+        if (k < 0 || k >= c->n) continue;
+        ml_req_done(s, c->saved[k], &sts[i]);
+    }
+}
