@@ -18,8 +18,9 @@ typedef struct {
     int a, b, role, other;          /* role 0 = rank a (timer), 1 = rank b, -1 idle */
     unsigned char *sbuf, *rbuf;
     char ack[4];
-    MPI_Request *req;
+    MPI_Request req[2 * 4096];
     int window;
+    MPI_Comm comm;                  /* the two ranks (MPI_COMM_NULL elsewhere) */
 } pair_t;
 
 /* one timed sample of `iters` repetitions; returns seconds on rank a */
@@ -73,7 +74,7 @@ static double osu_latency(pair_t *p, long long size, int iters, int skip)
 {
     int n = (int)size, o = p->other;
     double t0 = 0;
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(p->comm);
     for (int i = 0; i < iters + skip; i++) {
         if (i == skip) t0 = MPI_Wtime();
         if (p->role == 0) {
@@ -82,7 +83,7 @@ static double osu_latency(pair_t *p, long long size, int iters, int skip)
         } else if (p->role == 1) {
             MPI_Recv(p->rbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(p->sbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD);
-        } else break;
+        }
     }
     return (MPI_Wtime() - t0) / (2.0 * iters);
 }
@@ -92,8 +93,8 @@ static double osu_bw(pair_t *p, long long size, int iters, int skip)
 {
     int n = (int)size, o = p->other, w = p->window;
     double t0 = 0;
-    MPI_Barrier(MPI_COMM_WORLD);
-    for (int i = 0; i < iters + skip && p->role >= 0; i++) {
+    MPI_Barrier(p->comm);
+    for (int i = 0; i < iters + skip; i++) {
         if (i == skip) t0 = MPI_Wtime();
         if (p->role == 0) {
             for (int k = 0; k < w; k++)
@@ -155,7 +156,7 @@ int ml_p2p(ml_json *out, int argc, char **argv)
 {
     (void)argc; (void)argv;
     if (ml_size < 2) ml_usage("p2p needs at least 2 ranks (got %d)", ml_size);
-    pair_t p = {0};
+    static pair_t p;
     parse_ranks(&p.a, &p.b);
     long long *sz;
     int ns = ml_opt_sizes(0, 4 << 20, 0, 1LL << 30, &sz);
@@ -169,6 +170,11 @@ int ml_p2p(ml_json *out, int argc, char **argv)
     unsigned ref = ml_opt_names("reference", refs, 2, 1);
     int osu = (ref & 2) != 0;
     long long osu_n = ml_opt_int("osu-iters", 10000, 1, 100000000);
+    int rounds = (int)ml_opt_int("osu-rounds", 5, 1, 1000);
+    if (!osu) rounds = 1;
+    if (rounds > samples)
+        ml_usage("--osu-rounds %d exceeds --samples %d (each round holds our samples too)",
+                 rounds, samples);
     ml_opts_finish();
 
     p.role = ml_rank == p.a ? 0 : ml_rank == p.b ? 1 : -1;
@@ -178,7 +184,7 @@ int ml_p2p(ml_json *out, int argc, char **argv)
         p.sbuf = ml_alloc((size_t)maxs);
         p.rbuf = ml_alloc((size_t)maxs);
     }
-    p.req = malloc(2 * (size_t)p.window * sizeof *p.req);
+    MPI_Comm_split(MPI_COMM_WORLD, p.role >= 0 ? 0 : MPI_UNDEFINED, p.role, &p.comm);
 
     if (ml_rank == 0) {
         ml_json_obj(out, "options");
@@ -196,11 +202,13 @@ int ml_p2p(ml_json *out, int argc, char **argv)
             if (modes & (1u << m)) ml_json_str(out, NULL, mode_names[m]);
         ml_json_end(out);
         ml_json_str(out, "reference", osu ? "osu" : "none");
+        ml_json_int(out, "osu_rounds", rounds);
+        ml_json_int(out, "osu_iters", osu_n);
         ml_json_end(out);
     }
 
     ml_json *w = ml_json_new();      /* built on rank a, shipped to rank 0 */
-    double *x = malloc((size_t)samples * sizeof *x);
+    double *x = malloc((size_t)samples * sizeof *x), *xo = malloc((size_t)rounds * sizeof *xo);
     double *lat_med = malloc((size_t)ns * sizeof *lat_med);
     double *bw_med = malloc((size_t)ns * sizeof *bw_med);
     long errors = 0;
@@ -220,16 +228,27 @@ int ml_p2p(ml_json *out, int argc, char **argv)
         ml_json_int(w, "size", s);
         ml_json_int(w, "iters", iters);
         ml_json_int(w, "bw_iters", bwit);
+        int big = s > 8192;
+        int li = (int)(big ? (osu_n / 10 ? osu_n / 10 : 1) : osu_n), ls = li / 100 ? li / 100 : 1;
+        int bi = (int)(big ? (osu_n / 500 ? osu_n / 500 : 1) : (osu_n / 100 ? osu_n / 100 : 1));
+        int bs = bi / 10 ? bi / 10 : 1;
         for (int m = 0; m < NMODE && p.role >= 0; m++) {
             if (!(modes & (1u << m))) continue;
             int bwmode = m == M_BW || m == M_BIBW;
             if (bwmode && s == 0) { ml_json_null(w, mode_keys[m]); continue; }
             int it = bwmode ? bwit : iters;
+            int withosu = osu && (m == M_LAT || m == M_BW);
             if (warmup) sample(&p, m, s, bwmode ? (warmup + p.window - 1) / p.window : warmup);
-            for (int k = 0; k < samples; k++) {
-                double t = sample(&p, m, s, it);
-                x[k] = m == M_LAT ? t / (2.0 * it) : m == M_PING ? t / it
-                     : (double)s * p.window * it * (m == M_BIBW ? 2 : 1) / t;
+            /* our samples and the OSU loop alternate in `rounds` chunks */
+            for (int r = 0, k = 0; r < rounds; r++) {
+                int upto = (int)((long)samples * (r + 1) / rounds);
+                for (; k < upto; k++) {
+                    double t = sample(&p, m, s, it);
+                    x[k] = m == M_LAT ? t / (2.0 * it) : m == M_PING ? t / it
+                         : (double)s * p.window * it * (m == M_BIBW ? 2 : 1) / t;
+                }
+                if (withosu && m == M_LAT) xo[r] = osu_latency(&p, s, li, ls);
+                if (withosu && m == M_BW) xo[r] = osu_bw(&p, s, bi, bs);
             }
             /* rank b receives in every mode; rank a in all but "bw" */
             if (!(m == M_BW && p.role == 0)) {
@@ -242,29 +261,23 @@ int ml_p2p(ml_json *out, int argc, char **argv)
                 memset(p.rbuf, 0, (size_t)s);
             }
             ml_json_stats(w, mode_keys[m], x, samples, 1.0);
-            if (m == M_LAT) lat_med[i] = ml_median(x, samples);
-            if (m == M_BW) bw_med[i] = ml_median(x, samples);
-        }
-        if (osu) {
-            int big = s > 8192;
-            int li = (int)(big ? (osu_n / 10 ? osu_n / 10 : 1) : osu_n);
-            int ls = li / 100 ? li / 100 : 1;
-            int bi = (int)(big ? (osu_n / 500 ? osu_n / 500 : 1) : (osu_n / 100 ? osu_n / 100 : 1));
-            int bs = bi / 10 ? bi / 10 : 1;
-            double ol = osu_latency(&p, s, li, ls);
-            double ob = s ? osu_bw(&p, s, bi, bs) : NAN;
-            ml_json_obj(w, "osu");
-            ml_json_num(w, "latency_s", ol);
-            ml_json_int(w, "latency_iters", li);
-            ml_json_int(w, "latency_skip", ls);
-            ml_json_num(w, "bw_Bps", ob);
-            ml_json_int(w, "bw_iters", bi);
-            ml_json_int(w, "bw_skip", bs);
-            ml_json_end(w);
-            ml_json_obj(w, "vs_osu_pct");
-            ml_json_num(w, "latency", 100.0 * (lat_med[i] / ol - 1.0));
-            ml_json_num(w, "bw", 100.0 * (bw_med[i] / ob - 1.0));
-            ml_json_end(w);
+            double med = ml_median(x, samples);
+            if (m == M_LAT) lat_med[i] = med;
+            if (m == M_BW) bw_med[i] = med;
+            if (withosu) {
+                double om = ml_median(xo, rounds);
+                char key[32];
+                snprintf(key, sizeof key, "osu_%s", m == M_LAT ? "latency" : "bw");
+                ml_json_obj(w, key);
+                ml_json_num(w, m == M_LAT ? "latency_s" : "bw_Bps", om);
+                ml_json_arr(w, "runs");
+                for (int r = 0; r < rounds; r++) ml_json_num(w, NULL, xo[r]);
+                ml_json_end(w);
+                ml_json_int(w, "iters", m == M_LAT ? li : bi);
+                ml_json_int(w, "skip", m == M_LAT ? ls : bs);
+                ml_json_num(w, "ours_vs_osu_pct", 100.0 * (med / om - 1.0));
+                ml_json_end(w);
+            }
         }
         ml_json_end(w);
         ml_progress(i + 1, ns);
@@ -278,7 +291,8 @@ int ml_p2p(ml_json *out, int argc, char **argv)
     ml_json_ship(out, "analysis", c, p.a);
     ml_json_free(c);
     ml_json_free(w);
-    free(x); free(lat_med); free(bw_med); free(p.req); free(sz);
+    free(x); free(xo); free(lat_med); free(bw_med); free(sz);
     free(p.sbuf); free(p.rbuf);
+    if (p.comm != MPI_COMM_NULL) MPI_Comm_free(&p.comm);
     return (int)errors;
 }

@@ -1,0 +1,136 @@
+"""`mpilens bench FAMILY [options] [-- launcher args]`: run a benchmark family.
+
+Families p2p, coll, halo, logp, io, memory, overhead run the C program
+mpilens-bench under the launcher given after `--` (default: the launcher of the
+MPI mpilens was built with, --np ranks).  Options this command does not know are
+passed to mpilens-bench, which validates them (see docs/bench.md).  The result
+is printed as a table, saved with --json and drawn with --plot.  Families
+alltoall and repro are run by their own modules (mpilens.bench_alltoall,
+mpilens.bench_repro) with the remaining arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import bench_launch, bench_plots, bench_tables, paths
+from ..errors import UserError
+
+C_FAMILIES = ("p2p", "coll", "halo", "logp", "io", "memory", "overhead")
+MODULE_FAMILIES = {"alltoall": "mpilens.bench_alltoall", "repro": "mpilens.bench_repro"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="run a benchmark family (p2p, coll, halo, logp, io, "
+                                     "memory, overhead, alltoall, repro)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("family", choices=[*C_FAMILIES, *MODULE_FAMILIES], help="benchmark family")
+    p.add_argument("rest", nargs=argparse.REMAINDER,
+                   help="options, then -- and the launcher line (e.g. -- mpirun -np 4)")
+    p.set_defaults(func=run)
+
+
+def _options_parser(family: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"mpilens bench {family}", allow_abbrev=False,
+                                add_help=False)
+    p.add_argument("--json", type=Path, help="save the JSON result here")
+    p.add_argument("--force", action="store_true", help="allow overwriting --json / --plot")
+    p.add_argument("--plot", type=Path, help="draw the result (.png, .svg or .pdf)")
+    p.add_argument("--np", type=int, default=None,
+                   help="ranks for the default launcher (default 2)")
+    p.add_argument("--nprocs", default=None,
+                   help="memory: comma list of rank counts, one run each")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no table")
+    p.add_argument("--timeout", type=float, default=None, help="seconds before giving up")
+    return p
+
+
+def _check_output(path: Path | None, force: bool, what: str) -> None:
+    if path is None:
+        return
+    if path.exists() and not force:
+        raise UserError(f"{what} {path} exists: choose another file or add --force")
+    if not path.parent.is_dir():
+        raise UserError(f"{what} {path}: directory {path.parent} does not exist")
+
+
+def _run_module(family: str, argv: list[str]) -> int:
+    name = MODULE_FAMILIES[family]
+    try:
+        mod = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            raise UserError(f"benchmark family '{family}' is not available in this "
+                            f"installation ({name} is missing)") from None
+        raise
+    return int(mod.main(argv) or 0)
+
+
+def _nprocs(text: str | None, family: str) -> list[int] | None:
+    if text is None:
+        return None
+    if family != "memory":
+        raise UserError("--nprocs is accepted only by the memory family (use --np)")
+    try:
+        counts = [int(v) for v in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise UserError(f"--nprocs '{text}' is invalid (accepted: comma list of rank "
+                        f"counts such as 2,4,8)")
+    return counts
+
+
+def run(args: argparse.Namespace) -> int:
+    rest: list[str] = list(args.rest)
+    if args.family in MODULE_FAMILIES:
+        return _run_module(args.family, rest)
+    if "--" in rest:
+        k = rest.index("--")
+        mine, launcher = rest[:k], rest[k + 1:]
+    else:
+        mine, launcher = rest, []
+    opts, passthrough = _options_parser(args.family).parse_known_args(mine)
+    _check_output(opts.json, opts.force, "--json")
+    if opts.plot is not None:
+        if opts.plot.suffix.lower() not in bench_plots.FORMATS:
+            raise UserError(f"--plot {opts.plot}: unknown format (accepted: "
+                            f"{', '.join(bench_plots.FORMATS)})")
+        _check_output(opts.plot, opts.force, "--plot")
+    counts = _nprocs(opts.nprocs, args.family)
+    if counts and len(counts) > 1 and launcher and not any("{np}" in a for a in launcher):
+        raise UserError("--nprocs with several counts needs '{np}' in the launcher line "
+                        "(e.g. -- mpirun -np {np})")
+    if opts.np is not None and opts.np < 1:
+        raise UserError(f"--np {opts.np} is invalid (accepted: 1 or more ranks)")
+    paths.artifact("bin/mpilens-bench")
+    progress = not opts.no_progress and sys.stderr.isatty()
+    try:
+        if counts:
+            docs = [bench_launch.run_bench(bench_launch.launcher_for(launcher, n), "memory",
+                                           passthrough, progress=progress, label=f"{n} ranks",
+                                           timeout=opts.timeout) for n in counts]
+            doc: dict[str, Any] = {"format": "mpilens-bench", "version": 1,
+                                   "family": "memory", "series": docs,
+                                   "errors": sum(d["errors"] for d in docs)}
+            doc["validated"] = doc["errors"] == 0
+        else:
+            doc = bench_launch.run_bench(
+                bench_launch.launcher_for(launcher, opts.np or 2), args.family, passthrough,
+                progress=progress, timeout=opts.timeout)
+    except bench_launch.BenchFailed as exc:
+        print(f"mpilens: {exc}", file=sys.stderr)
+        return 1
+    if opts.json is not None:
+        opts.json.write_text(json.dumps(doc, indent=1) + "\n")
+    if not opts.quiet:
+        bench_tables.show(doc)
+    if opts.plot is not None:
+        bench_plots.save(doc, opts.plot)
+    return 1 if doc.get("errors") else 0
