@@ -27,10 +27,11 @@ def per_rank_calls(steps: int = STEPS, every: int = EVERY) -> dict[str, int]:
 
 
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = mpi_env(extra)
+    env = mpi_env()
+    env.pop("MPILENS_OUTPUT", None)
     env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
     env["MPILENS_BUILD"] = str(BUILD)
-    env.pop("MPILENS_OUTPUT", None)
+    env.update(extra or {})
     return env
 
 

@@ -1,0 +1,32 @@
+"""The bundled examples compute a checkable answer and fail loudly when it is wrong."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run_mpi
+from test_cli_support import example
+
+NAMES = ["heat2d", "heat2d_f"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("nranks", [1, 4])
+def test_example_is_correct(build, name: str, nranks: int) -> None:
+    proc = run_mpi(nranks, [example(name), 32, 20, 5])
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith(f"{name}: N=32 ranks={nranks} steps=20 transposes=4")
+    assert line.endswith("OK")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_example_detects_a_wrong_answer(build, name: str) -> None:
+    proc = run_mpi(2, [example(name), 16, 4, 2, 1], check=False)
+    assert proc.returncode == 1
+    assert "FAILED" in proc.stdout
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_example_rejects_a_grid_it_cannot_split(build, name: str) -> None:
+    proc = run_mpi(4, [example(name), 30, 4, 2], check=False)
+    assert proc.returncode == 2
+    assert "must be a positive multiple" in proc.stderr
