@@ -49,7 +49,12 @@ typedef enum { ML_XS_BINARY64, ML_XS_BINARY32 } ml_xs_fmt;
 
 void ml_win_from_double(ml_win *w, double x);
 void ml_win_add(const ml_win *in, ml_win *inout);          /* inout += in */
-/* Rounded value; returns 0, or -1 if w is ML_XS_INEXACT (result untouched). */
+/* Whether the result needs ml_acc (inexact and not decided by NaN/Inf). */
+static inline int ml_win_needs_acc(const ml_win *w)
+{
+    return (w->flags & (ML_XS_INEXACT | ML_XS_NAN | ML_XS_PINF | ML_XS_NINF)) == ML_XS_INEXACT;
+}
+/* Rounded value; returns 0, or -1 if ml_win_needs_acc(w) (result untouched). */
 int ml_win_round(const ml_win *w, ml_xs_fmt fmt, double *result);
 
 void ml_acc_from_double(ml_acc *a, double x);

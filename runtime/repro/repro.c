@@ -115,18 +115,18 @@ static ml_win *to_win(const void *in, int n, int single)
     return w;
 }
 
-/* Indices i < n whose r[i] is inexact, into scratch S_IDX; returns how many (-1: no memory). */
+/* Indices i < n whose r[i] needs the accumulator, into scratch S_IDX; returns how many (-1: no memory). */
 static int flagged(const ml_win *r, int n, int **idx)
 {
     int k = 0;
     for (int i = 0; i < n; i++)
-        k += (r[i].flags & ML_XS_INEXACT) != 0;
+        k += ml_win_needs_acc(&r[i]);
     *idx = scratch(S_IDX, (size_t)k * sizeof(int));
     if (!*idx)
         return -1;
     k = 0;
     for (int i = 0; i < n; i++)
-        if (r[i].flags & ML_XS_INEXACT)
+        if (ml_win_needs_acc(&r[i]))
             (*idx)[k++] = i;
     return k;
 }
@@ -289,7 +289,7 @@ static int repro_scan(const void *in, void *out, int n, int single, int exclusiv
         if (rc != MPI_SUCCESS)
             return rc;
         for (int j = 0; has && j < m; j++)
-            if (r[j0 + j].flags & ML_XS_INEXACT)
+            if (ml_win_needs_acc(&r[j0 + j]))
                 slow[s++] = ml_acc_round(&ar[j], single ? ML_XS_BINARY32 : ML_XS_BINARY64);
     }
     if (has)
