@@ -428,6 +428,8 @@ int ml_repro_enable(int on)
 int ml_repro_init(void)
 {
     const char *v = ml_config_get ? ml_config_get("repro") : getenv("MPILENS_REPRO");
+    if (v && !*v)
+        v = NULL;                 /* set but empty: as if unset */
     if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
         int rank = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -8,6 +8,8 @@
  * (also in place), MPI_Reduce_scatter_block and MPI_Scan.  Rank 0 prints one
  * line per (case, collective): "case=<c> coll=<name> min=<bits> max=<bits>",
  * the smallest and largest result bit pattern over the ranks that hold the total.
+ * Optional arguments: how many communicator orders and holder pairs to run
+ * (default: all 7 and all 5), to keep slow (busy-polling) launches short.
  */
 #include <inttypes.h>
 #include <mpi.h>
@@ -90,10 +92,15 @@ int main(int argc, char **argv)
                         {(int)rnd((unsigned)P), 0}};
     holders[4][1] = (holders[4][0] + 1 + (int)rnd((unsigned)P - 1)) % P;
     int nh = (int)(sizeof holders / sizeof holders[0]);
+    int no = 7;
+    if (argc > 1 && atoi(argv[1]) > 0 && atoi(argv[1]) < no)
+        no = atoi(argv[1]);
+    if (argc > 2 && atoi(argv[2]) > 0 && atoi(argv[2]) < nh)
+        nh = atoi(argv[2]);
     int *perm = malloc(sizeof(int) * (size_t)P);
     const char *orders[] = {"identity", "reversed", "shuffled1", "shuffled2", "nodes4_block_rev",
                             "nodes4_roundrobin", "nodes2_roundrobin"};
-    for (int o = 0; o < (int)(sizeof orders / sizeof orders[0]); o++) {
+    for (int o = 0; o < no && o < (int)(sizeof orders / sizeof orders[0]); o++) {
         /* perm[world rank] = key = position in the new communicator */
         for (int i = 0; i < P; i++)
             perm[i] = i;
