@@ -521,7 +521,7 @@ def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
         if f.name in HOOKS_INIT:
             out.append(f"    uint64_t t0 = ml_now_slow();\n    {f.ret} ret = {call};")
             out.append("    if (ret == MPI_SUCCESS) ml_after_init(argc, argv);")
-            out.append("    if (ml_active) { ml_slot_t *S = ml_slot(); ml_time(S, FID, ml_ns_to_ticks(ml_now_slow() - t0)); }")
+            out.append("    if (ml_active && ml_depth == 0) { ml_slot_t *S = ml_slot(); ml_time(S, FID, ml_ns_to_ticks(ml_now_slow() - t0)); }")
             out.append("    return ret;\n}\n")
             continue
         if f.name == "MPI_Finalize":
@@ -582,7 +582,7 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
     n = 0
     for key, e in sorted(std.items()):
         a = e["attributes"]
-        if not a["f90_expressible"] or a["callback"] or a["not_with_mpif"]:
+        if not a["f90_expressible"] or a["callback"] or a["not_with_mpif"] or a["predefined_function"]:
             continue
         name = e.get("name_f90") or e["name"]
         low = name.lower()

@@ -71,11 +71,13 @@ int main(int argc, char **argv)
     MPI_Request_free(&rq[1]);
     /* 5. probe */
     int i3[3] = {r, r, r}, n = 0;
-    MPI_Send(i3, 3, MPI_INT, right, 6, MPI_COMM_WORLD);
+    int i3r[3];
+    MPI_Isend(i3, 3, MPI_INT, right, 6, MPI_COMM_WORLD, &rq[1]); /* a blocking send to self may wait for its receive */
     MPI_Probe(left, 6, MPI_COMM_WORLD, &st);
     MPI_Get_count(&st, MPI_INT, &n);
     check(n == 3, "probe count");
-    MPI_Recv(i3, n, MPI_INT, left, 6, MPI_COMM_WORLD, &st);
+    MPI_Recv(i3r, n, MPI_INT, left, 6, MPI_COMM_WORLD, &st);
+    MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
     /* 6. collectives */
     int i10[10];
     for (int i = 0; i < 10; i++) i10[i] = r == 0 ? 7 : -1;

@@ -1,0 +1,109 @@
+"""`mpilens bench`: launcher after --, JSON/plot outputs, one-line errors (exit 2),
+dispatch of the alltoall/repro families, the profiler-overhead family."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from conftest import BUILD
+from mpilens import paths
+from test_bench_common import check_env, cli, run_family
+
+
+def _one_error_line(proc, contains: str) -> None:
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("mpilens: ") and contains in lines[0], lines[0]
+
+
+def test_p2p_json_table_plot_and_no_overwrite(tmp_path: Path) -> None:
+    out, png = tmp_path / "p2p.json", tmp_path / "p2p.png"
+    args = ["p2p", "--max-size", "64", "--samples", "2", "--iters", "2", "--warmup", "1",
+            "--window", "4", "--json", str(out), "--plot", str(png)]
+    proc = cli(args)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["family"] == "p2p" and doc["validated"]
+    assert [r["size"] for r in doc["results"]] == [0, 1, 2, 4, 8, 16, 32, 64]
+    check_env(doc, 2, paths.mpi_flavour())
+    assert "p2p ranks 0<->1" in proc.stdout and "64 B" in proc.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    before = out.read_text()
+    _one_error_line(cli(args, launch=False), "exists")
+    assert out.read_text() == before
+
+
+def test_memory_series_over_rank_counts(tmp_path: Path) -> None:
+    out, svg = tmp_path / "mem.json", tmp_path / "mem.svg"
+    from conftest import launcher
+    line = [a if a != "2" else "{np}" for a in launcher(2)]
+    proc = cli(["memory", "--size", "4K", "--repeats", "1", "--nprocs", "2,3", "--json",
+                str(out), "--plot", str(svg), "--", *line], launch=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert [d["results"]["nranks"] for d in doc["series"]] == [2, 3]
+    assert doc["errors"] == 0 and "<svg" in svg.read_text()
+
+
+@pytest.mark.parametrize("args,contains", [
+    (["p2p", "--ranks", "0,5"], "--ranks '0,5'"),
+    (["p2p", "--max-size", "1X"], "--max-size '1X' is not a size"),
+    (["p2p", "--min-size", "8K", "--max-size", "1K"], "--min-size 8192 is larger"),
+    (["io", "--dir", "/proc/no-such-dir"], "--dir '/proc/no-such-dir'"),
+    (["halo", "--npartner", "3"], "--npartner 3"),
+    (["coll", "--ops", "allreduce,foo"], "unknown 'foo'"),
+    (["logp", "--samples", "0"], "--samples '0'"),
+    (["p2p", "--no-such-option", "1"], "unknown option --no-such-option"),
+])
+def test_bad_options_one_line_exit_2(args: list[str], contains: str) -> None:
+    _one_error_line(cli(args), contains)
+
+
+@pytest.mark.parametrize("args,contains", [
+    (["p2p", "--plot", "x.txt"], "unknown format"),
+    (["p2p", "--nprocs", "2,4"], "only by the memory family"),
+    (["memory", "--nprocs", "2,x"], "--nprocs '2,x'"),
+    (["p2p", "--json", "/no/such/dir/x.json"], "does not exist"),
+])
+def test_bad_driver_options_without_launching(args: list[str], contains: str) -> None:
+    _one_error_line(cli(args, launch=False), contains)
+
+
+@pytest.mark.parametrize("family,module", [("alltoall", "mpilens.bench_alltoall"),
+                                           ("repro", "mpilens.bench_repro")])
+def test_engine_families_dispatch(family: str, module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        _one_error_line(cli([family], launch=False), f"{module} is missing")
+    else:
+        proc = cli([family, "--help"], launch=False)
+        assert proc.returncode == 0 and "usage" in proc.stdout.lower(), proc.stderr
+
+
+def test_overhead_without_profiler(tmp_path: Path) -> None:
+    doc = run_family(2, "overhead", ["--calls", "1000", "--blocks", "3", "--pp-calls", "50",
+                                     "--rss-calls", "2000"], tmp_path)
+    r = doc["results"]
+    assert r["profiler"] == {"loaded": False, "MPI_Comm_rank_from": r["profiler"]
+                             ["MPI_Comm_rank_from"], "record_bytes_symbol": False}
+    assert "libmpilens" not in r["profiler"]["MPI_Comm_rank_from"]
+    assert r["comm_rank"]["blocks"] == 3 and r["comm_rank"]["pmpi_ns"]["n"] == 3
+    assert r["pingpong_8B"]["roundtrips_per_block"] == 50
+
+
+def test_overhead_under_profiler(build: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ovh.json"
+    proc = cli(["overhead", "--calls", "1000", "--blocks", "3", "--pp-calls", "50",
+                "--rss-calls", "2000", "--json", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(out.read_text())["results"]
+    assert r["profiler"]["loaded"] is True
+    assert r["profiler"]["MPI_Comm_rank_from"] == str(BUILD / "lib" / "libmpilens.so")
+    assert r["comm_rank"]["mpi_ns"]["n"] == 3 and r["pingpong_8B"]["pmpi_ns"]["n"] == 3
+    m = r["memory"]
+    assert m["rss_kib_after_rss_calls"] > 0
+    if r["profiler"]["record_bytes_symbol"]:
+        assert m["record_bytes_after_rss_calls"] == m["record_bytes_after_1e3"] > 0

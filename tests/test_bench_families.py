@@ -1,0 +1,153 @@
+"""mpilens-bench families under a real MPI launcher, tiny sizes: data validated,
+documented JSON fields present, exact topology/checksums/file contents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import FLAVOUR, mpi_env
+from test_bench_common import check_env, check_stats, fnv1a, pattern, run_family
+
+
+def test_p2p_pair_sizes_and_osu_reference(tmp_path: Path) -> None:
+    doc = run_family(3, "p2p", ["--ranks", "0,2", "--max-size", "1K", "--samples", "4",
+                                "--iters", "3", "--bw-iters", "1", "--window", "4",
+                                "--warmup", "1", "--reference", "osu", "--osu-iters", "20",
+                                "--osu-rounds", "2"], tmp_path)
+    check_env(doc, 3, FLAVOUR)
+    assert doc["options"]["ranks"] == [0, 2]
+    res = doc["results"]
+    assert [r["size"] for r in res] == [0] + [1 << k for k in range(11)]
+    for r in res:
+        for key in ("latency_s", "pingping_s"):
+            check_stats(r[key], 4)
+            assert r[key]["min"] > 0
+        if r["size"] == 0:
+            assert r["bw_Bps"] is None and r["bibw_Bps"] is None and "osu_bw" not in r
+        else:
+            check_stats(r["bw_Bps"], 4)
+            check_stats(r["bibw_Bps"], 4)
+            assert r["osu_bw"]["iters"] == 1 and len(r["osu_bw"]["runs"]) == 2
+        ol = r["osu_latency"]
+        assert (ol["iters"], ol["skip"], len(ol["runs"])) == (20, 1, 2)
+        assert ol["latency_s"] > 0
+    assert isinstance(doc["analysis"]["crossovers"], list)
+
+
+def test_coll_every_operation_two_rank_counts(tmp_path: Path) -> None:
+    doc = run_family(3, "coll", ["--max-size", "8", "--samples", "2", "--warmup", "1",
+                                 "--nranks", "2,3"], tmp_path)
+    res = doc["results"]
+    ops = doc["options"]["ops"]
+    assert len(ops) == 13
+    # barrier once per rank count; the other 12 at 4 and 8 B
+    assert len(res) == 2 * (1 + 12 * 2)
+    for r in res:
+        check_stats(r["time_s"], 2)
+        assert len(r["per_rank_mean_s"]) == r["nranks"]
+        assert r["late_accepted"] >= 0 and r["late_repeats"] >= 0
+    got = {(r["op"], r["nranks"], r["size"]) for r in res}
+    assert ("alltoallv", 3, 8) in got and ("barrier", 2, 0) in got
+    red = next(r for r in res if r["op"] == "allreduce" and r["size"] == 8)
+    assert red["count"] == 2
+
+
+def _expected_checksum(partners: list[list[int]], size: int, seed: int) -> str:
+    nranks, total = len(partners), 0
+    for me, plist in enumerate(partners):
+        h = 1469598103934665603
+        for q in plist:
+            h = fnv1a(h, pattern(((q * nranks + me) << 24), size, seed))
+        total = (total + h) & 0xFFFFFFFFFFFFFFFF
+    return f"{total:016x}"
+
+
+def test_halo_2d_shared_memory_matches_p2p(tmp_path: Path) -> None:
+    doc = run_family(4, "halo", ["--dimension", "2", "--npartner", "4", "--max-size", "64",
+                                 "--samples", "2", "--iters", "3", "--warmup", "1"], tmp_path)
+    topo = doc["topology"]
+    assert topo["grid"] == [2, 2]
+    assert topo["partners"] == [[1, 2], [0, 3], [3, 0], [2, 1]]
+    assert (topo["on_node_links"], topo["off_node_links"]) == (8, 0)
+    for i, r in enumerate(doc["results"]):
+        want = _expected_checksum(topo["partners"], r["size"], (i + 1) * 2)
+        for v in ("p2p", "lockall", "lock", "fence"):
+            assert r[v]["checksum"] == want, (v, r["size"])
+            check_stats(r[v]["time_s"], 2)
+        assert set(r["speedup_vs_p2p"]) == {"lockall", "lock", "fence"}
+
+
+def test_halo_1d_partners(tmp_path: Path) -> None:
+    doc = run_family(4, "halo", ["--npartner", "4", "--min-size", "8", "--max-size", "8",
+                                 "--samples", "1", "--iters", "2", "--warmup", "0",
+                                 "--variants", "p2p,lock"], tmp_path)
+    assert doc["topology"]["partners"] == [[1, 2], [2, 0, 3], [3, 1, 0], [2, 1]]
+    r = doc["results"][0]
+    assert r["p2p"]["checksum"] == r["lock"]["checksum"] == _expected_checksum(
+        doc["topology"]["partners"], 8, 1)
+
+
+def test_logp_parameters_and_model_file(tmp_path: Path) -> None:
+    model = tmp_path / "netmodel.json"
+    doc = run_family(2, "logp", ["--max-size", "64K", "--samples", "3", "--iters", "3",
+                                 "--train", "8", "--model", str(model)], tmp_path)
+    m = json.loads(model.read_text())
+    assert m == doc["model"]
+    assert (m["format"], m["version"], m["model"]) == ("mpilens-netmodel", 1, "plogp")
+    assert m["sizes"] == [0] + [1 << k for k in range(17)]
+    assert m["L_s"] > 0
+    for key in ("rtt_s", "os_s", "or_s", "g_s"):
+        assert len(m[key]) == len(m["sizes"]) and min(m[key]) > 0
+    assert m["g_s"][-1] > m["g_s"][0]
+    assert m["g_s"][-1] > m["g_s"][-3]
+
+
+def test_io_files_hold_the_pattern(tmp_path: Path) -> None:
+    d = tmp_path / "io"
+    d.mkdir()
+    doc = run_family(3, "io", ["--dir", str(d), "--size", "3000", "--block", "100",
+                               "--nblocks", "5", "--samples", "2", "--keep"], tmp_path)
+    byname = {r["pattern"]: r for r in doc["results"]}
+    assert set(byname) == {"shared", "fpp", "master", "strided_indep", "strided_coll"}
+    for r in doc["results"]:
+        assert r["verified"] and r["seed"] == 2
+        check_stats(r["write_s"], 2)
+        assert r["write_sync_s"]["median"] >= r["write_s"]["median"]
+    for name in ("shared", "master"):
+        assert Path(byname[name]["files"][0]).read_bytes() == pattern(0, 9000, 2)
+    for name in ("strided_indep", "strided_coll"):
+        assert Path(byname[name]["files"][0]).read_bytes() == pattern(0, 1500, 2)
+    for r, f in enumerate(byname["fpp"]["files"]):
+        assert Path(f).read_bytes() == pattern(r * 3000, 3000, 2)
+
+
+def test_io_removes_files_and_temporary_dir(tmp_path: Path) -> None:
+    d = tmp_path / "io"
+    d.mkdir()
+    doc = run_family(2, "io", ["--dir", str(d), "--size", "1K", "--block", "64",
+                               "--nblocks", "2", "--samples", "1"], tmp_path)
+    assert doc["files_removed"] and list(d.iterdir()) == []
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    doc = run_family(2, "io", ["--size", "1K", "--block", "64", "--nblocks", "2",
+                               "--samples", "1", "--patterns", "shared,fpp"], tmp_path,
+                     env=mpi_env({"TMPDIR": str(tmp)}))
+    assert doc["options"]["temporary_dir"] and doc["dir_removed"]
+    assert doc["options"]["dir"].startswith(str(tmp)) and list(tmp.iterdir()) == []
+
+
+def test_memory_per_rank_and_node(tmp_path: Path) -> None:
+    doc = run_family(3, "memory", ["--size", "16K", "--repeats", "2"], tmp_path)
+    res = doc["results"]
+    assert res["nranks"] == 3
+    ranks = res["per_rank"]
+    assert [r["rank"] for r in ranks] == [0, 1, 2]
+    for r in ranks:
+        assert r["mpi_init_kib"] == r["init_kib"] - r["start_kib"]
+        assert r["mpi_contact_kib"] == r["alltoall_last_kib"] - r["buffers_kib"]
+        assert r["init_kib"] > r["start_kib"] > 0
+    nodes = res["per_node"]
+    assert sum(n["ranks"] for n in nodes) == 3
+    assert sum(n["mpi_total_kib"] for n in nodes) == sum(r["mpi_total_kib"] for r in ranks)
+    assert res["summary"]["mpi_total_kib_max"] == max(r["mpi_total_kib"] for r in ranks)
