@@ -28,6 +28,7 @@ typedef struct {
     MPI_Win win;
     long long maxs;
     MPI_Request req[48];
+    MPI_Status st[48];
 } halo_t;
 
 static unsigned char *slot(halo_t *h, unsigned char *base, int parity, int k)
@@ -71,7 +72,7 @@ static void exchange(halo_t *h, int v, long long s, int parity)
     } else if (v == V_FENCE) {
         MPI_Win_fence(0, h->win);
     }
-    MPI_Waitall(nr, h->req, MPI_STATUSES_IGNORE);
+    MPI_Waitall(nr, h->req, h->st);
 }
 
 static uint64_t fnv(uint64_t hsh, const unsigned char *p, size_t n)
@@ -225,7 +226,7 @@ int ml_halo(ml_json *out, int argc, char **argv)
         if (ml_rank == 0) {
             ml_json_obj(out, NULL);
             ml_json_int(out, "size", s);
-            double med[NVAR];
+            double med[NVAR] = {0};
             for (int v = 0; v < NVAR; v++) {
                 if (!(vars & (1u << v))) continue;
                 char hex[32];

@@ -74,7 +74,7 @@ void *ml_alloc(size_t n);                       /* page-aligned, touched, aborts
 typedef struct {
     MPI_Comm comm;
     double offset;     /* add to local MPI_Wtime to get rank 0's clock */
-    double delta;      /* lead time of announced start */
+    double delta, delta0; /* lead time of announced start, initial lead time */
     double start_global, start_local;
     long late;         /* samples where some rank arrived after the start */
 } ml_sync;

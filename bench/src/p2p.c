@@ -19,6 +19,7 @@ typedef struct {
     unsigned char *sbuf, *rbuf;
     char ack[4];
     MPI_Request req[2 * 4096];
+    MPI_Status st[2 * 4096];      /* osu_bw passes a status array too */
     int window;
     MPI_Comm comm;                  /* the two ranks (MPI_COMM_NULL elsewhere) */
 } pair_t;
@@ -48,12 +49,12 @@ static double sample(pair_t *p, int mode, long long size, int iters)
             if (p->role == 0) {
                 for (int k = 0; k < w; k++)
                     MPI_Isend(p->sbuf, n, MPI_BYTE, o, T_BW, MPI_COMM_WORLD, &p->req[k]);
-                MPI_Waitall(w, p->req, MPI_STATUSES_IGNORE);
+                MPI_Waitall(w, p->req, p->st);
                 MPI_Recv(p->ack, 4, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             } else {
                 for (int k = 0; k < w; k++)
                     MPI_Irecv(p->rbuf, n, MPI_BYTE, o, T_BW, MPI_COMM_WORLD, &p->req[k]);
-                MPI_Waitall(w, p->req, MPI_STATUSES_IGNORE);
+                MPI_Waitall(w, p->req, p->st);
                 MPI_Send(p->ack, 4, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD);
             }
             break;
@@ -62,7 +63,7 @@ static double sample(pair_t *p, int mode, long long size, int iters)
                 MPI_Irecv(p->rbuf, n, MPI_BYTE, o, T_BW, MPI_COMM_WORLD, &p->req[k]);
             for (int k = 0; k < w; k++)
                 MPI_Isend(p->sbuf, n, MPI_BYTE, o, T_BW, MPI_COMM_WORLD, &p->req[w + k]);
-            MPI_Waitall(2 * w, p->req, MPI_STATUSES_IGNORE);
+            MPI_Waitall(2 * w, p->req, p->st);
             break;
         }
     }
@@ -99,12 +100,12 @@ static double osu_bw(pair_t *p, long long size, int iters, int skip)
         if (p->role == 0) {
             for (int k = 0; k < w; k++)
                 MPI_Isend(p->sbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD, &p->req[k]);
-            MPI_Waitall(w, p->req, MPI_STATUSES_IGNORE);
+            MPI_Waitall(w, p->req, p->st);
             MPI_Recv(p->ack, 4, MPI_BYTE, o, T_OSUACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
             for (int k = 0; k < w; k++)
                 MPI_Irecv(p->rbuf, n, MPI_BYTE, o, T_OSU, MPI_COMM_WORLD, &p->req[k]);
-            MPI_Waitall(w, p->req, MPI_STATUSES_IGNORE);
+            MPI_Waitall(w, p->req, p->st);
             MPI_Send(p->ack, 4, MPI_BYTE, o, T_OSUACK, MPI_COMM_WORLD);
         }
     }

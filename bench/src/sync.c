@@ -4,7 +4,8 @@
  * seconds ahead, every rank spins until its corrected clock reaches it, and the
  * sample's time is the slowest rank's finish minus that common start.  A rank
  * that receives the announcement after the start makes the sample invalid: the
- * lead time doubles and the caller repeats the sample (counted as "late"). */
+ * lead time doubles (up to 20 ms; it shrinks again after valid samples) and the
+ * caller repeats the sample, at most 3 times (counted as "late"). */
 #define _POSIX_C_SOURCE 200809L
 #include "mlb.h"
 
@@ -46,7 +47,7 @@ void ml_sync_init(ml_sync *s, MPI_Comm comm)
         if (t > tb) tb = t;
     }
     MPI_Allreduce(MPI_IN_PLACE, &tb, 1, MPI_DOUBLE, MPI_MAX, comm);
-    s->delta = 4 * tb > 50e-6 ? 4 * tb : 50e-6;
+    s->delta = s->delta0 = 4 * tb > 50e-6 ? 4 * tb : 50e-6;
 }
 
 static int late_local;
@@ -73,8 +74,9 @@ int ml_sync_done(ml_sync *s, double local_end, double *tmax)
     *tmax = v[1];
     if (v[0] > 0) {
         s->late++;
-        if (s->delta < 0.5) s->delta *= 2;
+        if (s->delta < 0.02) s->delta *= 2;
         return 0;
     }
+    s->delta = 0.8 * s->delta > s->delta0 ? 0.8 * s->delta : s->delta0;
     return 1;
 }

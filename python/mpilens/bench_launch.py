@@ -57,12 +57,18 @@ def launcher_for(user: list[str], np_: int) -> list[str]:
 def run_bench(launcher: list[str], family: str, options: list[str], *,
               progress: bool = True, label: str = "", timeout: float | None = None
               ) -> dict[str, Any]:
-    """Run mpilens-bench and return its JSON document."""
+    """Run mpilens-bench and return its JSON document.
+
+    The overhead family runs under the profiler (mpilens-exec prefix); its
+    profile goes to a temporary file unless MPILENS_OUTPUT is set."""
     exe = paths.artifact("bin/mpilens-bench")
     with tempfile.TemporaryDirectory(prefix="mpilens-bench-") as tmp:
         out = Path(tmp) / "result.json"
-        cmd = [*launcher, str(exe), family, *options, "--out", str(out), "--progress"]
+        prefix = [str(paths.artifact("bin/mpilens-exec"))] if family == "overhead" else []
+        cmd = [*launcher, *prefix, str(exe), family, *options, "--out", str(out), "--progress"]
         env = dict(os.environ)
+        if prefix:
+            env.setdefault("MPILENS_OUTPUT", str(Path(tmp) / "overhead.prof"))
         if os.geteuid() == 0:
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

@@ -13,7 +13,6 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
 Doc = dict[str, Any]
-FORMATS = (".png", ".svg", ".pdf")
 
 
 def _xy(rows: list[Doc], key: str, scale: float = 1.0) -> tuple[list[float], list[float]]:

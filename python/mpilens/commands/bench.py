@@ -18,11 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import bench_launch, bench_plots, bench_tables, paths
+from .. import bench_launch, bench_tables, paths
 from ..errors import UserError
 
 C_FAMILIES = ("p2p", "coll", "halo", "logp", "io", "memory", "overhead")
 MODULE_FAMILIES = {"alltoall": "mpilens.bench_alltoall", "repro": "mpilens.bench_repro"}
+PLOT_FORMATS = (".png", ".svg", ".pdf")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -99,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
     opts, passthrough = _options_parser(args.family).parse_known_args(mine)
     _check_output(opts.json, opts.force, "--json")
     if opts.plot is not None:
-        if opts.plot.suffix.lower() not in bench_plots.FORMATS:
+        if opts.plot.suffix.lower() not in PLOT_FORMATS:
             raise UserError(f"--plot {opts.plot}: unknown format (accepted: "
-                            f"{', '.join(bench_plots.FORMATS)})")
+                            f"{', '.join(PLOT_FORMATS)})")
         _check_output(opts.plot, opts.force, "--plot")
     counts = _nprocs(opts.nprocs, args.family)
     if counts and len(counts) > 1 and launcher and not any("{np}" in a for a in launcher):
@@ -132,5 +133,7 @@ def run(args: argparse.Namespace) -> int:
     if not opts.quiet:
         bench_tables.show(doc)
     if opts.plot is not None:
+        from .. import bench_plots  # matplotlib is slow to import: only when drawing
+
         bench_plots.save(doc, opts.plot)
     return 1 if doc.get("errors") else 0
