@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_support import mpilens, real_profile
+from test_cli_support import mpilens, mpilens_inproc, real_profile
 
 
 def assert_one_line_error(proc, *needles: str) -> None:
@@ -26,51 +26,53 @@ def good(build) -> Path:
 
 
 def test_missing_file(tmp_path: Path) -> None:
+    # a real process: the exit status and stderr as the shell sees them (the other
+    # cases run the same entry point in-process, to keep the suite fast)
     assert_one_line_error(mpilens("report", tmp_path / "nope.prof"), "nope.prof", "no such file")
 
 
 def test_not_a_profile(tmp_path: Path) -> None:
     p = tmp_path / "notes.txt"
     p.write_text("hello\nworld\n")
-    assert_one_line_error(mpilens("report", p), "not an mpilens profile")
+    assert_one_line_error(mpilens_inproc("report", p), "not an mpilens profile")
 
 
 def test_json_but_not_a_profile(tmp_path: Path) -> None:
     p = tmp_path / "other.json"
     p.write_text(json.dumps({"format": "something-else", "version": 1}) + "\n")
-    assert_one_line_error(mpilens("report", p), "not an mpilens profile")
+    assert_one_line_error(mpilens_inproc("report", p), "not an mpilens profile")
 
 
 def test_binary_file(tmp_path: Path) -> None:
     p = tmp_path / "core"
     p.write_bytes(bytes(range(256)) * 4)
-    assert_one_line_error(mpilens("report", p), "not an mpilens profile")
+    assert_one_line_error(mpilens_inproc("report", p), "not an mpilens profile")
 
 
 def test_empty_file(tmp_path: Path) -> None:
     p = tmp_path / "empty.prof"
     p.write_text("")
-    assert_one_line_error(mpilens("report", p), "empty")
+    assert_one_line_error(mpilens_inproc("report", p), "empty")
 
 
 def test_truncated_mid_line(good: Path, tmp_path: Path) -> None:
     text = good.read_text()
     p = tmp_path / "cut.prof"
     p.write_text(text[: len(text) - len(text.splitlines()[-1]) // 2 - 1])
-    assert_one_line_error(mpilens("report", p), "truncated")
+    assert_one_line_error(mpilens_inproc("report", p), "truncated")
 
 
 def test_truncated_missing_rank_lines(good: Path, tmp_path: Path) -> None:
     lines = good.read_text().splitlines(keepends=True)
     p = tmp_path / "short.prof"
     p.write_text("".join(lines[:-1]))
-    assert_one_line_error(mpilens("report", p), "truncated", "1 of 2 rank lines")
+    assert_one_line_error(mpilens_inproc("report", p), "truncated", "1 of 2 rank lines")
 
 
 def test_truncated_header(good: Path, tmp_path: Path) -> None:
     p = tmp_path / "head.prof"
     p.write_text(good.read_text()[:200])
-    assert_one_line_error(mpilens("report", p), "truncated or corrupted")
+    assert_one_line_error(mpilens_inproc("report", p), "truncated or corrupted")
 
 
 def test_corrupted_rank_line(good: Path, tmp_path: Path) -> None:
@@ -78,7 +80,7 @@ def test_corrupted_rank_line(good: Path, tmp_path: Path) -> None:
     lines[1] = lines[1].replace('"functions"', '"functi#ns', 1)
     p = tmp_path / "bad.prof"
     p.write_text("".join(lines))
-    assert_one_line_error(mpilens("report", p), "corrupted", "line 2")
+    assert_one_line_error(mpilens_inproc("report", p), "corrupted", "line 2")
 
 
 def test_corrupted_field(good: Path, tmp_path: Path) -> None:
@@ -88,7 +90,7 @@ def test_corrupted_field(good: Path, tmp_path: Path) -> None:
     header["functions"][name]["calls"] = "many"
     p = tmp_path / "field.prof"
     p.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
-    assert_one_line_error(mpilens("report", p), "corrupted", f"{name}.calls")
+    assert_one_line_error(mpilens_inproc("report", p), "corrupted", f"{name}.calls")
 
 
 def test_newer_version(good: Path, tmp_path: Path) -> None:
@@ -97,11 +99,11 @@ def test_newer_version(good: Path, tmp_path: Path) -> None:
     header["version"] = 99
     p = tmp_path / "new.prof"
     p.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
-    assert_one_line_error(mpilens("report", p), "version 99 is newer", "upgrade mpilens")
+    assert_one_line_error(mpilens_inproc("report", p), "version 99 is newer", "upgrade mpilens")
 
 
 def test_unknown_function(good: Path) -> None:
-    assert_one_line_error(mpilens("report", good, "--function", "MPI_Frobnicate"),
+    assert_one_line_error(mpilens_inproc("report", good, "--function", "MPI_Frobnicate"),
                           "MPI_Frobnicate", "not called", "MPI_Alltoall")
 
 
@@ -110,38 +112,38 @@ def test_other_commands_reject_bad_profiles(command: str, tmp_path: Path) -> Non
     p = tmp_path / "notes.txt"
     p.write_text("hello\n")
     args = [p, p] if command == "diff" else [p, "-o", tmp_path / "x.html"]
-    assert_one_line_error(mpilens(command, *args), "not an mpilens profile")
+    assert_one_line_error(mpilens_inproc(command, *args), "not an mpilens profile")
 
 
 def test_empty_launcher_line() -> None:
-    assert_one_line_error(mpilens("run", "--"), "nothing to run")
+    assert_one_line_error(mpilens_inproc("run", "--"), "nothing to run")
 
 
 def test_launcher_line_without_application() -> None:
-    assert_one_line_error(mpilens("run", "--", "mpirun", "-np", "4", "--map-by", "core"),
+    assert_one_line_error(mpilens_inproc("run", "--", "mpirun", "-np", "4", "--map-by", "core"),
                           "no application found")
 
 
 def test_unknown_command_in_launcher_line() -> None:
-    assert_one_line_error(mpilens("run", "--", "mpirun-that-does-not-exist", "-np", "2", "./a"),
+    assert_one_line_error(mpilens_inproc("run", "--", "mpirun-that-does-not-exist", "-np", "2", "./a"),
                           "command not found")
 
 
 def test_bad_env_option() -> None:
-    assert_one_line_error(mpilens("run", "--env", "FOO=1", "--", "mpirun", "./a"),
+    assert_one_line_error(mpilens_inproc("run", "--env", "FOO=1", "--", "mpirun", "./a"),
                           "--env 'FOO=1' is invalid", "MPILENS_NAME=VALUE")
 
 
 def test_html_does_not_overwrite(good: Path, tmp_path: Path) -> None:
     out = tmp_path / "mine.html"
     out.write_text("the user's own file")
-    assert_one_line_error(mpilens("html", good, "-o", out), "exists", "--force")
+    assert_one_line_error(mpilens_inproc("html", good, "-o", out), "exists", "--force")
     assert out.read_text() == "the user's own file"
 
 
 def test_run_does_not_overwrite(tmp_path: Path) -> None:
     out = tmp_path / "old.prof"
     out.write_text("a profile the user keeps")
-    assert_one_line_error(mpilens("run", "--output", out, "--", "mpirun", "-np", "2", "./a"),
+    assert_one_line_error(mpilens_inproc("run", "--output", out, "--", "mpirun", "-np", "2", "./a"),
                           "exists", "--force")
     assert out.read_text() == "a profile the user keeps"

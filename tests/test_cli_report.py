@@ -12,11 +12,19 @@ import json
 
 import pytest
 from conftest import read_profile
-from test_cli_support import EVERY, STEPS, N, mpilens, per_rank_calls, real_profile
+from test_cli_support import (
+    EVERY,
+    STEPS,
+    N,
+    mpilens,
+    mpilens_inproc,
+    per_rank_calls,
+    real_profile,
+)
 
 
 def report_json(path, *extra: str) -> dict:
-    proc = mpilens("report", path, "--format", "json", *extra)
+    proc = mpilens_inproc("report", path, "--format", "json", *extra)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -123,7 +131,7 @@ def test_top_and_csv(prof4) -> None:
     rows = list(csv.DictReader(io.StringIO(proc.stdout)))
     assert {r["function"]: int(r["calls"]) for r in rows} == \
         {n: f["calls"] for n, f in header["functions"].items()}
-    proc = mpilens("report", prof4, "--format", "csv", "--function", "MPI_Alltoall")
+    proc = mpilens_inproc("report", prof4, "--format", "csv", "--function", "MPI_Alltoall")
     hist = list(csv.DictReader(io.StringIO(proc.stdout)))
     sent = [int(r["messages"]) for r in hist if r["direction"] == "send"]
     assert sent == header["functions"]["MPI_Alltoall"]["hist_send"]
@@ -140,12 +148,12 @@ def test_diff_with_itself_is_zero(prof4) -> None:
     for r in d["functions"]:
         assert r["time_change_s"] == 0.0 and r["calls_change"] == 0
         assert r["bytes_sent_change"] == 0 and r["bytes_recv_change"] == 0
-    text = mpilens("diff", prof4, prof4)
+    text = mpilens_inproc("diff", prof4, prof4)
     assert text.returncode == 0 and "+0.0 %" in text.stdout
 
 
 def test_diff_2_vs_4_ranks(prof2, prof4) -> None:
-    proc = mpilens("diff", prof2, prof4, "--format", "json")
+    proc = mpilens_inproc("diff", prof2, prof4, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
     assert d["a"]["nranks"] == 2 and d["b"]["nranks"] == 4

@@ -9,10 +9,12 @@ The calls each rank makes are known from the examples' source (per_rank_calls).
 from __future__ import annotations
 
 import functools
+import io
 import os
 import subprocess
 import sys
 import tempfile
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from conftest import BUILD, REPO, launcher, mpi_env
@@ -41,6 +43,20 @@ def mpilens(*args: str | Path, cwd: str | Path | None = None, timeout: float = 1
     return subprocess.run([sys.executable, "-m", "mpilens.cli", *map(str, args)],
                           env=cli_env(env), cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, check=False)
+
+
+def mpilens_inproc(*args: str | Path) -> subprocess.CompletedProcess:
+    """The same CLI entry point (mpilens.cli.main) run in this process: no interpreter
+    start-up per call.  Output and exit status are captured as from a process."""
+    from mpilens import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            rc = cli.main([str(a) for a in args])
+        except SystemExit as exc:  # argparse errors
+            rc = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(list(args), rc, out.getvalue(), err.getvalue())
 
 
 def example(name: str) -> Path:

@@ -18,7 +18,7 @@ from . import html as html_cmd
 from . import run as run_cmd
 
 NEEDED = ("lib/libmpilens.so", "bin/mpilens-exec", "examples/heat2d", "examples/heat2d_f")
-EXAMPLE_ARGS = ["128", "200", "25"]  # N, steps, transpose every (see examples/heat2d.c)
+EXAMPLE_ARGS = ["64", "100", "25"]  # N, steps, transpose every (see examples/heat2d.c)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -68,9 +68,9 @@ def launcher_line(flavour: str, ranks: int) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.ranks <= 64:
         raise UserError(f"--ranks {args.ranks} is invalid: give 1 to 64 ranks")
-    if 128 % args.ranks:
+    if 64 % args.ranks:
         raise UserError(f"--ranks {args.ranks} is invalid: the example needs a divisor "
-                        f"of 128 (1, 2, 4, 8, 16, 32, 64)")
+                        f"of 64 (1, 2, 4, 8, 16, 32, 64)")
     flavour, build = paths.mpi_flavour(), paths.build_dir().resolve()
     ensure_built(build, flavour)
     name = "heat2d_f" if args.fortran else "heat2d"
