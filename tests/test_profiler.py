@@ -1,0 +1,219 @@
+"""libmpilens.so on real MPI jobs: exact calls, bytes, histograms and peers.
+
+Every test launches real ranks with the selected MPI (MPILENS_MPI); the
+expectations come from what the test programs do (tests/profmodel.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import BUILD, FLAVOUR, read_profile, run_mpi
+from profmodel import check_rank, distinct_functions
+
+EXEC = BUILD / "bin" / "mpilens-exec"
+PROGS = BUILD / "tests"
+
+
+def profile_env(out: Path, **extra: str) -> dict[str, str]:
+    env = {"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1"}
+    env.update(extra)
+    return env
+
+
+def check_header(header: dict, ranks: list[dict], P: int) -> None:
+    assert header["format"] == "mpilens-profile" and header["version"] == 1
+    assert header["nranks"] == P and len(ranks) == P
+    assert [r["rank"] for r in ranks] == list(range(P))
+    assert header["mpi_flavour"] == FLAVOUR
+    assert ("Open MPI" if FLAVOUR == "openmpi" else "MPICH") in header["mpi_library"]
+    assert sum(header["ranks_per_host"]) == P and len(header["hosts"]) == len(header["ranks_per_host"])
+    assert header["wrapped"]["c"] > 300 and header["wrapped"]["fortran"] > 300
+    assert header["overhead_ns"] > 0
+    assert header["clock"]["source"] in ("tsc", "clock_gettime")
+    # cross-rank aggregates are exactly the sums / extremes of the rank lines
+    names = set().union(*(r["functions"] for r in ranks))
+    assert set(header["functions"]) == names
+    for name, agg in header["functions"].items():
+        per = [r["functions"].get(name, {}) for r in ranks]
+        assert agg["calls"] == sum(p.get("calls", 0) for p in per)
+        assert agg["calls_per_rank"] == {"min": min(p.get("calls", 0) for p in per),
+                                         "max": max(p.get("calls", 0) for p in per)}
+        for key in ("bytes_sent", "bytes_recv"):
+            assert agg.get(key, 0) == sum(p.get(key, 0) for p in per), (name, key)
+        for key in ("hist_send", "hist_recv"):
+            if key in agg:
+                assert agg[key] == [sum(p.get(key, [0] * 25)[i] for p in per) for i in range(25)]
+        times = [p.get("time_s", 0.0) for p in per]
+        assert agg["rank_time_s"]["max"] == pytest.approx(max(times), rel=1e-6)
+        assert times[agg["rank_time_s"]["max_rank"]] == pytest.approx(max(times), rel=1e-6)
+        mean = agg["time_s"] / agg["calls"]
+        assert agg["caution"] == (mean * 1e9 < 5 * header["overhead_ns"]), name
+    wall = [r["wall_s"] for r in ranks]
+    assert header["wall_s"]["max"] == pytest.approx(max(wall), rel=1e-6)
+    for r in ranks:
+        assert 0 < r["mpi_s"] <= r["wall_s"] * 1.5 + 1.0
+
+
+@pytest.mark.parametrize("prog", ["prof_c", "prof_f"])
+@pytest.mark.parametrize("np_", [1, 2, 4, 7])
+def test_exact_profile(build, tmp_path, prog, np_):
+    """An unmodified, already-built binary run through mpilens-exec: every rank's
+    record is exactly what the program did (>= 25 functions, 8+ size classes)."""
+    out = tmp_path / "p.prof"
+    run_mpi(np_, [EXEC, PROGS / prog, tmp_path / "io.dat"], env=profile_env(out))
+    header, ranks = read_profile(out)
+    check_header(header, ranks, np_)
+    for line in ranks:
+        check_rank(line, np_)
+    assert len(distinct_functions(np_)) >= 25
+    sr = header["functions"]["MPI_Sendrecv"]
+    assert sum(1 for v in sr["hist_send"] if v) >= 8
+    assert not list(tmp_path.glob("*.tmp-*")), "temporary file left behind"
+
+
+def test_linked_with_lmpilens(build, tmp_path):
+    """Linking with -lmpilens (no LD_PRELOAD) profiles the same way."""
+    out = tmp_path / "p.prof"
+    run_mpi(2, [PROGS / "prof_c_linked", tmp_path / "io.dat"], env=profile_env(out))
+    header, ranks = read_profile(out)
+    check_header(header, ranks, 2)
+    for line in ranks:
+        check_rank(line, 2)
+
+
+def test_thread_multiple_exact(build, tmp_path):
+    """4 threads per rank call MPI concurrently: counts are exact, no lock on the call path."""
+    T, K, P = 4, 60, 2
+    out = tmp_path / "t.prof"
+    run_mpi(P, [EXEC, PROGS / "prof_thread", T, K], env=profile_env(out))
+    _, ranks = read_profile(out)
+    for line in ranks:
+        f = line["functions"]
+        assert line["threads"] == T + 1
+        assert f["MPI_Sendrecv"]["calls"] == T * K
+        assert f["MPI_Sendrecv"]["bytes_sent"] == f["MPI_Sendrecv"]["bytes_recv"] == 8 * T * K
+        assert f["MPI_Isend"]["calls"] == f["MPI_Irecv"]["calls"] == f["MPI_Waitall"]["calls"] == T * K
+        assert f["MPI_Isend"]["bytes_sent"] == f["MPI_Irecv"]["bytes_recv"] == 16 * T * K
+        assert f["MPI_Irecv"]["hist_recv"][5] == T * K
+        assert f["MPI_Comm_dup"]["calls"] == f["MPI_Comm_free"]["calls"] == T
+        peer = 1 - line["rank"]
+        assert line["peers"]["sent"] == [[peer, 2 * T * K, 24 * T * K]]
+        assert line["peers"]["recv"] == [[peer, 2 * T * K, 24 * T * K]]
+
+
+def test_include_exclude_and_detail(build, tmp_path):
+    out = tmp_path / "p.prof"
+    run_mpi(2, [EXEC, PROGS / "prof_small"],
+            env=profile_env(out, MPILENS_INCLUDE="MPI_Barrier,MPI_All*", MPILENS_EXCLUDE="mpi_allgather*"))
+    header, ranks = read_profile(out)
+    assert set(header["functions"]) == {"MPI_Barrier", "MPI_Allreduce"}
+    assert header["functions"]["MPI_Barrier"]["calls"] == 6
+    assert header["functions"]["MPI_Allreduce"]["bytes_sent"] == 2 * 2 * 4
+    out2 = tmp_path / "q.prof"
+    run_mpi(2, [EXEC, PROGS / "prof_small"], env=profile_env(out2, MPILENS_DETAIL="off"))
+    header2, ranks2 = read_profile(out2)
+    assert ranks2 == [] and header2["detail"] is False
+    assert header2["functions"]["MPI_Barrier"]["calls"] == 6
+
+
+def test_config_file(build, tmp_path):
+    """MPIPROF-style config file: bare function names to record, key = value settings."""
+    cfg = tmp_path / "mpilens.conf"
+    out = tmp_path / "cfg-%j.prof"
+    cfg.write_text(f"# what to record\nMPI_Allreduce\noutput = {out}\ndetail = on\n")
+    run_mpi(2, [EXEC, PROGS / "prof_small"], env={"MPILENS_CONFIG": str(cfg), "MPILENS_QUIET": "1"})
+    files = list(tmp_path.glob("cfg-*.prof"))
+    assert len(files) == 1
+    header, _ = read_profile(files[0])
+    assert set(header["functions"]) == {"MPI_Allreduce"}
+    assert header["functions"]["MPI_Allreduce"]["calls"] == 4
+    assert header["job_id"] in files[0].name
+
+
+BAD_CONFIG = [
+    ({"MPILENS_DETAIL": "maybe"}, "mpilens: MPILENS_DETAIL='maybe' is invalid: expected on or off"),
+    ({"MPILENS_PROFILE": "2"}, "mpilens: MPILENS_PROFILE='2' is invalid: expected on or off"),
+    ({"MPILENS_MAX_REQUESTS": "100"}, "mpilens: MPILENS_MAX_REQUESTS='100' is invalid: expected an integer from 64 to 16777216 that is a power of two"),
+    ({"MPILENS_MAX_THREADS": "0"}, "mpilens: MPILENS_MAX_THREADS='0' is invalid: expected an integer from 1 to 4096"),
+    ({"MPILENS_CLOCK": "sundial"}, "mpilens: MPILENS_CLOCK='sundial' is invalid: expected auto, tsc or monotonic"),
+    ({"MPILENS_INCLUDE": "MPI_Sned"}, "mpilens: MPILENS_INCLUDE='MPI_Sned' is invalid: no MPI function named 'MPI_Sned'"),
+    ({"MPILENS_EXCLUDE": "MPI_Send,Bogus"}, "mpilens: MPILENS_EXCLUDE='MPI_Send,Bogus' is invalid: no MPI function named 'Bogus'"),
+    ({"MPILENS_OUTPUT": "out-%q.prof"}, "mpilens: MPILENS_OUTPUT='out-%q.prof' is invalid: unknown placeholder"),
+    ({"MPILENS_OUTPUT": ""}, "mpilens: MPILENS_OUTPUT='' is invalid: expected a file path"),
+    ({"MPILENS_CONFIG": "/nonexistent/mpilens.conf"}, "mpilens: MPILENS_CONFIG='/nonexistent/mpilens.conf' is invalid: No such file or directory"),
+]
+
+
+@pytest.mark.parametrize("env,line", BAD_CONFIG, ids=[next(iter(e)) + "=" + next(iter(e.values())) for e, _ in BAD_CONFIG])
+def test_bad_configuration_stops_at_init(build, tmp_path, env, line):
+    """A bad value stops the job at MPI_Init with one line naming variable, value, accepted values."""
+    full = {"MPILENS_OUTPUT": str(tmp_path / "x.prof")}
+    full.update(env)
+    proc = run_mpi(2, [EXEC, PROGS / "prof_small"], env=full, check=False, timeout=60)
+    assert proc.returncode != 0
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(line), lines[0]
+    assert not list(tmp_path.glob("*.prof*"))
+
+
+def test_config_file_unknown_key(build, tmp_path):
+    cfg = tmp_path / "bad.conf"
+    cfg.write_text("output = a.prof\ncolour = blue\n")
+    proc = run_mpi(2, [EXEC, PROGS / "prof_small"], env={"MPILENS_CONFIG": str(cfg)}, check=False, timeout=60)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")]
+    assert proc.returncode != 0 and len(lines) == 1
+    assert f"MPILENS_CONFIG='{cfg}': unknown key 'colour' at line 2" in lines[0]
+
+
+def test_existing_profile_is_never_overwritten(build, tmp_path):
+    out = tmp_path / "p.prof"
+    out.write_text("precious\n")
+    proc = run_mpi(2, [EXEC, PROGS / "prof_small"], env={"MPILENS_OUTPUT": str(out)})
+    assert out.read_text() == "precious\n"
+    header, ranks = read_profile(tmp_path / "p.prof.1")
+    assert header["nranks"] == 2 and len(ranks) == 2
+    assert f"mpilens: profile written to {tmp_path / 'p.prof.1'}" in proc.stderr
+
+
+def test_missing_directory_falls_back_to_tmpdir(build, tmp_path):
+    """The profile is not lost when its directory cannot be written: it goes to $TMPDIR."""
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    out = tmp_path / "no" / "such" / "dir" / "p.prof"
+    proc = run_mpi(2, [EXEC, PROGS / "prof_small"], env={"MPILENS_OUTPUT": str(out), "TMPDIR": str(tmpdir)})
+    assert "mpilens: cannot write profile" in proc.stderr
+    files = list(tmpdir.glob("p.prof*"))
+    assert [f.name for f in files] == ["p.prof"], files
+    header, ranks = read_profile(files[0])
+    assert header["nranks"] == 2 and len(ranks) == 2
+
+
+def test_abort_does_not_hang_or_leave_files(build, tmp_path):
+    """A job that calls MPI_Abort ends promptly and leaves no (half) profile behind."""
+    out = tmp_path / "p.prof"
+    proc = run_mpi(3, [EXEC, PROGS / "prof_small", "abort"], env=profile_env(out), check=False, timeout=60)
+    assert proc.returncode != 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_mpilens_exec_usage(build):
+    proc = subprocess.run([str(EXEC)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "usage: mpilens-exec PROGRAM" in proc.stderr
+    proc = subprocess.run([str(EXEC), "true"], capture_output=True, text=True,
+                          env={**os.environ, "MPILENS_LIB": "/nonexistent/libmpilens.so"})
+    assert proc.returncode == 2
+    assert "mpilens-exec: profiler library '/nonexistent/libmpilens.so' not found" in proc.stderr
+
+
+def test_constant_memory_records(build):
+    """Records are fixed-size arrays: the generated table sizes bound them."""
+    h = (BUILD / "runtime" / "gen" / "ml_funcs.h").read_text()
+    nfunc = int(h.split("#define ML_NFUNC ")[1].split()[0])
+    ndata = int(h.split("#define ML_NDATA ")[1].split()[0])
+    per_thread = nfunc * 32 + ndata * (3 * 8 + 2 * 25 * 8)
+    assert per_thread < 1 << 20, per_thread
