@@ -34,8 +34,9 @@ build:
 	    || { mkdir -p $(BUILD); cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# `mpilens demo` from this checkout's python/ (works even where the editable install could not be made)
 demo: python build
-	mpilens demo
+	PYTHONPATH=$(CURDIR)/python$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) -m mpilens.cli demo
 
 test: python build
 	$(PYTHON) -m pytest -q tests
