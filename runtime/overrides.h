@@ -37,4 +37,7 @@ int mlo_MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcou
 int mlo_MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int mlo_MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
+/* adaptive Alltoall (runtime/coll/select.c): MPILENS_ALLTOALL=adaptive|<algorithm>, default native */
+int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
 #endif

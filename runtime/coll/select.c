@@ -417,6 +417,7 @@ int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 
 /* Public query (exported): the algorithm in use for comm and block size, or
  * NULL if none yet (native mode, unknown size, or still learning). */
+__attribute__((visibility("default")))
 const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long long *learning_calls)
 {
     void *val;
@@ -439,6 +440,16 @@ const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long l
 }
 
 /* ---------------- configuration ---------------- */
+/* The core's lookup (environment, then the config file); absent when these
+ * sources are built into a stand-alone program such as the benchmark. */
+const char *ml_config_get(const char *key) __attribute__((weak));
+
+static const char *setting(const char *key, const char *env)
+{
+    const char *v = ml_config_get ? ml_config_get(key) : getenv(env);
+    return v && *v ? v : NULL;
+}
+
 static void list_modes(char *buf, size_t len)
 {
     size_t n = (size_t)snprintf(buf, len, "native, adaptive");
@@ -462,7 +473,7 @@ static int parse_int(const char *name, const char *v, int lo, int *out, const ch
 static int read_env(config_t *c)
 {
     const char *v;
-    if ((v = getenv("MPILENS_ALLTOALL")) && *v) {
+    if ((v = setting("alltoall", "MPILENS_ALLTOALL"))) {
         if (strcmp(v, "native") == 0)
             c->mode = MODE_NATIVE;
         else if (strcmp(v, "adaptive") == 0)
@@ -474,14 +485,14 @@ static int read_env(config_t *c)
             return -1;
         }
     }
-    if ((v = getenv("MPILENS_ALLTOALL_LEARN")) && *v &&
+    if ((v = setting("alltoall_learn", "MPILENS_ALLTOALL_LEARN")) &&
         parse_int("MPILENS_ALLTOALL_LEARN", v, 1, &c->learn_n, "an integer >= 1 (calls per candidate)"))
         return -1;
-    if ((v = getenv("MPILENS_ALLTOALL_CHECK")) && *v &&
+    if ((v = setting("alltoall_check", "MPILENS_ALLTOALL_CHECK")) &&
         parse_int("MPILENS_ALLTOALL_CHECK", v, 0, &c->check_every,
                   "an integer >= 0 (calls between drift checks, 0 = never)"))
         return -1;
-    if ((v = getenv("MPILENS_ALLTOALL_MODEL")) && *v) {
+    if ((v = setting("alltoall_model", "MPILENS_ALLTOALL_MODEL"))) {
         if (strcmp(v, "on") == 0)
             c->model = 1;
         else if (strcmp(v, "off") == 0)
@@ -491,7 +502,7 @@ static int read_env(config_t *c)
             return -1;
         }
     }
-    if ((v = getenv("MPILENS_ALLTOALL_DRIFT")) && *v) {
+    if ((v = setting("alltoall_drift", "MPILENS_ALLTOALL_DRIFT"))) {
         char *end;
         double d = strtod(v, &end);
         if (end == v || *end || !(d > 0 && d <= 100)) {
@@ -521,9 +532,7 @@ int ml_coll_init(void)
     int st[2] = {0, 0}; /* [0] config error, [1] tuning error */
     config_t c = cfg;
     char err[512] = "";
-    tune_path = getenv("MPILENS_TUNING_FILE");
-    if (tune_path && !*tune_path)
-        tune_path = NULL;
+    tune_path = setting("tuning_file", "MPILENS_TUNING_FILE");
     if (rank == 0) {
         st[0] = read_env(&c) != 0;
         if (!st[0] && tune_path && c.mode == MODE_ADAPTIVE) {

@@ -218,9 +218,7 @@ void ml_machine_signature(char *buf, size_t len)
         host[--hl] = 0;
     int ll = 0;
     PMPI_Get_library_version(lib, &ll);
-    char *nl = strchr(lib, '\n');
-    if (nl)
-        *nl = 0;
+    lib[strcspn(lib, ",\n")] = 0; /* "Open MPI v4.1.4" / "MPICH Version: 4.0.2" */
     lib[48] = 0;
     clean(cpu);
     clean(host);

@@ -1,0 +1,185 @@
+"""Adaptive Alltoall (runtime/coll): every forced algorithm against the MPI's own
+MPI_Alltoall, adaptive agreement and learning counts, tuning file, bad input.
+
+Every test launches real MPI jobs under libmpilens (mpilens-exec)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import FLAVOUR, read_profile, run_mpi
+
+ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring"]
+# Open MPI: every rank count 1..9.  MPICH busy-polls when oversubscribed (2 cores
+# here), so each extra rank costs seconds: 1-5 still covers P = 1, powers of two
+# (XOR partners, exact hypercube) and non-powers of two (padded hypercube).
+RANKS = list(range(1, 10)) if FLAVOUR == "openmpi" else [1, 2, 3, 4, 5]
+NP = 4 if FLAVOUR == "openmpi" else 3  # adaptive tests
+LINE = re.compile(r"rank=(\d+) bytes=(\d+) alg=(\S+) learning_calls=(-?\d+)")
+
+
+def exe(build: Path, name: str) -> list[str]:
+    return [str(build / "bin" / "mpilens-exec"), str(build / "tests" / name)]
+
+
+def choices(stdout: str) -> dict[int, dict[int, tuple[str, int]]]:
+    """bytes -> rank -> (algorithm, learning calls) from a2a_adaptive's output."""
+    out: dict[int, dict[int, tuple[str, int]]] = {}
+    for m in LINE.finditer(stdout):
+        out.setdefault(int(m[2]), {})[int(m[1])] = (m[3], int(m[4]))
+    return out
+
+
+def adaptive_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {"MPILENS_ALLTOALL": "adaptive", "MPILENS_ALLTOALL_LEARN": "3",
+           "MPILENS_ALLTOALL_CHECK": "0", "MPILENS_OUTPUT": str(tmp_path / "a2a.prof")}
+    env.update(extra)
+    return env
+
+
+@pytest.mark.parametrize("alg", ALGOS)
+def test_forced_algorithm_matches_native(build: Path, tmp_path: Path, alg: str) -> None:
+    for np_ in RANKS:
+        proc = run_mpi(np_, exe(build, "a2a_check"),
+                       env={"MPILENS_ALLTOALL": alg, "MPILENS_PROFILE": "off",
+                            "MPILENS_OUTPUT": str(tmp_path / "p.prof")}, timeout=120)
+        # 2 communicators x 4 counts x 6 type/in-place cases + 1 on a fresh communicator
+        assert "a2a_check: cases=49 mismatches=0" in proc.stdout, (np_, proc.stdout)
+
+
+def test_forced_algorithm_is_recorded(build: Path, tmp_path: Path) -> None:
+    run_mpi(3, exe(build, "a2a_adaptive") + ["4", "64"],
+            env={"MPILENS_ALLTOALL": "bruck", "MPILENS_OUTPUT": str(tmp_path / "f.prof")})
+    header, _ = read_profile(tmp_path / "f.prof")
+    assert header["functions"]["MPI_Alltoall"]["calls"] == 3 * 4
+    [entry] = header["alltoall"]
+    assert (entry["algorithm"], entry["source"], entry["calls"], entry["learning_calls"],
+            entry["comm_size"], entry["bytes"]) == ("bruck", "forced", 4, 0, 3, 64)
+
+
+@pytest.mark.parametrize("value", [None, "native"])
+def test_native_is_pass_through(build: Path, tmp_path: Path, value: str | None) -> None:
+    env = {"MPILENS_OUTPUT": str(tmp_path / "n.prof")}
+    if value:
+        env["MPILENS_ALLTOALL"] = value
+    proc = run_mpi(2, exe(build, "a2a_adaptive") + ["3", "16"], env=env)
+    assert set(choices(proc.stdout)[16].values()) == {("none", -1)}
+    header, _ = read_profile(tmp_path / "n.prof")
+    assert "alltoall" not in header
+    assert header["functions"]["MPI_Alltoall"]["calls"] == 2 * 3
+
+
+def test_adaptive_ranks_agree_and_learn_once(build: Path, tmp_path: Path) -> None:
+    sizes = [64, 4096, 65536]
+    calls = 40
+    proc = run_mpi(NP, exe(build, "a2a_adaptive") + [str(calls)] + [str(s) for s in sizes],
+                   env=adaptive_env(tmp_path))
+    got = choices(proc.stdout)
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    entries = {e["bytes"]: e for e in header["alltoall"]}
+    assert sorted(got) == sorted(entries) == sizes
+    for size in sizes:
+        per_rank = got[size]
+        assert sorted(per_rank) == list(range(NP))
+        assert len(set(per_rank.values())) == 1, per_rank  # same algorithm, same learning
+        alg, learned = per_rank[0]
+        e = entries[size]
+        # learning happened once: N = 3 calls per candidate kept by the model
+        assert learned == 3 * len(e["candidates"]) == e["learning_calls"]
+        assert 2 <= len(e["candidates"]) <= len(ALGOS)
+        assert (e["algorithm"], e["source"], e["calls"], e["relearns"]) == (alg, "learned", calls, 0)
+        assert e["algorithm"] in e["candidates"]
+        assert set(e["learned_mean_s"]) == set(e["candidates"])
+        assert e["learned_mean_s"][alg] == min(e["learned_mean_s"].values())
+        assert e["learning_s"] > 0 and e["grouping_s"] > 0
+
+
+def test_adaptive_nomodel_learns_every_algorithm(build: Path, tmp_path: Path) -> None:
+    proc = run_mpi(NP, exe(build, "a2a_adaptive") + ["30", "256"],
+                   env=adaptive_env(tmp_path, MPILENS_ALLTOALL_MODEL="off"))
+    assert {v[1] for v in choices(proc.stdout)[256].values()} == {3 * len(ALGOS)}
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    [e] = header["alltoall"]
+    assert (e["learning_calls"], e["grouping_s"], sorted(e["candidates"])) == (21, 0, sorted(ALGOS))
+
+
+def test_drift_triggers_agreed_relearning(build: Path, tmp_path: Path) -> None:
+    # threshold 1e-9: every check window differs from the learned time -> re-learn
+    proc = run_mpi(NP, exe(build, "a2a_adaptive") + ["80", "1024"],
+                   env=adaptive_env(tmp_path, MPILENS_ALLTOALL_CHECK="5",
+                                    MPILENS_ALLTOALL_DRIFT="1e-9", MPILENS_ALLTOALL_MODEL="off"))
+    per_rank = choices(proc.stdout)[1024]
+    assert len(set(per_rank.values())) == 1, per_rank
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    [e] = header["alltoall"]
+    assert e["relearns"] >= 1 and e["calls"] == 80
+    assert e["learning_calls"] >= 21  # first learning of all 7, then pruned re-learns
+
+
+def test_tuning_file_written_then_used(build: Path, tmp_path: Path) -> None:
+    tune = tmp_path / "a2a.tune"
+    env = adaptive_env(tmp_path, MPILENS_TUNING_FILE=str(tune), MPILENS_MACHINE="testbox")
+    first = choices(run_mpi(NP, exe(build, "a2a_adaptive") + ["30", "64", "8192"], env=env).stdout)
+    lines = tune.read_text().splitlines()
+    assert lines[0] == "mpilens-tuning\t1"
+    rows = sorted(ln.split("\t") for ln in lines[1:] if not ln.startswith("#"))
+    assert [r[:5] for r in rows] == [["testbox", str(NP), str(NP), "64", "127"],
+                                     ["testbox", str(NP), str(NP), "8192", "16383"]]
+    assert rows[0][5] == first[64][0][0] and rows[1][5] == first[8192][0][0]
+    assert not list(tmp_path.glob("a2a.tune.tmp*"))
+    before = tune.read_text()
+
+    # second run: same sizes and a new size in the same range (100 in 64..127): no learning
+    second = choices(run_mpi(NP, exe(build, "a2a_adaptive") + ["5", "64", "100", "8192"],
+                             env={**env, "MPILENS_OUTPUT": str(tmp_path / "second.prof")}).stdout)
+    assert set(second[64].values()) == {(rows[0][5], 0)}
+    assert set(second[100].values()) == {(rows[0][5], 0)}
+    assert set(second[8192].values()) == {(rows[1][5], 0)}
+    header, _ = read_profile(tmp_path / "second.prof")
+    assert {e["source"] for e in header["alltoall"]} == {"tuning-file"}
+    assert {e["learning_calls"] for e in header["alltoall"]} == {0}
+    assert tune.read_text() == before  # nothing new learned: file untouched
+
+    # another machine signature does not match: it learns
+    other = choices(run_mpi(NP, exe(build, "a2a_adaptive") + ["25", "64"],
+                            env={**env, "MPILENS_MACHINE": "otherbox",
+                                 "MPILENS_OUTPUT": str(tmp_path / "third.prof")}).stdout)
+    assert other[64][0][1] > 0
+
+
+@pytest.mark.parametrize("content,why", [
+    ("garbage\n", "line 1 is not the header"),
+    ("mpilens-tuning\t1\nm\t4\t4\t64\t127\tnosuch\t1e-5\n", "line 2: unknown algorithm 'nosuch'"),
+    ("mpilens-tuning\t1\nm\t4\t4\t64\n", "line 2 has 4 fields"),
+    ("", "is empty"),
+])
+def test_corrupt_tuning_file_stops_at_init(build: Path, tmp_path: Path, content: str, why: str) -> None:
+    tune = tmp_path / "bad.tune"
+    tune.write_text(content)
+    proc = run_mpi(2, exe(build, "a2a_adaptive") + ["1", "8"],
+                   env=adaptive_env(tmp_path, MPILENS_TUNING_FILE=str(tune)), check=False)
+    assert proc.returncode != 0
+    errs = [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")]
+    assert len(errs) == 1, proc.stderr
+    assert errs[0].startswith(f"mpilens: MPILENS_TUNING_FILE='{tune}' is corrupt: ")
+    assert why in errs[0]
+    assert "rank=" not in proc.stdout
+
+
+@pytest.mark.parametrize("var,value,accepted", [
+    ("MPILENS_ALLTOALL", "fastest", "expected one of native, adaptive, spread, bruck, recdbl, "
+                                    "pair, pair_lb, pair_barrier, ring"),
+    ("MPILENS_ALLTOALL_LEARN", "0", "expected an integer >= 1"),
+    ("MPILENS_ALLTOALL_MODEL", "yes", "expected on or off"),
+    ("MPILENS_ALLTOALL_DRIFT", "-1", "expected a number in (0, 100]"),
+])
+def test_bad_setting_one_line(build: Path, tmp_path: Path, var: str, value: str, accepted: str) -> None:
+    env = adaptive_env(tmp_path)
+    env[var] = value
+    proc = run_mpi(2, exe(build, "a2a_adaptive") + ["1", "8"], env=env, check=False)
+    assert proc.returncode != 0
+    errs = [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")]
+    assert errs == [f"mpilens: {var}='{value}' is invalid: {accepted}"] or (
+        len(errs) == 1 and errs[0].startswith(f"mpilens: {var}='{value}' is invalid: {accepted}")), proc.stderr
