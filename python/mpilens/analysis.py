@@ -13,17 +13,30 @@ from .errors import UserError
 from .profile import Profile
 
 DOMINANT_SHARE = 0.90  # call out the fewest size classes that hold this share of messages
+# Start-up and shut-down: outside the wall-time window (MPI_Init -> MPI_Finalize) and not
+# communication.  Listed in the function table, left out of "time in MPI" and % columns.
+OUTSIDE = frozenset({"MPI_Init", "MPI_Init_thread", "MPI_Finalize"})
 
 
 def _stat(d: dict[str, Any]) -> dict[str, float]:
     return {k: float(d.get(k, 0.0)) for k in ("min", "mean", "max")}
 
 
-def mpi_percent_per_rank(prof: Profile) -> list[float] | None:
-    """% of wall time inside MPI for every rank (None without rank lines)."""
+def comm_time_per_rank(prof: Profile) -> list[float] | None:
+    """Time inside MPI per rank, without MPI_Init/MPI_Finalize (None without rank lines)."""
     if not prof.ranks:
         return None
-    return [100.0 * r["mpi_s"] / r["wall_s"] if r["wall_s"] > 0 else 0.0 for r in prof.ranks]
+    return [float(r["mpi_s"]) - sum(float(r["functions"].get(f, {}).get("time_s", 0.0))
+                                    for f in OUTSIDE) for r in prof.ranks]
+
+
+def mpi_percent_per_rank(prof: Profile) -> list[float] | None:
+    """% of wall time inside MPI (without MPI_Init/Finalize) for every rank."""
+    comm = comm_time_per_rank(prof)
+    if comm is None:
+        return None
+    return [100.0 * c / r["wall_s"] if r["wall_s"] > 0 else 0.0
+            for c, r in zip(comm, prof.ranks)]
 
 
 def summary(prof: Profile) -> dict[str, Any]:
@@ -33,8 +46,11 @@ def summary(prof: Profile) -> dict[str, Any]:
     pct = mpi_percent_per_rank(prof)
     if pct is not None:
         mpi_pct = {"min": min(pct), "mean": sum(pct) / len(pct), "max": max(pct)}
-    else:  # no rank lines: bound the per-rank ratio by the cross-rank aggregates
-        mpi_pct = {k: 100.0 * mpi[k] / wall[k] if wall[k] > 0 else 0.0 for k in mpi}
+    else:  # no rank lines: estimate from the cross-rank aggregates
+        init = {k: sum(float(prof.functions.get(f, {}).get("rank_time_s", {}).get(k, 0.0))
+                       for f in OUTSIDE) for k in mpi}
+        mpi_pct = {k: 100.0 * (mpi[k] - init[k]) / wall[k] if wall[k] > 0 else 0.0
+                   for k in mpi}
     caution = sorted(n for n, f in prof.functions.items() if f.get("caution"))
     return {
         "profile": str(prof.path),
@@ -58,7 +74,8 @@ def summary(prof: Profile) -> dict[str, Any]:
 
 def function_rows(prof: Profile) -> list[dict[str, Any]]:
     """One row per function called, heaviest total time first."""
-    total_mpi = sum(float(f.get("time_s", 0.0)) for f in prof.functions.values())
+    total_mpi = sum(float(f.get("time_s", 0.0)) for n, f in prof.functions.items()
+                    if n not in OUTSIDE)
     total_wall = float(prof.header["wall_s"]["mean"]) * prof.nranks
     rows = []
     for name, f in prof.functions.items():
@@ -72,8 +89,10 @@ def function_rows(prof: Profile) -> list[dict[str, Any]]:
             "mean_s": t / calls if calls else 0.0,
             "time_min_s": float(f.get("time_min_s", 0.0)),
             "time_max_s": float(f.get("time_max_s", 0.0)),
-            "pct_mpi": 100.0 * t / total_mpi if total_mpi > 0 else 0.0,
-            "pct_wall": 100.0 * t / total_wall if total_wall > 0 else 0.0,
+            "pct_mpi": (None if name in OUTSIDE else
+                        100.0 * t / total_mpi if total_mpi > 0 else 0.0),
+            "pct_wall": (None if name in OUTSIDE else
+                         100.0 * t / total_wall if total_wall > 0 else 0.0),
             "rank_time_min_s": float(rt.get("min", 0.0)),
             "rank_time_mean_s": float(rt.get("mean", t / prof.nranks)),
             "rank_time_max_s": float(rt.get("max", 0.0)),
@@ -85,7 +104,7 @@ def function_rows(prof: Profile) -> list[dict[str, Any]]:
             "repro_calls": int(f.get("repro_calls", 0)),
             "caution": bool(f.get("caution", False)),
         })
-    rows.sort(key=lambda r: (-r["time_s"], r["function"]))
+    rows.sort(key=lambda r: (r["function"] in OUTSIDE, -r["time_s"], r["function"]))
     return rows
 
 

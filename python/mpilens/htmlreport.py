@@ -47,13 +47,14 @@ def _no_data(ax: Any, text: str) -> None:
 
 def fig_time_per_rank(prof: Profile, rows: list[dict[str, Any]]) -> str:
     fig, ax = plt.subplots(figsize=(8, 4))
-    names = [r["function"] for r in rows[:MAX_STACKED]]
+    names = [r["function"] for r in rows if r["function"] not in analysis.OUTSIDE][:MAX_STACKED]
     if prof.ranks:
         ranks = list(range(prof.nranks))
         bottom = [0.0] * prof.nranks
         series = [(n, [float(r["functions"].get(n, {}).get("time_s", 0.0)) for r in prof.ranks])
                   for n in names]
-        other = [r["mpi_s"] - sum(v[i] for _, v in series) for i, r in enumerate(prof.ranks)]
+        comm = analysis.comm_time_per_rank(prof) or []
+        other = [c - sum(v[i] for _, v in series) for i, c in enumerate(comm)]
         if any(o > 1e-12 for o in other):
             series.append(("other", [max(0.0, o) for o in other]))
         for name, vals in series:
@@ -63,10 +64,10 @@ def fig_time_per_rank(prof: Profile, rows: list[dict[str, Any]]) -> str:
         ax.set_xticks(_rank_ticks(prof.nranks))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     else:
-        ax.bar(names, [r["rank_time_mean_s"] for r in rows[:MAX_STACKED]])
+        ax.bar(names, [r["rank_time_mean_s"] for r in rows if r["function"] in names])
         ax.set_xlabel("function (mean over ranks; the profile has no rank lines)")
         ax.tick_params(axis="x", rotation=30)
-    ax.set_ylabel("time in MPI (s)")
+    ax.set_ylabel("time in MPI (s), without MPI_Init/Finalize")
     ax.set_title("MPI time by function per rank")
     return _png(fig, "MPI time by function per rank")
 
@@ -75,7 +76,7 @@ def fig_imbalance(prof: Profile) -> str:
     fig, ax = plt.subplots(figsize=(8, 3.5))
     if prof.ranks:
         ranks = list(range(prof.nranks))
-        mpi = [float(r["mpi_s"]) for r in prof.ranks]
+        mpi = analysis.comm_time_per_rank(prof) or []
         comp = [max(0.0, float(r["wall_s"]) - m) for r, m in zip(prof.ranks, mpi)]
         ax.bar(ranks, comp, label="outside MPI", color="#9ecae1")
         ax.bar(ranks, mpi, bottom=comp, label="in MPI", color="#de2d26")

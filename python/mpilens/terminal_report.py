@@ -30,7 +30,8 @@ def summary_panel(s: dict[str, Any]) -> Panel:
     t.add_row("ranks / hosts", f"{s['nranks']} / {host_txt}")
     t.add_row("MPI library", s["mpi_library"])
     t.add_row("wall time", _stat3(s["wall_s"], fmt_time) + "   (min / mean / max over ranks)")
-    t.add_row("time in MPI", _stat3(s["mpi_pct"], fmt_pct) + " of wall time")
+    t.add_row("time in MPI", _stat3(s["mpi_pct"], fmt_pct)
+              + " of wall time (without MPI_Init/Finalize)")
     nc = len(s["caution_functions"])
     t.add_row("profiler overhead", f"{s['overhead_ns']:.1f} ns per call; "
               f"{nc} function{'s' if nc != 1 else ''} marked caution"

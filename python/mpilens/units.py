@@ -35,5 +35,5 @@ def fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
-def fmt_pct(p: float) -> str:
-    return f"{p:.1f} %"
+def fmt_pct(p: float | None) -> str:
+    return "-" if p is None else f"{p:.1f} %"
