@@ -35,6 +35,11 @@ def test_p2p_json_table_plot_and_no_overwrite(tmp_path: Path) -> None:
     before = out.read_text()
     _one_error_line(cli(args, launch=False), "exists")
     assert out.read_text() == before
+    svg = tmp_path / "again.svg"
+    again = cli(["p2p", "--from", str(out), "--plot", str(svg)], launch=False)
+    assert again.returncode == 0 and "<svg" in svg.read_text(), again.stderr
+    assert "p2p ranks 0<->1" in again.stdout
+    _one_error_line(cli(["coll", "--from", str(out)], launch=False), "not 'coll'")
 
 
 def test_memory_series_over_rank_counts(tmp_path: Path) -> None:

@@ -657,11 +657,16 @@ def main() -> int:
     std = json.loads(STD_PATH.read_text())
 
     decl, macros, _ = parse_mpi_h(args.cc)
+    # Only functions the MPI's libraries really define (mpi.h may declare more,
+    # e.g. MPICH's PMPI_Status_f2f08 lives in its Fortran 2008 library).
+    exports = fortran_exports(args.fc) if args.fc else set()
     funcs = []
     for name in sorted(decl):
         if not name.startswith("MPI_") or name in macros or "P" + name not in decl:
             continue
         if name in NO_WRAP or ("P" + name) in macros:
+            continue
+        if exports and "P" + name not in exports:
             continue
         f = decl[name]
         if f.varargs:
@@ -707,7 +712,7 @@ def main() -> int:
     nf = 0
     wrap_f = HEADER + '\n#include "ml.h"\n/* no Fortran compiler: no Fortran wrappers */\n'
     if args.fc:
-        wrap_f, nf = gen_f(std, fortran_exports(args.fc), fid, overrides)
+        wrap_f, nf = gen_f(std, exports, fid, overrides)
     h = [HEADER, "#ifndef MLENS_FUNCS_H", "#define MLENS_FUNCS_H",
          f"#define ML_NFUNC {len(names)}", f"#define ML_NDATA {max(nd, 1)}",
          f"#define ML_NWRAP_C {len(funcs) + 1}", f"#define ML_NWRAP_F {nf}",

@@ -83,6 +83,18 @@ static double round_bits(uint64_t top, int sticky, int tb, int neg, ml_xs_fmt fm
         uint64_t rem = top << k;
         if (rem > half || (rem == half && (sticky || (mant & 1))))
             mant++;
+        if (fmt == ML_XS_BINARY64 && k == 53) {   /* normal binary64: assemble the bits */
+            if (mant >> 53) {
+                mant >>= 1;
+                tb++;
+            }
+            if (tb > 1023)
+                return neg ? -INFINITY : INFINITY;
+            uint64_t b = ((uint64_t)neg << 63) | ((uint64_t)(tb + 1023) << 52)
+                       | (mant & ((UINT64_C(1) << 52) - 1));
+            memcpy(&mag, &b, sizeof mag);
+            return mag;
+        }
         mag = ldexp((double)mant, tb - k + 1);
         if (mag >= limit)
             mag = INFINITY;
@@ -157,18 +169,12 @@ void ml_win_add(const ml_win *a, ml_win *b)
     }
 }
 
-int ml_win_round(const ml_win *w, ml_xs_fmt fmt, double *r)
+double ml_xs_round_i128(int64_t hi, uint64_t lo, int l, ml_xs_fmt fmt)
 {
-    if (special_result(w->flags, r))
-        return 0;
-    if (w->flags & ML_XS_INEXACT)
-        return -1;
-    u128 m = ((u128)(uint64_t)w->hi << 64) | w->lo;
-    if (w->t == T_NONE || m == 0) {
-        *r = signed_zero(w->flags);
-        return 0;
-    }
-    int neg = w->hi < 0;
+    u128 m = ((u128)(uint64_t)hi << 64) | lo;
+    if (m == 0)
+        return 0.0;
+    int neg = hi < 0;
     if (neg)
         m = -m;
     int b = top_bit128(m);
@@ -180,7 +186,20 @@ int ml_win_round(const ml_win *w, ml_xs_fmt fmt, double *r)
     } else {
         top = (uint64_t)m << (63 - b);
     }
-    *r = round_bits(top, sticky, w->l + b, neg, fmt);
+    return round_bits(top, sticky, l + b, neg, fmt);
+}
+
+int ml_win_round(const ml_win *w, ml_xs_fmt fmt, double *r)
+{
+    if (special_result(w->flags, r))
+        return 0;
+    if (w->flags & ML_XS_INEXACT)
+        return -1;
+    if (w->t == T_NONE || (w->lo == 0 && w->hi == 0)) {
+        *r = signed_zero(w->flags);
+        return 0;
+    }
+    *r = ml_xs_round_i128(w->hi, w->lo, w->l, fmt);
     return 0;
 }
 

@@ -57,6 +57,9 @@ static inline int ml_win_needs_acc(const ml_win *w)
 /* Rounded value; returns 0, or -1 if ml_win_needs_acc(w) (result untouched). */
 int ml_win_round(const ml_win *w, ml_xs_fmt fmt, double *result);
 
+/* (hi:lo, a signed 128-bit integer) * 2^l, correctly rounded; 0 gives +0.0. */
+double ml_xs_round_i128(int64_t hi, uint64_t lo, int l, ml_xs_fmt fmt);
+
 void ml_acc_from_double(ml_acc *a, double x);
 void ml_acc_add(const ml_acc *in, ml_acc *inout);          /* inout += in, normalised */
 double ml_acc_round(const ml_acc *a, ml_xs_fmt fmt);
