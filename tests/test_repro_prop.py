@@ -165,6 +165,6 @@ def _check_rank_counts(kind: str, ranks: range | list[int], per_rank: int, build
         family[p] = res[0][0][:FAMILY]
     # Same exact sums whatever the rank count: the same bits for every P.
     first = min(family)
-    for p in family:
-        assert [struct.pack("<d", v) for v in family[p]] == \
+    for p, res in family.items():
+        assert [struct.pack("<d", v) for v in res] == \
                [struct.pack("<d", v) for v in family[first]], f"P={p} differs from P={first}"
