@@ -149,8 +149,11 @@ int main(int argc, char **argv)
                 x[i] = u;
             else if (d == 1)
                 x[i] = ldexp(u, (int)(urand() * 80) - 40);
-            else if (d == 2)   /* large terms cancelling across ranks, small ones surviving */
-                x[i] = rank % 2 ? -ldexp(floor(urand() * 1e6), 40) + u : ldexp(floor(urand() * 1e6), 40) * (rank < P - 1) + u;
+            else if (d == 2) { /* the same large term, + on the first half of the ranks and
+                                  - on the second half, plus a small random term */
+                double big = ldexp(1.0 + (double)((uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL >> 11) * 0x1p-53, 30);
+                x[i] = (rank < P / 2 ? big : P % 2 && rank == P - 1 ? 0.0 : -big) + u;
+            }
             else
                 x[i] = rank == 1 % P ? 1.0 : rank == P - 1 ? -1.0 : 0x1p-60;
         }

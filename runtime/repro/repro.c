@@ -26,7 +26,9 @@ typedef unsigned __int128 u128_t;
 const char *ml_config_get(const char *key) __attribute__((weak));
 
 #define SLOW_CHUNK 4096   /* elements per ml_acc reduction (552 bytes each) */
-#define WIDE_MIN 2048     /* scalars from which Allreduce/Reduce take the two-phase path */
+#ifndef WIDE_MIN
+#define WIDE_MIN 256      /* scalars from which Allreduce/Reduce take the two-phase path */
+#endif
 
 static int repro_on;
 static int repro_ready;
