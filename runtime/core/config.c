@@ -12,7 +12,7 @@
 
 #include "ml.h"
 
-int ml_cfg_detail = 1, ml_cfg_profile = 1, ml_cfg_max_threads = 64, ml_cfg_max_requests = 4096;
+int ml_cfg_detail = 1, ml_cfg_profile = 1, ml_cfg_max_threads = 64, ml_cfg_max_requests = 4096, ml_cfg_sample = 1;
 const char *ml_cfg_output = "mpilens-%j.prof";
 char ml_config_error[512];
 
@@ -22,7 +22,7 @@ static int ml_nkv = 0;
 static char *ml_file_funcs = NULL; /* bare function names in the file: an include list */
 
 /* Keys the config file may hold (lower case; engines own the ones with a prefix). */
-static const char *const ml_known[] = {"output", "include", "exclude", "detail", "profile", "clock",
+static const char *const ml_known[] = {"output", "include", "exclude", "detail", "profile", "clock", "timing",
                                        "max_threads", "max_requests", NULL};
 static const char *const ml_engine_prefix[] = {"alltoall", "repro", "tuning_file", NULL};
 
@@ -87,7 +87,7 @@ static int ml_read_file(const char *path)
             snprintf(where, sizeof where, "%s line %d", path, lineno);
             snprintf(ml_config_error, sizeof ml_config_error,
                      "mpilens: MPILENS_CONFIG='%s': unknown key '%s' at line %d: expected output, include, "
-                     "exclude, detail, profile, clock, max_threads, max_requests, alltoall*, repro*, tuning_file",
+                     "exclude, detail, profile, clock, timing, max_threads, max_requests, alltoall*, repro*, tuning_file",
                      path, k, lineno);
             fclose(f);
             return 1;
@@ -158,6 +158,10 @@ int ml_config_load(void)
     const char *clk = ml_config_get("clock");
     if (clk && strcmp(clk, "auto") && strcmp(clk, "tsc") && strcmp(clk, "monotonic"))
         return ml_err("clock", clk, "expected auto, tsc or monotonic");
+    const char *tmg = ml_config_get("timing");
+    if (tmg && strcmp(tmg, "sampled") && strcmp(tmg, "all"))
+        return ml_err("timing", tmg, "expected sampled or all");
+    if (tmg) ml_cfg_sample = strcmp(tmg, "sampled") == 0;
     const char *out = ml_config_get("output");
     if (out) {
         if (!*out) return ml_err("output", out, "expected a file path (placeholders %j job id, %t time, %p pid, %h host, %% percent)");

@@ -3,11 +3,11 @@
  * Every generated wrapper (C and Fortran) follows the same shape:
  *
  *     int on = ml_enter();                 // outermost MPI call on this thread, profiling active?
- *     uint64_t t0 = ml_now();
+ *     if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); if (tm) t0 = ml_now(); }
  *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
- *     uint64_t t1 = ml_now();
+ *     dt = tm ? ml_now() - t0 : 0;
  *     ml_leave();
- *     if (on) { ml_slot_t *S = ml_slot(); ml_time(S, FID, t1 - t0); <semantic helpers>; }
+ *     if (on) { ml_count(S, FID, tm, dt); <semantic helpers>; }
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
  * Fortran binding calls the C MPI_Xxx, ROMIO calling MPI_Allreduce, an engine
@@ -35,8 +35,9 @@
 #define ML_TLS __thread __attribute__((tls_model("initial-exec")))
 
 typedef struct {
-    uint64_t calls;
-    uint64_t ticks;
+    uint64_t calls;   /* every call */
+    uint64_t timed;   /* calls whose duration was measured (all, or a sample) */
+    uint64_t ticks;   /* total duration of the timed calls */
     uint64_t tmin;
     uint64_t tmax;
 } ml_frec_t;
@@ -108,25 +109,48 @@ static inline ml_slot_t *ml_slot(void)
     return __builtin_expect(s != NULL, 1) ? s : ml_slot_attach();
 }
 
-static inline void ml_time_upd(ml_frec_t *r, uint64_t dt)
+/* Timing policy (MPILENS_TIMING): with "all" every call is timed.  With
+ * "sampled" (default) every call is counted, but its duration is measured
+ * for the first ML_WARMUP calls of a function on a thread, for every call
+ * of a function whose timed calls average more than ml_slow_ticks, the
+ * longest left out (there a
+ * timer read costs < 5 %), and for 1 call in ml_sample_mask + 1 otherwise;
+ * totals are then estimated as mean(timed) x calls.  On machines whose
+ * timer read is slow (a virtualised TSC: 30-50 ns) this keeps the cost of a
+ * cheap call near the cost of counting it. */
+#define ML_WARMUP 32
+extern uint64_t ml_sample_mask, ml_slow_ticks;
+
+static inline int ml_want_time(const ml_frec_t *r)
 {
-    r->calls++;
-    r->ticks += dt;
-    if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
-    if (dt > r->tmax) r->tmax = dt;
+    /* mean of the timed calls without the longest one (one preempted call must not flip the policy) */
+    return r->calls < ML_WARMUP || (r->calls & ml_sample_mask) == 0 || r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks;
 }
 
-static inline void ml_time(ml_slot_t *s, int fid, uint64_t dt)
+static inline void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
+{
+    r->calls++;
+    if (tm) {
+        r->timed++;
+        r->ticks += dt;
+        if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
+        if (dt > r->tmax) r->tmax = dt;
+    }
+}
+
+static inline void ml_count(ml_slot_t *s, int fid, int tm, uint64_t dt)
 {
     if (!ml_fon[fid]) return;
     if (__builtin_expect(s->shared, 0)) {
         ml_shared_lock();
-        ml_time_upd(&s->f[fid], dt);
+        ml_count_upd(&s->f[fid], tm, dt);
         ml_shared_unlock();
         return;
     }
-    ml_time_upd(&s->f[fid], dt);
+    ml_count_upd(&s->f[fid], tm, dt);
 }
+
+static inline void ml_time(ml_slot_t *s, int fid, uint64_t dt) { ml_count(s, fid, 1, dt); }
 
 static inline int ml_bin(uint64_t n)
 {
@@ -212,10 +236,10 @@ void *ml_scratch(size_t bytes, int which); /* thread-local growable scratch buff
 int ml_config_load(void);           /* 0 ok; on error message in ml_config_error */
 extern char ml_config_error[512];
 const char *ml_config_get(const char *key); /* env MPILENS_<KEY> or config-file value */
-extern int ml_cfg_detail, ml_cfg_profile, ml_cfg_max_threads, ml_cfg_max_requests;
+extern int ml_cfg_detail, ml_cfg_profile, ml_cfg_max_threads, ml_cfg_max_requests, ml_cfg_sample;
 extern const char *ml_cfg_output;
 int ml_write_profile(void);
-extern double ml_overhead_ns;
+extern double ml_overhead_ns, ml_overhead_sampled_ns;
 extern uint64_t ml_t_init, ml_t_final;
 extern int ml_wrapped_c, ml_wrapped_f;
 size_t mpilens_record_bytes(void);

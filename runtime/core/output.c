@@ -70,6 +70,7 @@ static ml_slot_t *ml_merge(void)
             if (!a->calls || x->tmin < a->tmin) a->tmin = x->tmin;
             if (x->tmax > a->tmax) a->tmax = x->tmax;
             a->calls += x->calls;
+            a->timed += x->timed;
             a->ticks += x->ticks;
         }
         for (int i = 0; i < ML_NDATA; i++) {
@@ -93,10 +94,18 @@ static ml_slot_t *ml_merge(void)
     return m;
 }
 
+/* Total time of a function: measured, scaled up when only a sample was timed. */
+static double ml_est_s(const ml_frec_t *f)
+{
+    if (!f->timed) return 0.0;
+    return ml_ticks_to_s(f->ticks) * ((double)f->calls / (double)f->timed);
+}
+
 static void ml_func_fields(ml_buf_t *b, const ml_frec_t *f, const ml_drec_t *d)
 {
-    ml_put(b, "\"calls\":%llu,\"time_s\":%.9g,\"time_min_s\":%.9g,\"time_max_s\":%.9g",
-           (unsigned long long)f->calls, ml_ticks_to_s(f->ticks), ml_ticks_to_s(f->tmin), ml_ticks_to_s(f->tmax));
+    ml_put(b, "\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.9g,\"time_min_s\":%.9g,\"time_max_s\":%.9g",
+           (unsigned long long)f->calls, (unsigned long long)f->timed, ml_est_s(f), ml_ticks_to_s(f->tmin),
+           ml_ticks_to_s(f->tmax));
     if (d) {
         ml_put(b, ",\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"repro_calls\":%llu", (unsigned long long)d->bytes_s,
                (unsigned long long)d->bytes_r, (unsigned long long)d->repro);
@@ -213,7 +222,7 @@ int ml_write_profile(void)
     ml_slot_t *m = ml_merge();
     const int NF = ML_NFUNC, ND = ML_NDATA, NW = 2 * ML_NBINS + 3;
     double wall = ml_ticks_to_s(ml_t_final - ml_t_init), mpi = 0;
-    for (int i = 1; i < NF; i++) mpi += ml_ticks_to_s(m->f[i].ticks);
+    for (int i = 1; i < NF; i++) mpi += ml_est_s(&m->f[i]);
 
     /* ---- cross-rank aggregates, reduced to rank 0 ---- */
     uint64_t *u = calloc((size_t)(NF + ND * NW), sizeof(uint64_t)), *us = calloc((size_t)(NF + ND * NW), sizeof(uint64_t));
@@ -224,7 +233,7 @@ int ml_write_profile(void)
     for (int i = 0; i < NF; i++) {
         u[i] = m->f[i].calls;
         cmin[i] = cmax[i] = m->f[i].calls;
-        t[i] = ml_ticks_to_s(m->f[i].ticks);                                  /* sum of per-rank totals */
+        t[i] = ml_est_s(&m->f[i]);                                            /* sum of per-rank totals */
         t[NF + i] = m->f[i].tmax ? ml_ticks_to_s(m->f[i].tmax) : 0;          /* longest single call */
         tmn[i] = m->f[i].calls ? ml_ticks_to_s(m->f[i].tmin) : INFINITY;      /* shortest single call */
         tl[i].v = t[i];
@@ -323,6 +332,9 @@ int ml_write_profile(void)
         free(first_rank);
         ml_put(&b, "],\"clock\":{\"source\":\"%s\",\"ghz\":%.6g,\"resolution_ns\":%.4g},", ml_clock_source(),
                ml_clock_ghz(), 1.0 / ml_clock_ghz());
+        ml_put(&b, "\"timing\":{\"mode\":\"%s\",\"sample_period\":%d,\"warmup_calls\":%d,\"always_above_ns\":2000},",
+               ml_cfg_sample ? "sampled" : "all", (int)ml_sample_mask + 1, ML_WARMUP);
+        ml_put(&b, "\"overhead_sampled_ns\":%.4g,", ml_overhead_sampled_ns);
         ml_put(&b, "\"overhead_ns\":%.4g,\"caution_factor\":5,\"detail\":%s,\"config\":{\"output\":", ovh_max,
                ml_cfg_detail ? "true" : "false");
         ml_put_str(&b, ml_cfg_output);

@@ -491,6 +491,10 @@ def coll_plan(cb: str, b: Binding, p: Plan) -> Plan:
 # Emitting C wrappers
 
 HOOKS_INIT = {"MPI_Init", "MPI_Init_thread"}
+TIMED_START = ("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0;\n"
+               "    if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); if (tm) t0 = ml_now(); }")
+TIMED_END = ("    uint64_t dt = tm ? ml_now() - t0 : 0;\n    ml_leave();\n"
+             "    if (on) {\n        ml_count(S, FID, tm, dt);")
 NO_WRAP = {"MPI_Pcontrol"}  # varargs: wrapped by hand in core.c
 
 
@@ -529,10 +533,9 @@ def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
             continue
         out.append("    int on = ml_enter();")
         out.extend("    " + ln for ln in plan.pre if ln)
-        out.append("    uint64_t t0 = ml_now();")
+        out.append(TIMED_START)
         out.append(f"    {'' if isvoid else f.ret + ' ret = '}{call};")
-        out.append("    uint64_t t1 = ml_now();\n    ml_leave();")
-        out.append("    if (on) {\n        ml_slot_t *S = ml_slot();\n        ml_time(S, FID, t1 - t0);")
+        out.append(TIMED_END)
         out.extend("        " + ln for ln in plan.always_post)
         if plan.post:
             lock = "if (__builtin_expect(S->shared, 0)) ml_shared_lock();"
@@ -617,11 +620,10 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
             out.append(f"    enum {{ FID = {fid[cname]} }};")
             out.append("    int on = ml_enter();")
             out.extend("    " + ln for ln in plan.pre if ln)
-            out.append("    uint64_t t0 = ml_now();")
+            out.append(TIMED_START)
             out.append(f"    {'' if ret == 'void' else ret + ' ret = '}{call};")
-            out.append("    uint64_t t1 = ml_now();\n    ml_leave();")
             ierr = f"*(MPI_Fint *)({cnames[-1]})" if names and names[-1] == "ierror" else "MPI_SUCCESS"
-            out.append("    if (on) {\n        ml_slot_t *S = ml_slot();\n        ml_time(S, FID, t1 - t0);")
+            out.append(TIMED_END)
             if plan.always_post:
                 out.append(f"        {{ int ret = {ierr}; (void)ret;")
                 out.extend("          " + ln for ln in plan.always_post)

@@ -26,6 +26,9 @@ typedef unsigned __int128 u128_t;
 const char *ml_config_get(const char *key) __attribute__((weak));
 
 #define SLOW_CHUNK 4096   /* elements per ml_acc reduction (552 bytes each) */
+#ifndef GATHER_MAX
+#define GATHER_MAX 512    /* scalars x ranks up to which Allreduce/Reduce use one Allgather */
+#endif
 #ifndef WIDE_MIN
 #define WIDE_MIN 256      /* scalars from which Allreduce/Reduce take the two-phase path */
 #endif
@@ -191,6 +194,41 @@ static int repro_allreduce(const void *in, void *out, int n, int single, int roo
     }
     if (root < 0 || rank == root)
         write_results(out, r, n, slow, single);
+    return MPI_SUCCESS;
+}
+
+/* Short vectors on few ranks: one MPI_Allgather of the raw contributions
+ * (no user-defined operation), then every rank sums each element exactly in
+ * rank order; identical inputs give identical bits on every rank. */
+static int gather_allreduce(const void *in, void *out, int n, int single, int root,
+                            MPI_Comm comm)
+{
+    int P, rank, rc;
+    PMPI_Comm_size(comm, &P);
+    PMPI_Comm_rank(comm, &rank);
+    size_t esz = single ? sizeof(float) : sizeof(double), row = esz * (size_t)n;
+    char *all = scratch(W_CIN, row * (size_t)P);
+    double *col = scratch(W_COUT, sizeof(double) * (size_t)P);
+    if (!all || !col)
+        return MPI_ERR_NO_MEM;
+    if ((rc = PMPI_Allgather(in, (int)row, MPI_BYTE, all, (int)row, MPI_BYTE, comm)) != MPI_SUCCESS)
+        return rc;
+    if (root >= 0 && rank != root)
+        return MPI_SUCCESS;
+    ml_xs_fmt fmt = single ? ML_XS_BINARY32 : ML_XS_BINARY64;
+    for (int i = 0; i < n; i++) {
+        ml_win acc, one;
+        for (int r = 0; r < P; r++) {
+            col[r] = scalar_in(all + row * (size_t)r, (size_t)i, single);
+            ml_win_from_double(r ? &one : &acc, col[r]);
+            if (r)
+                ml_win_add(&one, &acc);
+        }
+        double v;
+        if (ml_win_round(&acc, fmt, &v) != 0)
+            v = ml_xs_sum(col, P, fmt);
+        scalar_out(out, (size_t)i, single, v);
+    }
     return MPI_SUCCESS;
 }
 
@@ -437,6 +475,12 @@ static int repro_scan(const void *in, void *out, int n, int single, int exclusiv
 
 /* ---- the overrides ---- */
 
+static int gather_fits(int n, MPI_Comm comm)
+{
+    int P;
+    return PMPI_Comm_size(comm, &P) == MPI_SUCCESS && (long)n * P <= GATHER_MAX;
+}
+
 int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                       MPI_Op op, MPI_Comm comm)
 {
@@ -447,6 +491,8 @@ int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (count * k.mult >= WIDE_MIN)
         return wide_allreduce(in, recvbuf, count * k.mult, k.single, -1, comm);
+    if (gather_fits(count * k.mult, comm))
+        return gather_allreduce(in, recvbuf, count * k.mult, k.single, -1, comm);
     return repro_allreduce(in, recvbuf, count * k.mult, k.single, -1, comm);
 }
 
@@ -462,6 +508,8 @@ int mlo_MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (count * k.mult >= WIDE_MIN)
         return wide_allreduce(in, recvbuf, count * k.mult, k.single, root, comm);
+    if (gather_fits(count * k.mult, comm))
+        return gather_allreduce(in, recvbuf, count * k.mult, k.single, root, comm);
     return repro_allreduce(in, recvbuf, count * k.mult, k.single, root, comm);
 }
 
