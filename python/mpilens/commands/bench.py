@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import bench_launch, bench_tables, paths
+from .. import bench_launch, bench_tables
 from ..errors import UserError
 
 C_FAMILIES = ("p2p", "coll", "halo", "logp", "io", "memory", "overhead")
@@ -36,9 +36,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+FAMILY_OPTIONS = {
+    "p2p": "--ranks A,B --min-size --max-size --samples --warmup --iters --bw-iters --window "
+           "--modes latency,pingping,bw,bibw --reference none|osu --osu-iters --osu-rounds",
+    "coll": "--ops LIST --min-size --max-size --samples --warmup --nranks LIST --root",
+    "halo": "--dimension 1|2 --npartner 2..12 --min-size --max-size --samples --iters "
+            "--warmup --variants p2p,lockall,lock,fence",
+    "logp": "--min-size --max-size --samples --iters --train --model FILE",
+    "io": "--dir DIR --size --block --nblocks --samples --patterns LIST --keep",
+    "memory": "--size --repeats",
+    "overhead": "--calls --blocks --pp-calls --rss-calls",
+}
+
+
 def _options_parser(family: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"mpilens bench {family}", allow_abbrev=False,
-                                add_help=False)
+    p = argparse.ArgumentParser(
+        prog=f"mpilens bench {family}", allow_abbrev=False,
+        usage=f"mpilens bench {family} [options] [-- launcher args]",
+        epilog=f"{family} options (checked by mpilens-bench; docs/bench.md): "
+               f"{FAMILY_OPTIONS[family]}")
     p.add_argument("--json", type=Path, help="save the JSON result here")
     p.add_argument("--force", action="store_true", help="allow overwriting --json / --plot")
     p.add_argument("--plot", type=Path, help="draw the result (.png, .svg or .pdf)")
@@ -46,6 +62,8 @@ def _options_parser(family: str) -> argparse.ArgumentParser:
                    help="ranks for the default launcher (default 2)")
     p.add_argument("--nprocs", default=None,
                    help="memory: comma list of rank counts, one run each")
+    p.add_argument("--from", dest="from_json", type=Path, default=None,
+                   help="show/plot a saved JSON result instead of running")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quiet", action="store_true", help="no table")
     p.add_argument("--timeout", type=float, default=None, help="seconds before giving up")
@@ -88,6 +106,18 @@ def _nprocs(text: str | None, family: str) -> list[int] | None:
     return counts
 
 
+def _load(path: Path, family: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--from {path}: cannot read a JSON result ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != "mpilens-bench":
+        raise UserError(f"--from {path}: not an mpilens-bench result")
+    if doc.get("family") != family:
+        raise UserError(f"--from {path}: holds family '{doc.get('family')}', not '{family}'")
+    return doc
+
+
 def run(args: argparse.Namespace) -> int:
     rest: list[str] = list(args.rest)
     if args.family in MODULE_FAMILIES:
@@ -110,10 +140,11 @@ def run(args: argparse.Namespace) -> int:
                         "(e.g. -- mpirun -np {np})")
     if opts.np is not None and opts.np < 1:
         raise UserError(f"--np {opts.np} is invalid (accepted: 1 or more ranks)")
-    paths.artifact("bin/mpilens-bench")
     progress = not opts.no_progress and sys.stderr.isatty()
     try:
-        if counts:
+        if opts.from_json is not None:
+            doc = _load(opts.from_json, args.family)
+        elif counts:
             docs = [bench_launch.run_bench(bench_launch.launcher_for(launcher, n), "memory",
                                            passthrough, progress=progress, label=f"{n} ranks",
                                            timeout=opts.timeout) for n in counts]
