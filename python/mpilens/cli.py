@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from .errors import UserError
@@ -42,6 +43,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # output piped into e.g. `head`: stop quietly, as the shell tools do
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 141
 
 
 if __name__ == "__main__":
