@@ -169,8 +169,8 @@ def test_corrupt_tuning_file_stops_at_init(build: Path, tmp_path: Path, content:
 
 
 @pytest.mark.parametrize("var,value,accepted", [
-    ("MPILENS_ALLTOALL", "fastest", "expected one of native, adaptive, spread, bruck, recdbl, "
-                                    "pair, pair_lb, pair_barrier, ring"),
+    ("MPILENS_ALLTOALL", "fastest", ("expected one of native, adaptive, spread, bruck, recdbl, "
+                                     "pair, pair_lb, pair_barrier, ring")),
     ("MPILENS_ALLTOALL_LEARN", "0", "expected an integer >= 1"),
     ("MPILENS_ALLTOALL_MODEL", "yes", "expected on or off"),
     ("MPILENS_ALLTOALL_DRIFT", "-1", "expected a number in (0, 100]"),

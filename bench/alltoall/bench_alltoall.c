@@ -1,0 +1,214 @@
+/* mpilens-bench-alltoall --sizes B[,B...] --calls N[,N...] --learn N[,N...] [--chunks K]
+ *
+ * For each block size B (bytes per destination): N calls of each variant —
+ * native PMPI_Alltoall, the seven algorithms forced, adaptive with model
+ * pruning and adaptive without (all seven learned) — run interleaved in K
+ * chunks (each chunk runs every variant for N/K calls, the order rotating), so
+ * a drifting machine affects all variants alike.  Each adaptive variant starts
+ * from a fresh communicator (fresh state) and runs its N calls across the
+ * chunks, learning included.  Times are per call, mean over ranks (as in the
+ * paper).  Rank 0 prints one JSON document on stdout:
+ *   {"nranks":P,"results":[{"bytes":B,"calls":N,"learn":L,"native_s":t,
+ *     "forced_s":{"spread":t,...},
+ *     "adaptive":{"model":{"total_s":t,"after_s":t,"algorithm":"...","learning_calls":n},
+ *                 "nomodel":{...}}}]}
+ * total_s = mean per call over all N calls (learning included); after_s =
+ * mean per call of the calls made after learning had finished.
+ *
+ * --tune FILE: instead of timing, learn every size with all seven candidates
+ * (no model pruning: offline, thoroughness beats cost) on MPI_COMM_WORLD and
+ * merge the choices into the tuning file FILE (what `mpilens tune` runs).
+ * A bad option: one line "mpilens-bench-alltoall: ..." and exit status 2.
+ */
+#define _DEFAULT_SOURCE
+#include "coll.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mlo_MPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int ml_coll_init(void);
+void ml_coll_finalize(void);
+
+#define NV (ML_A2A_NALG + 3) /* native, 7 forced, adaptive model, adaptive nomodel */
+#define V_NATIVE 0
+#define V_MODEL (ML_A2A_NALG + 1)
+#define V_NOMODEL (ML_A2A_NALG + 2)
+#define MAXS 64
+
+static int parse_list(const char *s, long *out, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0)
+            return -1;
+        if (*end == 'K' || *end == 'k')
+            v *= 1024, end++;
+        else if (*end == 'M' || *end == 'm')
+            v *= 1024 * 1024, end++;
+        out[n++] = v;
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return -1;
+        s = end;
+    }
+    return n;
+}
+
+static void die(int rank, const char *msg)
+{
+    if (rank == 0)
+        fprintf(stderr, "mpilens-bench-alltoall: %s\n", msg);
+    MPI_Finalize();
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int P, rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    long sizes[MAXS], calls[MAXS], learn[MAXS];
+    int ns = 0, nc = 0, nl = 0, chunks = 10;
+    const char *tune = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            die(rank, "option without a value (options: --sizes, --calls, --learn, --chunks)");
+        if (!strcmp(argv[i], "--sizes"))
+            ns = parse_list(v, sizes, MAXS);
+        else if (!strcmp(argv[i], "--calls"))
+            nc = parse_list(v, calls, MAXS);
+        else if (!strcmp(argv[i], "--learn"))
+            nl = parse_list(v, learn, MAXS);
+        else if (!strcmp(argv[i], "--chunks"))
+            chunks = atoi(v);
+        else if (!strcmp(argv[i], "--tune"))
+            tune = v;
+        else
+            die(rank, "unknown option (accepted: --sizes, --calls, --learn, --chunks, --tune)");
+        i++;
+    }
+    if (ns <= 0 || nc <= 0 || nl <= 0 || chunks < 1)
+        die(rank, "--sizes, --calls and --learn need comma lists of non-negative integers "
+                  "(suffix K or M allowed), --chunks a positive integer");
+    if ((nc != 1 && nc != ns) || (nl != 1 && nl != ns))
+        die(rank, "--calls and --learn take one value or one per size");
+    for (int k = 0; k < ns; k++)
+        if (sizes[k] * (long)P * 2 > 1L << 30)
+            die(rank, "size too large: P x size must stay below 512 MiB");
+
+    if (tune) {
+        setenv("MPILENS_ALLTOALL", "adaptive", 1);
+        setenv("MPILENS_ALLTOALL_MODEL", "off", 1);
+        setenv("MPILENS_TUNING_FILE", tune, 1);
+        char lbuf[32];
+        snprintf(lbuf, sizeof lbuf, "%ld", learn[0]);
+        setenv("MPILENS_ALLTOALL_LEARN", lbuf, 1);
+        if (ml_coll_init() != 0) { /* corrupt file: the line is printed */
+            MPI_Finalize();
+            return 2;
+        }
+        for (int k = 0; k < ns; k++) {
+            long B = sizes[k];
+            char *sb = calloc((size_t)B * P + 1, 1), *rb = malloc((size_t)B * P + 1);
+            long n = 0;
+            while (!mpilens_alltoall_choice(MPI_COMM_WORLD, B, NULL) && n++ < 8 * learn[0] + 8)
+                mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, MPI_COMM_WORLD);
+            const char *a = mpilens_alltoall_choice(MPI_COMM_WORLD, B, NULL);
+            if (rank == 0)
+                printf("%s{\"bytes\":%ld,\"algorithm\":\"%s\",\"calls\":%ld}", k ? "," : "[", B,
+                       a ? a : "none", n);
+            free(sb);
+            free(rb);
+        }
+        if (rank == 0)
+            printf("]\n");
+        ml_coll_finalize();
+        MPI_Finalize();
+        return 0;
+    }
+    if (rank == 0)
+        printf("{\"nranks\":%d,\"results\":[", P);
+    for (int k = 0; k < ns; k++) {
+        long B = sizes[k], N = calls[nc == 1 ? 0 : k], L = learn[nl == 1 ? 0 : k];
+        if (N < chunks)
+            N = chunks;
+        char *sb = malloc((size_t)B * P + 1), *rb = malloc((size_t)B * P + 1);
+        for (long i = 0; i < B * P; i++)
+            sb[i] = (char)(i * 7 + rank);
+        MPI_Comm comm[NV];
+        for (int v = 0; v < NV; v++)
+            PMPI_Comm_dup(MPI_COMM_WORLD, &comm[v]);
+        double tot[2 * NV + 1] = {0}; /* [0,NV) total, [NV,2NV) after learning, 2NV: after count(model)... */
+        double after_cnt[2] = {0, 0};
+        long per = N / chunks, done = 0;
+        for (int c = 0; c < chunks; c++) {
+            long n = c == chunks - 1 ? N - done : per;
+            for (int j = 0; j < NV; j++) {
+                int v = (j + c) % NV;
+                PMPI_Barrier(MPI_COMM_WORLD);
+                if (v == V_MODEL || v == V_NOMODEL)
+                    ml_a2a_set_config(ML_A2A_MODE_ADAPTIVE, (int)L, v == V_MODEL, 1000, 0.5);
+                for (long i = 0; i < n; i++) {
+                    double t0 = PMPI_Wtime();
+                    int after = 0;
+                    if (v == V_NATIVE) {
+                        PMPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
+                    } else if (v <= ML_A2A_NALG) {
+                        ml_a2a_algos[v - 1](sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
+                    } else {
+                        after = mpilens_alltoall_choice(comm[v], B, NULL) != NULL;
+                        mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
+                    }
+                    double dt = PMPI_Wtime() - t0;
+                    tot[v] += dt;
+                    if (after) {
+                        tot[NV + v] += dt;
+                        after_cnt[v - V_MODEL] += 1;
+                    }
+                }
+            }
+            done += n;
+        }
+        double sum[2 * NV + 1];
+        PMPI_Allreduce(tot, sum, 2 * NV + 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        const char *alg[2];
+        long long lc[2];
+        for (int a = 0; a < 2; a++) {
+            alg[a] = mpilens_alltoall_choice(comm[V_MODEL + a], B, &lc[a]);
+            if (!alg[a])
+                alg[a] = "none";
+        }
+        if (rank == 0) {
+            printf("%s{\"bytes\":%ld,\"calls\":%ld,\"learn\":%ld,\"native_s\":%.9g,\"forced_s\":{",
+                   k ? "," : "", B, N, L, sum[V_NATIVE] / P / N);
+            for (int a = 0; a < ML_A2A_NALG; a++)
+                printf("%s\"%s\":%.9g", a ? "," : "", ml_a2a_names[a], sum[1 + a] / P / N);
+            printf("},\"adaptive\":{");
+            for (int a = 0; a < 2; a++) {
+                int v = V_MODEL + a;
+                double ac = after_cnt[a];
+                printf("%s\"%s\":{\"total_s\":%.9g,\"after_s\":%.9g,\"after_calls\":%.0f,"
+                       "\"algorithm\":\"%s\",\"learning_calls\":%lld}",
+                       a ? "," : "", a ? "nomodel" : "model", sum[v] / P / N,
+                       ac > 0 ? sum[NV + v] / P / ac : 0.0, ac, alg[a], lc[a]);
+            }
+            printf("}}");
+            fflush(stdout);
+        }
+        for (int v = 0; v < NV; v++)
+            PMPI_Comm_free(&comm[v]);
+        free(sb);
+        free(rb);
+    }
+    if (rank == 0)
+        printf("]}\n");
+    MPI_Finalize();
+    return 0;
+}

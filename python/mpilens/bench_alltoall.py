@@ -1,0 +1,185 @@
+"""`mpilens bench alltoall`: native MPI_Alltoall vs every forced algorithm vs the
+adaptive engine with and without model pruning (the paper's model/nomodel table).
+
+Runs build/bin/mpilens-bench-alltoall once per rank count; all variants are
+interleaved inside that run.  Prints a table per rank count and whether the
+targets hold:
+  after   adaptive (model), after learning, within 5 % of the best forced algorithm
+  total   adaptive (model), learning included, within 10 % of the best of native
+          and every forced algorithm
+  prune   model pruning cheaper in total than no pruning (checked from 4 KiB up)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .bench_launch import launcher_for
+from .errors import UserError
+
+ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring"]
+DEFAULT_SIZES = "64,256,1K,4K,16K,64K,256K,1M"
+
+
+def parse_size(text: str) -> int:
+    t = text.strip().upper().removesuffix("B")
+    mult = 1
+    if t.endswith("K"):
+        mult, t = 1024, t[:-1]
+    elif t.endswith("M"):
+        mult, t = 1024 * 1024, t[:-1]
+    if not t.isdigit():
+        raise UserError(f"size '{text}' is invalid: expected bytes such as 64, 4K or 1M")
+    return int(t) * mult
+
+
+def parse_ints(text: str, what: str) -> list[int]:
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"{what} '{text}' is invalid: expected a comma list of integers") from None
+    if not vals or min(vals) < 1:
+        raise UserError(f"{what} '{text}' is invalid: expected positive integers")
+    return vals
+
+
+def plan(sizes: list[int], calls: int, learn: int, scale_from: int) -> tuple[list[int], list[int]]:
+    """Calls and learning calls per size: constant up to scale_from bytes, then
+    shrinking in proportion to the size (keeping learn/calls fixed) so that every
+    size takes a similar time."""
+    cs, ls = [], []
+    for s in sizes:
+        f = min(1.0, scale_from / s) if s > 0 else 1.0
+        ls.append(max(2, round(learn * f)))
+        cs.append(max(ls[-1] * 20, round(calls * f)))
+    return cs, ls
+
+
+def targets(res: dict[str, Any]) -> dict[str, Any]:
+    forced = res["forced_s"]
+    best_alg = min(forced, key=forced.get)
+    best = forced[best_alg]
+    base = min(best, res["native_s"])
+    model, nomodel = res["adaptive"]["model"], res["adaptive"]["nomodel"]
+    out = {"best_forced": best_alg, "best_forced_s": best,
+           "after_ratio": model["after_s"] / best if model["after_s"] > 0 else None,
+           "total_ratio": model["total_s"] / base,
+           "model_vs_nomodel": model["total_s"] / nomodel["total_s"]}
+    out["after_ok"] = out["after_ratio"] is not None and out["after_ratio"] <= 1.05
+    out["total_ok"] = out["total_ratio"] <= 1.10
+    out["prune_ok"] = None if res["bytes"] < 4096 else out["model_vs_nomodel"] < 1.0
+    return out
+
+
+def us(x: float) -> str:
+    return f"{x * 1e6:.1f}"
+
+
+def table(run: dict[str, Any]) -> str:
+    head = ["bytes", "native", *ALGOS, "model tot", "after", "choice", "nomodel tot",
+            "after", "choice", "after<=5%", "tot<=10%", "prune"]
+    rows = [head]
+    for r in run["results"]:
+        t, m, n = r["targets"], r["adaptive"]["model"], r["adaptive"]["nomodel"]
+        rows.append([str(r["bytes"]), us(r["native_s"]), *[us(r["forced_s"][a]) for a in ALGOS],
+                     us(m["total_s"]), us(m["after_s"]), m["algorithm"], us(n["total_s"]),
+                     us(n["after_s"]), n["algorithm"],
+                     f"{'yes' if t['after_ok'] else 'NO'} {t['after_ratio'] or 0:.2f}",
+                     f"{'yes' if t['total_ok'] else 'NO'} {t['total_ratio']:.2f}",
+                     "-" if t["prune_ok"] is None else
+                     f"{'yes' if t['prune_ok'] else 'NO'} {t['model_vs_nomodel']:.2f}"])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = [f"{run['nranks']} ranks, microseconds per call (mean over ranks)"]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list[int],
+            chunks: int, timeout: float | None) -> dict[str, Any]:
+    exe = paths.artifact("bin/mpilens-bench-alltoall")
+    cmd = [*launcher, str(exe), "--sizes", ",".join(map(str, sizes)),
+           "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),
+           "--chunks", str(chunks)]
+    env = dict(os.environ)
+    env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+    if os.geteuid() == 0:
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    try:
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env,
+                              timeout=timeout)
+    except FileNotFoundError:
+        raise UserError(f"launcher '{launcher[0]}' not found") from None
+    except subprocess.TimeoutExpired:
+        raise UserError(f"benchmark did not finish within {timeout} s") from None
+    for line in proc.stderr.splitlines():
+        if line.startswith("mpilens-bench-alltoall: "):
+            raise UserError(line.removeprefix("mpilens-bench-alltoall: "))
+    start = proc.stdout.find("{")
+    if proc.returncode != 0 or start < 0:
+        raise UserError(f"benchmark failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    run: dict[str, Any] = json.loads(proc.stdout[start:])
+    for r in run["results"]:
+        r["targets"] = targets(r)
+    return run
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    res = [r for run in runs for r in run["results"]]
+    pr = [r for r in res if r["targets"]["prune_ok"] is not None]
+    return {"after_within_5pct": sum(r["targets"]["after_ok"] for r in res),
+            "total_within_10pct": sum(r["targets"]["total_ok"] for r in res),
+            "model_cheaper_from_4KiB": sum(bool(r["targets"]["prune_ok"]) for r in pr),
+            "points": len(res), "points_from_4KiB": len(pr)}
+
+
+def main(argv: list[str]) -> int:
+    if "--" in argv:
+        i = argv.index("--")
+        argv, user_launcher = argv[:i], argv[i + 1:]
+    else:
+        user_launcher = []
+    p = argparse.ArgumentParser(prog="mpilens bench alltoall", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--np", default="4,8", help="rank counts, one run each (default 4,8)")
+    p.add_argument("--sizes", default=DEFAULT_SIZES, help=f"block sizes (default {DEFAULT_SIZES})")
+    p.add_argument("--calls", type=int, default=2000, help="calls per variant (default 2000)")
+    p.add_argument("--learn", type=int, default=50, help="learning calls per candidate (default 50)")
+    p.add_argument("--scale-from", default="16K",
+                   help="above this size calls and learning shrink in proportion (default 16K)")
+    p.add_argument("--chunks", type=int, default=20, help="interleaving chunks (default 20)")
+    p.add_argument("--json", type=Path, help="save the result here")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per run")
+    p.add_argument("--quiet", action="store_true", help="no table")
+    args = p.parse_args(argv)
+    nps = parse_ints(args.np, "--np")
+    sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+    if args.calls < 1 or args.learn < 1 or args.chunks < 1:
+        raise UserError("--calls, --learn and --chunks must be positive integers")
+    if args.json and not args.json.parent.is_dir():
+        raise UserError(f"--json {args.json}: directory {args.json.parent} does not exist")
+    calls, learn = plan(sizes, args.calls, args.learn, parse_size(args.scale_from))
+    runs = []
+    for np_ in nps:
+        run = run_one(launcher_for(user_launcher, np_), sizes, calls, learn, args.chunks,
+                      args.timeout)
+        runs.append(run)
+        if not args.quiet:
+            print(table(run), flush=True)
+    doc = {"family": "alltoall", "mpi": paths.mpi_flavour(), "runs": runs, "summary": summary(runs)}
+    if not args.quiet:
+        print(json.dumps({"summary": doc["summary"]}))
+    if args.json:
+        args.json.write_text(json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
