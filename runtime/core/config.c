@@ -24,7 +24,7 @@ static char *ml_file_funcs = NULL; /* bare function names in the file: an includ
 /* Keys the config file may hold (lower case; engines own the ones with a prefix). */
 static const char *const ml_known[] = {"output", "include", "exclude", "detail", "profile", "clock", "timing",
                                        "max_threads", "max_requests", NULL};
-static const char *const ml_engine_prefix[] = {"alltoall", "repro", "tuning_file", NULL};
+static const char *const ml_engine_prefix[] = {"alltoall", "repro", "tuning_file", "machine", NULL};
 
 const char *ml_config_get(const char *key)
 {
@@ -83,11 +83,9 @@ static int ml_read_file(const char *path)
         for (int i = 0; ml_known[i]; i++) ok |= strcasecmp(k, ml_known[i]) == 0;
         for (int i = 0; ml_engine_prefix[i]; i++) ok |= strncasecmp(k, ml_engine_prefix[i], strlen(ml_engine_prefix[i])) == 0;
         if (!ok || ml_nkv == ML_MAXKV) {
-            char where[600];
-            snprintf(where, sizeof where, "%s line %d", path, lineno);
             snprintf(ml_config_error, sizeof ml_config_error,
                      "mpilens: MPILENS_CONFIG='%s': unknown key '%s' at line %d: expected output, include, "
-                     "exclude, detail, profile, clock, timing, max_threads, max_requests, alltoall*, repro*, tuning_file",
+                     "exclude, detail, profile, clock, timing, max_threads, max_requests, alltoall*, repro*, tuning_file, machine",
                      path, k, lineno);
             fclose(f);
             return 1;
