@@ -114,6 +114,19 @@ static void ml_func_fields(ml_buf_t *b, const ml_frec_t *f, const ml_drec_t *d)
     }
 }
 
+/* [peer, messages, bytes] for every peer with traffic on one side */
+static void ml_put_peers(ml_buf_t *b, const ml_slot_t *m, int side)
+{
+    int first = 1;
+    for (int p = 0; p < ml_world_size; p++) {
+        const ml_peer_t *q = &m->peers[p];
+        uint64_t msgs = side == ML_SEND ? q->msgs_s : q->msgs_r, bytes = side == ML_SEND ? q->bytes_s : q->bytes_r;
+        if (!msgs) continue;
+        ml_put(b, "%s[%d,%llu,%llu]", first ? "" : ",", p, (unsigned long long)msgs, (unsigned long long)bytes);
+        first = 0;
+    }
+}
+
 static void ml_rank_line(ml_buf_t *b, const ml_slot_t *m, const char *host, double wall, double mpi)
 {
     ml_put(b, "{\"rank\":%d,\"host\":", ml_world_rank);
@@ -130,21 +143,9 @@ static void ml_rank_line(ml_buf_t *b, const ml_slot_t *m, const char *host, doub
         ml_put(b, "}");
     }
     ml_put(b, "},\"peers\":{\"sent\":[");
-    first = 1;
-    for (int p = 0; p < ml_world_size; p++)
-        if (m->peers[p].msgs_s) {
-            ml_put(b, "%s[%d,%llu,%llu]", first ? "" : ",", p, (unsigned long long)m->peers[p].msgs_s,
-                   (unsigned long long)m->peers[p].bytes_s);
-            first = 0;
-        }
+    ml_put_peers(b, m, ML_SEND);
     ml_put(b, "],\"recv\":[");
-    first = 1;
-    for (int p = 0; p < ml_world_size; p++)
-        if (m->peers[p].msgs_r) {
-            ml_put(b, "%s[%d,%llu,%llu]", first ? "" : ",", p, (unsigned long long)m->peers[p].msgs_r,
-                   (unsigned long long)m->peers[p].bytes_r);
-            first = 0;
-        }
+    ml_put_peers(b, m, ML_RECV);
     ml_put(b, "]}}\n");
 }
 
