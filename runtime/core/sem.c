@@ -314,6 +314,10 @@ static void ml_side(ml_slot_t *s, int fid, int side, uint64_t total, int npeers)
 
 void ml_coll(ml_slot_t *s, int fid, const ml_coll_t *c)
 {
+    if (ml_repro_flag) { /* served by runtime/repro (ml_mark_repro): count it */
+        ml_repro_flag = 0;
+        if (ml_func_didx[fid] >= 0) s->d[ml_func_didx[fid]].repro++;
+    }
     ml_hent_t tmp;
     const ml_hent_t *e = ml_comm_info(c->comm, &tmp);
     int P = e->rsize, me = e->rank;
