@@ -5,7 +5,10 @@ Every test launches real MPI jobs under libmpilens (mpilens-exec)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,3 +186,23 @@ def test_bad_setting_one_line(build: Path, tmp_path: Path, var: str, value: str,
     errs = [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")]
     assert errs == [f"mpilens: {var}='{value}' is invalid: {accepted}"] or (
         len(errs) == 1 and errs[0].startswith(f"mpilens: {var}='{value}' is invalid: {accepted}")), proc.stderr
+
+
+def test_tune_command_builds_file_then_used(build: Path, tmp_path: Path) -> None:
+    tune = tmp_path / "swept.tune"
+    env = {**os.environ, "MPILENS_BUILD": str(build), "MPILENS_MACHINE": "sweepbox",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python"),
+           "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+    proc = subprocess.run([sys.executable, "-m", "mpilens.cli", "tune", "-o", str(tune), "--np", "2",
+                           "--sizes", "64,1K", "--learn", "2"], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rows = [ln.split("\t") for ln in tune.read_text().splitlines()[2:]]
+    assert [r[:5] for r in rows] == [["sweepbox", "2", "2", "64", "127"],
+                                     ["sweepbox", "2", "2", "1024", "2047"]]
+    assert all(r[5] in ALGOS for r in rows)
+    got = choices(run_mpi(2, exe(build, "a2a_adaptive") + ["3", "64", "1024"],
+                          env=adaptive_env(tmp_path, MPILENS_TUNING_FILE=str(tune),
+                                           MPILENS_MACHINE="sweepbox")).stdout)
+    assert set(got[64].values()) == {(rows[0][5], 0)}
+    assert set(got[1024].values()) == {(rows[1][5], 0)}
