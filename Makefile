@@ -10,6 +10,14 @@ ifeq ($(MPI),openmpi)
 else ifeq ($(MPI),mpich)
   MPICC ?= mpicc.mpich
   MPIFC ?= mpifort.mpich
+else ifeq ($(MPI),intelmpi)
+  # Intel MPI, e.g. from PyPI (pip install "impi-devel<2021.19"): I_MPI_ROOT is its prefix.
+  ifeq ($(I_MPI_ROOT),)
+    $(error MPI=intelmpi needs I_MPI_ROOT set to the Intel MPI prefix)
+  endif
+  MPICC ?= $(I_MPI_ROOT)/bin/mpicc
+  MPIFC ?= $(I_MPI_ROOT)/bin/mpif90
+  export LD_LIBRARY_PATH := $(I_MPI_ROOT)/lib:$(I_MPI_ROOT)/lib/libfabric$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
 else
   MPICC ?= mpicc
   MPIFC ?= mpifort

@@ -29,6 +29,8 @@ def launcher(np_: int) -> list[str]:
         return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(np_)]
     if FLAVOUR == "mpich":
         return ["mpiexec.mpich", "-n", str(np_)]
+    if FLAVOUR == "intelmpi":
+        return [os.path.join(os.environ["I_MPI_ROOT"], "bin", "mpiexec.hydra"), "-n", str(np_)]
     return ["mpirun", "-np", str(np_)]
 
 
@@ -40,6 +42,9 @@ def mpi_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("OMPI_MCA_osc", "sm,rdma,pt2pt")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    if FLAVOUR == "intelmpi":  # one node, no fabric: Intel MPI's shared-memory transport
+        env.setdefault("I_MPI_FABRICS", "shm")
+        env.setdefault("FI_PROVIDER", "shm")
     if extra:
         env.update(extra)
     return env

@@ -29,7 +29,7 @@ def check_header(header: dict, ranks: list[dict], P: int) -> None:
     assert header["nranks"] == P and len(ranks) == P
     assert [r["rank"] for r in ranks] == list(range(P))
     assert header["mpi_flavour"] == FLAVOUR
-    assert ("Open MPI" if FLAVOUR == "openmpi" else "MPICH") in header["mpi_library"]
+    assert {"openmpi": "Open MPI", "mpich": "MPICH", "intelmpi": "Intel"}[FLAVOUR] in header["mpi_library"]
     assert sum(header["ranks_per_host"]) == P and len(header["hosts"]) == len(header["ranks_per_host"])
     assert header["wrapped"]["c"] > 300 and header["wrapped"]["fortran"] > 300
     assert header["overhead_ns"] > 0
@@ -54,15 +54,21 @@ def check_header(header: dict, ranks: list[dict], P: int) -> None:
         assert agg["caution"] == (mean * 1e9 < 5 * header["overhead_ns"]), name
     wall = [r["wall_s"] for r in ranks]
     assert header["wall_s"]["max"] == pytest.approx(max(wall), rel=1e-6)
-    for r in ranks:
-        assert 0 < r["mpi_s"] <= r["wall_s"] * 1.5 + 1.0
+    for r in ranks:  # time in MPI (without MPI_Init) within the wall time, up to sampling error
+        inside = sum(f["time_s"] for n, f in r["functions"].items() if not n.startswith("MPI_Init"))
+        assert r["mpi_s"] == pytest.approx(inside, rel=1e-6)
+        assert 0 < r["mpi_s"] <= r["wall_s"] * 1.2 + 0.01
 
 
-@pytest.mark.parametrize("prog", ["prof_c", "prof_f"])
+@pytest.mark.parametrize("prog", ["prof_c", "prof_f", "prof_fh"])
 @pytest.mark.parametrize("np_", [1, 2, 4, 7])
 def test_exact_profile(build, tmp_path, prog, np_):
     """An unmodified, already-built binary run through mpilens-exec: every rank's
     record is exactly what the program did (>= 25 functions, 8+ size classes)."""
+    if not (PROGS / prog).exists():
+        # only with Intel MPI, whose mpi.mod is for ifx: `use mpi` cannot be built with gfortran
+        # (tests/CMakeLists.txt leaves prof_f out; prof_fh, the mpif.h build, still runs)
+        pytest.skip(f"{prog}: this MPI's Fortran module cannot be used with gfortran")
     out = tmp_path / "p.prof"
     run_mpi(np_, [EXEC, PROGS / prog, tmp_path / "io.dat"], env=profile_env(out))
     header, ranks = read_profile(out)

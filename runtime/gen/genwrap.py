@@ -563,9 +563,15 @@ def fortran_exports(fc: str) -> set[str]:
         exe = Path(td) / "t"
         run([fc, str(src), "-o", str(exe)])
         ldd = run(["ldd", str(exe)])
+    found = re.findall(r"^\s*(\S+)\s+=>\s+(/\S+)", ldd, re.M)
+    libs = [path for _, path in found]
+    # A library the loader cannot find (Intel MPI from PyPI: its rpath names a
+    # missing lib/release) is looked for beside the ones it found.
+    dirs = {os.path.dirname(p) for p in libs}
+    for name in re.findall(r"^\s*(\S+)\s+=>\s+not found", ldd, re.M):
+        libs += [os.path.join(d, name) for d in dirs if os.path.exists(os.path.join(d, name))][:1]
     syms: set[str] = set()
-    for m in re.finditer(r"=>\s+(\S+)", ldd):
-        lib = m.group(1)
+    for lib in libs:
         if "mpi" not in os.path.basename(lib):
             continue
         for ln in run(["nm", "-D", "--defined-only", lib]).splitlines():

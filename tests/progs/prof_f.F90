@@ -1,8 +1,14 @@
-! Fortran twin of prof_c.c (`use mpi`): makes exactly the same MPI calls with
-! the same sizes, so tests/profmodel.py describes both.  Argument 1: scratch file.
+! Fortran twin of prof_c.c: makes exactly the same MPI calls with the same
+! sizes, so tests/profmodel.py describes both.  Built twice: prof_f with
+! `use mpi`, prof_fh with `include 'mpif.h'` (-DMPIF_H).  Argument 1: scratch file.
 program prof_f
+#ifndef MPIF_H
   use mpi
+#endif
   implicit none
+#ifdef MPIF_H
+  include 'mpif.h'
+#endif
   integer :: r, P, right, left, ierr, i, k, n, o, sr, sp, sub, dup, win, fh, cr
   integer :: st(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 2), rq(2)
   integer(kind=1) :: sb(70000), rb(70000)
