@@ -5,7 +5,7 @@
  *
  * Timing: for counts 1, 16, 1Ki, 1Mi doubles, N samples alternating native and
  * reproducible; a sample is the slowest rank's time for a batch of calls
- * divided by the batch size.  Accuracy: for several data sets, bits of the
+ * (sized to ~20 ms of native calls, at least 3) divided by the batch size.  Accuracy: for several data sets, bits of the
  * native result that differ from the correctly rounded exact sum (the
  * reproducible result), 53 - log2(|S| / |native - S|), clamped to [0, 53].
  * Prints one JSON document on rank 0.
@@ -116,9 +116,11 @@ int main(int argc, char **argv)
         x[i] = 2 * urand() - 1;
     for (int c = 0; c < nc; c++) {
         int n = counts[c];
-        int reps = n <= 16 ? 2000 : n <= 1024 ? 500 : 4;
-        batch(0, x, y, n, reps / 4 + 1);          /* warm up both paths */
-        batch(1, x, y, n, reps / 4 + 1);
+        /* warm up both paths, then size a batch to ~20 ms (same on every rank) */
+        batch(1, x, y, n, 2);
+        double t1 = batch(0, x, y, n, 3);
+        int reps = t1 > 0.02 / 3 ? 3 : (int)(0.02 / t1);
+        reps = reps > 2000 ? 2000 : reps;
         for (int s = 0; s < samples; s++) {
             if (s % 2) {
                 sr[s] = batch(1, x, y, n, reps);
