@@ -475,10 +475,35 @@ static int repro_scan(const void *in, void *out, int n, int single, int exclusiv
 
 /* ---- the overrides ---- */
 
-static int gather_fits(int n, MPI_Comm comm)
+/* Allreduce (root < 0) or Reduce: the path depends only on n and the
+ * communicator size, so every rank takes the same one. */
+static int allreduce_path(const void *sendbuf, void *recvbuf, int n, int single, int root,
+                          MPI_Comm comm)
 {
     int P;
-    return PMPI_Comm_size(comm, &P) == MPI_SUCCESS && (long)n * P <= GATHER_MAX;
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    ml_mark_repro();
+    if (n >= WIDE_MIN)
+        return wide_allreduce(in, recvbuf, n, single, root, comm);
+    if (PMPI_Comm_size(comm, &P) == MPI_SUCCESS && (long)n * P <= GATHER_MAX)
+        return gather_allreduce(in, recvbuf, n, single, root, comm);
+    return repro_allreduce(in, recvbuf, n, single, root, comm);
+}
+
+/* Reduce_scatter with recvcounts (or, if NULL, recvcount for every rank), in elements. */
+static int reduce_scatter_path(const void *sendbuf, void *recvbuf, const int *recvcounts,
+                               int recvcount, kind_t k, int P, MPI_Comm comm)
+{
+    int *c = malloc(sizeof(int) * (size_t)P);
+    if (!c)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < P; i++)
+        c[i] = (recvcounts ? recvcounts[i] : recvcount) * k.mult;
+    ml_mark_repro();
+    int rc = repro_reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, c,
+                                  k.single, comm);
+    free(c);
+    return rc;
 }
 
 int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -487,13 +512,7 @@ int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     kind_t k;
     if (!served(count, datatype, op, comm, &k))
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    ml_mark_repro();
-    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (count * k.mult >= WIDE_MIN)
-        return wide_allreduce(in, recvbuf, count * k.mult, k.single, -1, comm);
-    if (gather_fits(count * k.mult, comm))
-        return gather_allreduce(in, recvbuf, count * k.mult, k.single, -1, comm);
-    return repro_allreduce(in, recvbuf, count * k.mult, k.single, -1, comm);
+    return allreduce_path(sendbuf, recvbuf, count * k.mult, k.single, -1, comm);
 }
 
 int mlo_MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -504,13 +523,7 @@ int mlo_MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     if (!served(count, datatype, op, comm, &k) || PMPI_Comm_size(comm, &P) != MPI_SUCCESS
         || root < 0 || root >= P)
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-    ml_mark_repro();
-    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (count * k.mult >= WIDE_MIN)
-        return wide_allreduce(in, recvbuf, count * k.mult, k.single, root, comm);
-    if (gather_fits(count * k.mult, comm))
-        return gather_allreduce(in, recvbuf, count * k.mult, k.single, root, comm);
-    return repro_allreduce(in, recvbuf, count * k.mult, k.single, root, comm);
+    return allreduce_path(sendbuf, recvbuf, count * k.mult, k.single, root, comm);
 }
 
 int mlo_MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
@@ -524,16 +537,7 @@ int mlo_MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcou
             total += recvcounts[i] > 0 ? recvcounts[i] : 0;
     if (!served(total, datatype, op, comm, &k))
         return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
-    int *c = malloc(sizeof(int) * (size_t)P);
-    if (!c)
-        return MPI_ERR_NO_MEM;
-    for (int i = 0; i < P; i++)
-        c[i] = recvcounts[i] * k.mult;
-    ml_mark_repro();
-    int rc = repro_reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, c,
-                                  k.single, comm);
-    free(c);
-    return rc;
+    return reduce_scatter_path(sendbuf, recvbuf, recvcounts, 0, k, P, comm);
 }
 
 int mlo_MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
@@ -544,38 +548,32 @@ int mlo_MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcou
     if (PMPI_Comm_size(comm, &P) != MPI_SUCCESS
         || !served((long)recvcount * P, datatype, op, comm, &k))
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-    int *c = malloc(sizeof(int) * (size_t)P);
-    if (!c)
-        return MPI_ERR_NO_MEM;
-    for (int i = 0; i < P; i++)
-        c[i] = recvcount * k.mult;
+    return reduce_scatter_path(sendbuf, recvbuf, NULL, recvcount, k, P, comm);
+}
+
+/* Scan or Exscan. */
+static int scan_path(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op, MPI_Comm comm, int exclusive)
+{
+    kind_t k;
+    if (!served(count, datatype, op, comm, &k))
+        return exclusive ? PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm)
+                         : PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
     ml_mark_repro();
-    int rc = repro_reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, c,
-                                  k.single, comm);
-    free(c);
-    return rc;
+    return repro_scan(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count * k.mult,
+                      k.single, exclusive, comm);
 }
 
 int mlo_MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                  MPI_Op op, MPI_Comm comm)
 {
-    kind_t k;
-    if (!served(count, datatype, op, comm, &k))
-        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
-    ml_mark_repro();
-    return repro_scan(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count * k.mult,
-                      k.single, 0, comm);
+    return scan_path(sendbuf, recvbuf, count, datatype, op, comm, 0);
 }
 
 int mlo_MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                    MPI_Op op, MPI_Comm comm)
 {
-    kind_t k;
-    if (!served(count, datatype, op, comm, &k))
-        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
-    ml_mark_repro();
-    return repro_scan(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count * k.mult,
-                      k.single, 1, comm);
+    return scan_path(sendbuf, recvbuf, count, datatype, op, comm, 1);
 }
 
 /* ---- set-up ---- */
