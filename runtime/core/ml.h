@@ -165,6 +165,8 @@ static inline int ml_bin(uint64_t n)
 #define ML_NOPEER (-1)
 
 void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int nmsg_hist);
+void ml_repro_count(ml_slot_t *s, int fid); /* an override engine served the call */
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran count arrays are passed to C engines as int arrays");
 int64_t ml_type_size(MPI_Datatype dt);
 int ml_peer_world(MPI_Comm comm, int rank);      /* comm rank -> world rank, ML_NOPEER if none */
 int ml_win_peer_world(MPI_Win win, int rank);

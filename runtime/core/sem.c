@@ -215,6 +215,12 @@ void ml_win_forget(MPI_Win win)
 
 /* ---------------- recording ---------------- */
 
+void ml_repro_count(ml_slot_t *s, int fid)
+{
+    int di = ml_func_didx[fid];
+    if (di >= 0 && ml_fon[fid]) s->d[di].repro++;
+}
+
 void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int hist)
 {
     int di = ml_func_didx[fid];
@@ -314,10 +320,6 @@ static void ml_side(ml_slot_t *s, int fid, int side, uint64_t total, int npeers)
 
 void ml_coll(ml_slot_t *s, int fid, const ml_coll_t *c)
 {
-    if (ml_repro_flag) { /* served by runtime/repro (ml_mark_repro): count it */
-        ml_repro_flag = 0;
-        if (ml_func_didx[fid] >= 0) s->d[ml_func_didx[fid]].repro++;
-    }
     ml_hent_t tmp;
     const ml_hent_t *e = ml_comm_info(c->comm, &tmp);
     int P = e->rsize, me = e->rank;

@@ -495,6 +495,11 @@ TIMED_START = ("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0;\n"
                "    if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); if (tm) t0 = ml_now(); }")
 TIMED_END = ("    uint64_t dt = tm ? ml_now() - t0 : 0;\n    ml_leave();\n"
              "    if (on) {\n        ml_count(S, FID, tm, dt);")
+# Overridden functions: did the engine serve the call (ml_mark_repro)?  The flag is
+# thread-local, cleared before the call and consumed right after it.
+REPRO_BEFORE = "    ml_repro_flag = 0;"
+REPRO_AFTER = "    int rp = ml_repro_flag; ml_repro_flag = 0;"
+REPRO_POST = "if (rp) ml_repro_count(S, FID);"
 NO_WRAP = {"MPI_Pcontrol"}  # varargs: wrapped by hand in core.c
 
 
@@ -533,8 +538,14 @@ def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
             continue
         out.append("    int on = ml_enter();")
         out.extend("    " + ln for ln in plan.pre if ln)
+        ov = f.name in overrides
         out.append(TIMED_START)
+        if ov:
+            out.append(REPRO_BEFORE)
         out.append(f"    {'' if isvoid else f.ret + ' ret = '}{call};")
+        if ov:
+            out.append(REPRO_AFTER)
+            plan.post.append(REPRO_POST)
         out.append(TIMED_END)
         out.extend("        " + ln for ln in plan.always_post)
         if plan.post:
@@ -586,8 +597,29 @@ FRET = {"WALL_TIME": "double", "TICK_RESOLUTION": "double",
 STRING_KINDS = {"STRING", "STRING_ARRAY", "STRING_2DARRAY"}
 
 
+F2C_SCALAR = {
+    "DATATYPE": "PMPI_Type_f2c(*(const MPI_Fint *)({a}))",
+    "OPERATION": "PMPI_Op_f2c(*(const MPI_Fint *)({a}))",
+    "COMMUNICATOR": "PMPI_Comm_f2c(*(const MPI_Fint *)({a}))",
+    "RANK": "(int)*(const MPI_Fint *)({a})",
+    "POLYXFER_NUM_ELEM_NNI": "(int)*(const MPI_Fint *)({a})",
+    "POLYXFER_NUM_ELEM": "(int)*(const MPI_Fint *)({a})",
+    "BUFFER": "(void *)ml_fbuf({a})",
+}
+
+
+def f2c_arg(p: dict, a: str, fname: str) -> str:
+    """C value of a Fortran argument, for calling a C override engine."""
+    if p["kind"] in ("POLYXFER_NUM_ELEM_NNI", "POLYXFER_NUM_ELEM") and p["length"]:
+        return f"(const int *)({a})"  # MPI_Fint arrays (MPI_Fint is int: checked in ml.h)
+    if p["kind"] not in F2C_SCALAR or p["length"]:
+        sys.exit(f"genwrap: cannot call the override of {fname} from Fortran: parameter "
+                 f"{p['name']} of kind {p['kind']} has no conversion")
+    return F2C_SCALAR[p["kind"]].format(a=a)
+
+
 def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]) -> tuple[str, int]:
-    out = [HEADER, '#include "ml.h"', ""]
+    out = [HEADER, '#include "ml.h"', '#include "overrides.h"', ""]
     n = 0
     for key, e in sorted(std.items()):
         a = e["attributes"]
@@ -614,6 +646,11 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
         fn = f"ml_f_{low[4:]}"
         out.append(f"static {ret} {fn}({decl})\n{{")
         call = f"{pm}({', '.join(args)})"
+        if cname in overrides:
+            # The engine is C: convert the Fortran arguments and call it (the MPI's own
+            # pmpi_xxx_ would bypass it where the Fortran binding calls PMPI_Xxx).
+            cargs = [f2c_arg(p, c, cname) for p, c in zip(params, cnames) if p["name"] != "ierror"]
+            call = f"*(MPI_Fint *)({cnames[-1]}) = mlo_{cname}({', '.join(cargs)})"
         if cname in HOOKS_INIT:
             out.append(f"    uint64_t t0 = ml_now_slow();\n    ml_depth++;\n    {call};\n    ml_depth--;")
             out.append("    if (*(MPI_Fint *)(a%d) == MPI_SUCCESS) ml_after_init(NULL, NULL);" % (len(cnames) - 1))
@@ -626,8 +663,14 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
             out.append(f"    enum {{ FID = {fid[cname]} }};")
             out.append("    int on = ml_enter();")
             out.extend("    " + ln for ln in plan.pre if ln)
+            ov = cname in overrides
             out.append(TIMED_START)
+            if ov:
+                out.append(REPRO_BEFORE)
             out.append(f"    {'' if ret == 'void' else ret + ' ret = '}{call};")
+            if ov:
+                out.append(REPRO_AFTER)
+                plan.post.append(REPRO_POST)
             ierr = f"*(MPI_Fint *)({cnames[-1]})" if names and names[-1] == "ierror" else "MPI_SUCCESS"
             out.append(TIMED_END)
             if plan.always_post:
