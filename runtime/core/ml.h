@@ -164,16 +164,77 @@ static inline int ml_bin(uint64_t n)
 #define ML_RECV 1
 #define ML_NOPEER (-1)
 
-void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int nmsg_hist);
 void ml_repro_count(ml_slot_t *s, int fid); /* an override engine served the call */
 _Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran count arrays are passed to C engines as int arrays");
-int64_t ml_type_size(MPI_Datatype dt);
-int ml_peer_world(MPI_Comm comm, int rank);      /* comm rank -> world rank, ML_NOPEER if none */
+int ml_peer_world_slow(MPI_Comm comm, int rank);
 int ml_win_peer_world(MPI_Win win, int rank);
-void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes);
 
-void ml_p2p_send(ml_slot_t *s, int fid, int64_t count, MPI_Datatype dt, int dest, MPI_Comm comm);
-void ml_p2p_recv(ml_slot_t *s, int fid, MPI_Comm comm, const MPI_Status *st); /* comm may be MPI_COMM_NULL */
+/* The helpers of every point-to-point call are inline: no call, few cache lines. */
+
+/* Datatype sizes: a one-entry cache per thread, invalidated by MPI_Type_free. */
+typedef struct { MPI_Datatype dt; int64_t size; unsigned epoch; } ml_tcache_t;
+extern ML_TLS ml_tcache_t ml_tcache;
+extern volatile unsigned ml_type_epoch;
+int64_t ml_type_size_slow(MPI_Datatype dt);
+static inline int64_t ml_type_size(MPI_Datatype dt)
+{
+    if (ml_tcache.dt == dt && ml_tcache.epoch == ml_type_epoch) return ml_tcache.size;
+    return ml_type_size_slow(dt);
+}
+
+/* comm rank -> MPI_COMM_WORLD rank, ML_NOPEER if none (MPI_PROC_NULL, MPI_ANY_SOURCE, ...) */
+static inline int ml_peer_world(MPI_Comm comm, int rank)
+{
+    if (rank < 0) return ML_NOPEER;
+    if (comm == MPI_COMM_WORLD) return rank;
+    return ml_peer_world_slow(comm, rank);
+}
+
+static inline void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int hist)
+{
+    int di = ml_func_didx[fid];
+    if (di < 0 || !ml_fon[fid]) return;
+    ml_drec_t *d = &s->d[di];
+    if (side == ML_SEND) {
+        d->bytes_s += total;
+        if (hist) d->hist_s[ml_bin(block)]++;
+    } else {
+        d->bytes_r += total;
+        if (hist) d->hist_r[ml_bin(block)]++;
+    }
+}
+
+static inline void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
+{
+    if (wpeer < 0 || wpeer >= ml_world_size) return;
+    ml_peer_t *p = &s->peers[wpeer];
+    if (side == ML_SEND) {
+        p->msgs_s++;
+        p->bytes_s += bytes;
+    } else {
+        p->msgs_r++;
+        p->bytes_r += bytes;
+    }
+}
+
+static inline void ml_p2p_send(ml_slot_t *s, int fid, int64_t count, MPI_Datatype dt, int dest, MPI_Comm comm)
+{
+    if (dest == MPI_PROC_NULL) return;
+    uint64_t n = count > 0 ? (uint64_t)count * (uint64_t)ml_type_size(dt) : 0;
+    ml_bytes(s, fid, ML_SEND, n, n, 1);
+    ml_peer_add(s, ML_SEND, ml_peer_world(comm, dest), n);
+}
+
+/* A completed receive: the size actually received and the source, from the status. */
+static inline void ml_p2p_recv(ml_slot_t *s, int fid, MPI_Comm comm, const MPI_Status *st)
+{
+    if (st->MPI_SOURCE == MPI_PROC_NULL) return;
+    MPI_Count n = 0;
+    if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) n = 0;
+    ml_bytes(s, fid, ML_RECV, (uint64_t)n, (uint64_t)n, 1);
+    if (comm != MPI_COMM_NULL) ml_peer_add(s, ML_RECV, ml_peer_world(comm, st->MPI_SOURCE), (uint64_t)n);
+}
+
 void ml_rma(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt, int target, MPI_Win win);
 void ml_io(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt);
 void ml_comm_forget(MPI_Comm comm);

@@ -15,22 +15,20 @@
 
 /* ---------------- datatype sizes (one-entry cache per thread) ---------------- */
 
-static volatile unsigned ml_type_epoch = 1;
+volatile unsigned ml_type_epoch = 1;
 void ml_type_forget(void) { __atomic_add_fetch(&ml_type_epoch, 1, __ATOMIC_RELAXED); }
 
-int64_t ml_type_size(MPI_Datatype dt)
+ML_TLS ml_tcache_t ml_tcache;
+
+int64_t ml_type_size_slow(MPI_Datatype dt)
 {
-    static ML_TLS MPI_Datatype last;
-    static ML_TLS int64_t last_size;
-    static ML_TLS unsigned last_epoch;
-    if (dt == MPI_DATATYPE_NULL) return 0;
-    if (last_epoch == ml_type_epoch && dt == last) return last_size;
     MPI_Count sz = 0;
+    if (dt == MPI_DATATYPE_NULL) return 0;
     if (PMPI_Type_size_x(dt, &sz) != MPI_SUCCESS || sz == MPI_UNDEFINED) sz = 0;
-    last = dt;
-    last_size = (int64_t)sz;
-    last_epoch = ml_type_epoch;
-    return last_size;
+    ml_tcache.dt = dt;
+    ml_tcache.size = (int64_t)sz;
+    ml_tcache.epoch = ml_type_epoch;
+    return (int64_t)sz;
 }
 
 /* ---------------- communicator and window tables ---------------- */
@@ -163,10 +161,8 @@ static const ml_hent_t *ml_comm_info(MPI_Comm comm, ml_hent_t *tmp)
     return ins ? ins : tmp; /* table full: tmp (its translation leaks only in that case) */
 }
 
-int ml_peer_world(MPI_Comm comm, int rank)
+int ml_peer_world_slow(MPI_Comm comm, int rank)
 {
-    if (rank < 0) return ML_NOPEER; /* MPI_PROC_NULL, MPI_ANY_SOURCE, MPI_ROOT */
-    if (comm == MPI_COMM_WORLD) return rank;
     ml_hent_t tmp;
     const ml_hent_t *e = ml_comm_info(comm, &tmp);
     if (!e->world || rank >= e->rsize) return ML_NOPEER;
@@ -221,49 +217,9 @@ void ml_repro_count(ml_slot_t *s, int fid)
     if (di >= 0 && ml_fon[fid]) s->d[di].repro++;
 }
 
-void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int hist)
-{
-    int di = ml_func_didx[fid];
-    if (di < 0 || !ml_fon[fid]) return;
-    ml_drec_t *d = &s->d[di];
-    if (side == ML_SEND) {
-        d->bytes_s += total;
-        if (hist) d->hist_s[ml_bin(block)]++;
-    } else {
-        d->bytes_r += total;
-        if (hist) d->hist_r[ml_bin(block)]++;
-    }
-}
 
-void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
-{
-    if (wpeer < 0 || wpeer >= ml_world_size) return;
-    ml_peer_t *p = &s->peers[wpeer];
-    if (side == ML_SEND) {
-        p->msgs_s++;
-        p->bytes_s += bytes;
-    } else {
-        p->msgs_r++;
-        p->bytes_r += bytes;
-    }
-}
 
-void ml_p2p_send(ml_slot_t *s, int fid, int64_t count, MPI_Datatype dt, int dest, MPI_Comm comm)
-{
-    if (dest == MPI_PROC_NULL) return;
-    uint64_t n = count > 0 ? (uint64_t)count * (uint64_t)ml_type_size(dt) : 0;
-    ml_bytes(s, fid, ML_SEND, n, n, 1);
-    ml_peer_add(s, ML_SEND, ml_peer_world(comm, dest), n);
-}
 
-void ml_p2p_recv(ml_slot_t *s, int fid, MPI_Comm comm, const MPI_Status *st)
-{
-    if (st->MPI_SOURCE == MPI_PROC_NULL) return;
-    MPI_Count n = 0;
-    if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) n = 0;
-    ml_bytes(s, fid, ML_RECV, (uint64_t)n, (uint64_t)n, 1);
-    if (comm != MPI_COMM_NULL) ml_peer_add(s, ML_RECV, ml_peer_world(comm, st->MPI_SOURCE), (uint64_t)n);
-}
 
 void ml_rma(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt, int target, MPI_Win win)
 {
