@@ -168,16 +168,19 @@ void ml_after_init(int *argc, char ***argv)
     ml_fortran_init();
     ml_slow_ticks = ml_ns_to_ticks(2000);
     if (ml_cfg_profile) {
+        /* The probe runs as an outermost call, even when MPI_Init was reached
+         * from a Fortran wrapper (MPICH's mpi_init_ calls the C MPI_Init). */
+        int depth = ml_depth;
         ml_fon[0] = 1;
         ml_active = 1;
-        ml_depth--;
+        ml_depth = 0;
         /* a fully timed call (what "caution" compares with), then the policy in force */
         ml_sample_mask = 0;
         ml_overhead_ns = ml_measure_overhead();
         ml_sample_mask = ml_cfg_sample ? 15 : 0;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
         ml_overhead_sampled_ns = ml_measure_overhead();
-        ml_depth++;
+        ml_depth = depth;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
         ml_fon[0] = 0;
     }
