@@ -37,9 +37,10 @@ setup:
 python: setup
 
 build:
+	@mkdir -p $(dir $(BUILD))
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
 	    -DCMAKE_C_COMPILER=$(MPICC) -DCMAKE_Fortran_COMPILER=$(MPIFC) >$(BUILD).configure.log 2>&1 \
-	    || { mkdir -p $(BUILD); cat $(BUILD).configure.log; exit 1; }
+	    || { cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # `mpilens demo` from this checkout's python/ (works even where the editable install could not be made)
