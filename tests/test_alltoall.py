@@ -49,7 +49,22 @@ def test_forced_algorithm_matches_native(build: Path, tmp_path: Path, alg: str) 
                        env={"MPILENS_ALLTOALL": alg, "MPILENS_PROFILE": "off",
                             "MPILENS_OUTPUT": str(tmp_path / "p.prof")}, timeout=120)
         # 2 communicators x 4 counts x 6 type/in-place cases + 1 on a fresh communicator
-        assert "a2a_check: cases=49 mismatches=0" in proc.stdout, (np_, proc.stdout)
+        # + 2 with a freed and re-created datatype
+        assert "a2a_check: cases=51 mismatches=0" in proc.stdout, (np_, proc.stdout)
+
+
+def test_calls_are_keyed_by_their_own_block_size(build: Path, tmp_path: Path) -> None:
+    # a2a_check on 2 ranks: the engine keys its state by block bytes; a repeated call
+    # skips the datatype queries, so a freed datatype whose handle comes back as a
+    # bigger type (7 x 6 ints = 168 bytes; MPICH hands the handle out again at once)
+    # must still be seen as new
+    run_mpi(2, exe(build, "a2a_check"),
+            env={"MPILENS_ALLTOALL": "spread", "MPILENS_OUTPUT": str(tmp_path / "k.prof")})
+    header, _ = read_profile(tmp_path / "k.prof")
+    world = {e["bytes"]: e["calls"] for e in header["alltoall"] if e["comm_size"] == 2}
+    # n = 0, 1, 7, 1000 x (int, double, strided, strided->2 ints, in-place int, in-place
+    # strided) + 7 doubles on a fresh communicator + the re-created datatype (7 x 2, 7 x 6 ints)
+    assert world == {0: 6, 4: 2, 8: 4, 28: 2, 56: 4 + 1 + 1, 168: 1, 4000: 2, 8000: 4}
 
 
 def test_forced_algorithm_is_recorded(build: Path, tmp_path: Path) -> None:
@@ -106,6 +121,24 @@ def test_adaptive_nomodel_learns_every_algorithm(build: Path, tmp_path: Path) ->
     header, _ = read_profile(tmp_path / "a2a.prof")
     [e] = header["alltoall"]
     assert (e["learning_calls"], e["grouping_s"], sorted(e["candidates"])) == (21, 0, sorted(ALGOS))
+
+
+@pytest.mark.parametrize("race,learning_calls", [("1.000001", 2 * 7), ("off", 10 * 7)])
+def test_race_drops_slower_candidates(build: Path, tmp_path: Path, race: str,
+                                      learning_calls: int) -> None:
+    # N = 10: the race point is N/5 = 2 calls each; a factor of 1.000001 leaves only the
+    # fastest (it wins at once), "off" learns all seven for N calls each (the paper).
+    proc = run_mpi(NP, exe(build, "a2a_adaptive") + ["100", "512"],
+                   env=adaptive_env(tmp_path, MPILENS_ALLTOALL_MODEL="off",
+                                    MPILENS_ALLTOALL_LEARN="10", MPILENS_ALLTOALL_RACE=race))
+    per_rank = choices(proc.stdout)[512]
+    assert len(set(per_rank.values())) == 1, per_rank
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    [e] = header["alltoall"]
+    assert (e["learning_calls"], e["calls"], e["source"]) == (learning_calls, 100, "learned")
+    assert per_rank[0] == (e["algorithm"], learning_calls)
+    assert set(e["learned_mean_s"]) == set(ALGOS)  # the dropped keep their partial mean
+    assert e["learned_mean_s"][e["algorithm"]] == min(e["learned_mean_s"].values())
 
 
 def test_drift_triggers_agreed_relearning(build: Path, tmp_path: Path) -> None:
@@ -177,6 +210,7 @@ def test_corrupt_tuning_file_stops_at_init(build: Path, tmp_path: Path, content:
     ("MPILENS_ALLTOALL_LEARN", "0", "expected an integer >= 1"),
     ("MPILENS_ALLTOALL_MODEL", "yes", "expected on or off"),
     ("MPILENS_ALLTOALL_DRIFT", "-1", "expected a number in (0, 100]"),
+    ("MPILENS_ALLTOALL_RACE", "1", "expected off or a factor in (1, 1000]"),
 ])
 def test_bad_setting_one_line(build: Path, tmp_path: Path, var: str, value: str, accepted: str) -> None:
     env = adaptive_env(tmp_path)

@@ -1,4 +1,5 @@
 /* mpilens-bench-alltoall --sizes B[,B...] --calls N[,N...] --learn N[,N...] [--chunks K]
+ *                        [--race F]
  *
  * For each block size B (bytes per destination): N calls of each variant —
  * native PMPI_Alltoall, the seven algorithms forced, adaptive with model
@@ -13,7 +14,8 @@
  *     "adaptive":{"model":{"total_s":t,"after_s":t,"algorithm":"...","learning_calls":n},
  *                 "nomodel":{...}}}]}
  * total_s = mean per call over all N calls (learning included); after_s =
- * mean per call of the calls made after learning had finished.
+ * mean per call of the calls made after learning had finished.  --race F: the
+ * adaptive variants' early-elimination factor (MPILENS_ALLTOALL_RACE; 0 = off).
  *
  * --tune FILE: instead of timing, learn every size with all seven candidates
  * (no model pruning: offline, thoroughness beats cost) on MPI_COMM_WORLD and
@@ -76,10 +78,11 @@ int main(int argc, char **argv)
     long sizes[MAXS], calls[MAXS], learn[MAXS];
     int ns = 0, nc = 0, nl = 0, chunks = 10;
     const char *tune = NULL;
+    double race = ML_A2A_RACE_DEFAULT;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
-            die(rank, "option without a value (options: --sizes, --calls, --learn, --chunks)");
+            die(rank, "option without a value (options: --sizes, --calls, --learn, --chunks, --race, --tune)");
         if (!strcmp(argv[i], "--sizes"))
             ns = parse_list(v, sizes, MAXS);
         else if (!strcmp(argv[i], "--calls"))
@@ -88,10 +91,15 @@ int main(int argc, char **argv)
             nl = parse_list(v, learn, MAXS);
         else if (!strcmp(argv[i], "--chunks"))
             chunks = atoi(v);
-        else if (!strcmp(argv[i], "--tune"))
+        else if (!strcmp(argv[i], "--race")) {
+            char *end;
+            race = strtod(v, &end);
+            if (end == v || *end || (race != 0 && !(race > 1 && race <= 1000)))
+                die(rank, "--race needs 0 (off) or a factor in (1, 1000]");
+        } else if (!strcmp(argv[i], "--tune"))
             tune = v;
         else
-            die(rank, "unknown option (accepted: --sizes, --calls, --learn, --chunks, --tune)");
+            die(rank, "unknown option (accepted: --sizes, --calls, --learn, --chunks, --race, --tune)");
         i++;
     }
     if (ns <= 0 || nc <= 0 || nl <= 0 || chunks < 1)
@@ -106,6 +114,7 @@ int main(int argc, char **argv)
     if (tune) {
         setenv("MPILENS_ALLTOALL", "adaptive", 1);
         setenv("MPILENS_ALLTOALL_MODEL", "off", 1);
+        setenv("MPILENS_ALLTOALL_RACE", "off", 1);
         setenv("MPILENS_TUNING_FILE", tune, 1);
         char lbuf[32];
         snprintf(lbuf, sizeof lbuf, "%ld", learn[0]);
@@ -154,16 +163,18 @@ int main(int argc, char **argv)
                 int v = (j + c) % NV;
                 PMPI_Barrier(MPI_COMM_WORLD);
                 if (v == V_MODEL || v == V_NOMODEL)
-                    ml_a2a_set_config(ML_A2A_MODE_ADAPTIVE, (int)L, v == V_MODEL, 1000, 0.5);
+                    ml_a2a_set_config(ML_A2A_MODE_ADAPTIVE, (int)L, v == V_MODEL, 1000, 0.5, race);
                 for (long i = 0; i < n; i++) {
+                    /* asked before the clock starts, and for every variant alike: in a
+                     * collective one rank's work outside the call is its peers' wait inside */
+                    int after = mpilens_alltoall_choice(comm[v], B, NULL) != NULL &&
+                                v > ML_A2A_NALG;
                     double t0 = PMPI_Wtime();
-                    int after = 0;
                     if (v == V_NATIVE) {
                         PMPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
                     } else if (v <= ML_A2A_NALG) {
                         ml_a2a_algos[v - 1](sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
                     } else {
-                        after = mpilens_alltoall_choice(comm[v], B, NULL) != NULL;
                         mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
                     }
                     double dt = PMPI_Wtime() - t0;

@@ -102,11 +102,11 @@ def table(run: dict[str, Any]) -> str:
 
 
 def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list[int],
-            chunks: int, timeout: float | None) -> dict[str, Any]:
+            chunks: int, timeout: float | None, race: float = 2.0) -> dict[str, Any]:
     exe = paths.artifact("bin/mpilens-bench-alltoall")
     cmd = [*launcher, str(exe), "--sizes", ",".join(map(str, sizes)),
            "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),
-           "--chunks", str(chunks)]
+           "--chunks", str(chunks), "--race", repr(race)]
     env = dict(os.environ)
     env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
     if os.geteuid() == 0:
@@ -129,6 +129,18 @@ def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list
     for r in run["results"]:
         r["targets"] = targets(r)
     return run
+
+
+def parse_race(text: str) -> float:
+    if text == "off":
+        return 0.0
+    try:
+        race = float(text)
+    except ValueError:
+        race = -1.0
+    if not 1 < race <= 1000:
+        raise UserError(f"--race {text}: expected off or a factor in (1, 1000]")
+    return race
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -155,6 +167,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--scale-from", default="16K",
                    help="above this size calls and learning shrink in proportion (default 16K)")
     p.add_argument("--chunks", type=int, default=20, help="interleaving chunks (default 20)")
+    p.add_argument("--race", default="1.5",
+                   help="adaptive learning drops candidates this many times slower than the best "
+                        "after a fifth of the learning calls (MPILENS_ALLTOALL_RACE; off = the "
+                        "paper's full learning; default 1.5)")
     p.add_argument("--json", type=Path, help="save the result here")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run")
     p.add_argument("--quiet", action="store_true", help="no table")
@@ -163,13 +179,14 @@ def main(argv: list[str]) -> int:
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     if args.calls < 1 or args.learn < 1 or args.chunks < 1:
         raise UserError("--calls, --learn and --chunks must be positive integers")
+    race = parse_race(args.race)
     if args.json and not args.json.parent.is_dir():
         raise UserError(f"--json {args.json}: directory {args.json.parent} does not exist")
     calls, learn = plan(sizes, args.calls, args.learn, parse_size(args.scale_from))
     runs = []
     for np_ in nps:
         run = run_one(launcher_for(user_launcher, np_), sizes, calls, learn, args.chunks,
-                      args.timeout)
+                      args.timeout, race)
         runs.append(run)
         if not args.quiet:
             print(table(run), flush=True)

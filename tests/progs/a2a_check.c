@@ -78,6 +78,16 @@ int main(int argc, char **argv)
     bad += one_case(split, 7, MPI_DOUBLE, 7, MPI_DOUBLE, 7, 0, seed++);
     cases++;
     MPI_Comm_free(&split);
+    /* a freed datatype's handle may come back as another type (same call otherwise):
+     * nothing the engine remembered of the old one may survive */
+    MPI_Datatype t2;
+    for (int v = 0; v < 2; v++) {
+        MPI_Type_vector(v ? 3 : 2, v ? 2 : 1, v ? 4 : 3, MPI_INT, &t2);
+        MPI_Type_commit(&t2);
+        bad += one_case(MPI_COMM_WORLD, 7, t2, 7, t2, 7, 0, seed++);
+        MPI_Type_free(&t2);
+        cases++;
+    }
     int tot = 0;
     MPI_Reduce(&bad, &tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0)
