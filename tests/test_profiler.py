@@ -216,6 +216,20 @@ def test_mpilens_exec_usage(build):
     assert "mpilens-exec: profiler library '/nonexistent/libmpilens.so' not found" in proc.stderr
 
 
+def test_mpi_f08_program_is_reported_not_profiled(build, tmp_path):
+    """mpi_f08 bindings reach PMPI directly: no profile, and one line saying why (rank 0)."""
+    prog = PROGS / "f08_hello"
+    if not prog.exists():
+        pytest.skip("this MPI's mpi_f08 module cannot be used with this compiler")
+    out = tmp_path / "p.prof"
+    proc = run_mpi(3, [EXEC, prog], env=profile_env(out))
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")]
+    assert lines == ["mpilens: this program started MPI without passing through mpilens (the "
+                     "mpi_f08 Fortran bindings are not interposed; use 'use mpi' or mpif.h): "
+                     "no profile written"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_constant_memory_records(build):
     """Records are fixed-size arrays: the generated table sizes bound them."""
     h = (BUILD / "runtime" / "gen" / "ml_funcs.h").read_text()

@@ -188,6 +188,21 @@ void ml_after_init(int *argc, char ***argv)
     ml_t_init = ml_now();
 }
 
+/* At exit: MPI was initialised but never through mpilens (the program uses
+ * bindings that reach PMPI directly, such as mpi_f08): say so once (rank 0 or
+ * an unknown rank) instead of leaving the user with a missing profile. */
+__attribute__((destructor)) static void ml_unseen_check(void)
+{
+    int init = 0;
+    if (ml_init_done || PMPI_Initialized(&init) != MPI_SUCCESS || !init) return;
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r) r = getenv("PMI_RANK");
+    if (!r) r = getenv("PMIX_RANK");
+    if (r && atoi(r) != 0) return;
+    fprintf(stderr, "mpilens: this program started MPI without passing through mpilens (the mpi_f08 "
+            "Fortran bindings are not interposed; use 'use mpi' or mpif.h): no profile written\n");
+}
+
 void ml_before_finalize(void)
 {
     if (ml_final_done || !ml_init_done) return;
