@@ -199,8 +199,8 @@ __attribute__((destructor)) static void ml_unseen_check(void)
     if (!r) r = getenv("PMI_RANK");
     if (!r) r = getenv("PMIX_RANK");
     if (r && atoi(r) != 0) return;
-    fprintf(stderr, "mpilens: this program started MPI without passing through mpilens (the mpi_f08 "
-            "Fortran bindings are not interposed; use 'use mpi' or mpif.h): no profile written\n");
+    fprintf(stderr, "mpilens: this program started MPI without passing through mpilens (this MPI's "
+            "mpi_f08 Fortran bindings are not interposed; use 'use mpi' or mpif.h): no profile written\n");
 }
 
 void ml_before_finalize(void)

@@ -567,15 +567,20 @@ def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
 
 
 def fortran_exports(fc: str) -> set[str]:
-    """Symbols the MPI Fortran library exports (found by linking a tiny program)."""
+    """Symbols the MPI Fortran libraries export (found by linking tiny programs: mpif.h,
+    and `use mpi_f08` where this compiler can read that module)."""
     with tempfile.TemporaryDirectory() as td:
         src = Path(td) / "t.f90"
         src.write_text("program t\ninclude 'mpif.h'\ninteger ierr\ncall MPI_INIT(ierr)\ncall MPI_FINALIZE(ierr)\nend program\n")
         exe = Path(td) / "t"
         run([fc, str(src), "-o", str(exe)])
         ldd = run(["ldd", str(exe)])
+        src8 = Path(td) / "t8.f90"
+        src8.write_text("program t\nuse mpi_f08\ncall MPI_Init()\ncall MPI_Finalize()\nend program\n")
+        if subprocess.run([fc, str(src8), "-o", str(exe) + "8"], capture_output=True).returncode == 0:
+            ldd += run(["ldd", str(exe) + "8"])
     found = re.findall(r"^\s*(\S+)\s+=>\s+(/\S+)", ldd, re.M)
-    libs = [path for _, path in found]
+    libs = list(dict.fromkeys(path for _, path in found))
     # A library the loader cannot find (Intel MPI from PyPI: its rpath names a
     # missing lib/release) is looked for beside the ones it found.
     dirs = {os.path.dirname(p) for p in libs}
@@ -618,9 +623,10 @@ def f2c_arg(p: dict, a: str, fname: str) -> str:
     return F2C_SCALAR[p["kind"]].format(a=a)
 
 
-def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]) -> tuple[str, int]:
+def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]) -> tuple[str, int, int]:
     out = [HEADER, '#include "ml.h"', '#include "overrides.h"', ""]
-    n = 0
+    n = n08 = 0
+    f08_ok = not any(x.endswith("_f08ts_") for x in exports)
     for key, e in sorted(std.items()):
         a = e["attributes"]
         if not a["f90_expressible"] or a["callback"] or a["not_with_mpif"] or a["predefined_function"]:
@@ -641,55 +647,75 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
         plan = plan_for(cname, b) if cname in fid else Plan()
         decl = ", ".join([f"void *{c}" for c in cnames] + [f"size_t {h}" for h in hidden]) or "void"
         args = [plan.subst.get(s, c) for s, c in zip(names, cnames)] + hidden
-        pm = f"pmpi_{low[4:]}_"
-        out.append(f"extern {ret} {pm}({decl});")
-        fn = f"ml_f_{low[4:]}"
-        out.append(f"static {ret} {fn}({decl})\n{{")
-        call = f"{pm}({', '.join(args)})"
-        if cname in overrides:
-            # The engine is C: convert the Fortran arguments and call it (the MPI's own
-            # pmpi_xxx_ would bypass it where the Fortran binding calls PMPI_Xxx).
-            cargs = [f2c_arg(p, c, cname) for p, c in zip(params, cnames) if p["name"] != "ierror"]
-            call = f"*(MPI_Fint *)({cnames[-1]}) = mlo_{cname}({', '.join(cargs)})"
-        if cname in HOOKS_INIT:
-            out.append(f"    uint64_t t0 = ml_now_slow();\n    ml_depth++;\n    {call};\n    ml_depth--;")
-            out.append("    if (*(MPI_Fint *)(a%d) == MPI_SUCCESS) ml_after_init(NULL, NULL);" % (len(cnames) - 1))
-            out.append(f"    if (ml_active) {{ ml_slot_t *S = ml_slot(); ml_time(S, {fid[cname]}, ml_ns_to_ticks(ml_now_slow() - t0)); }}")
-        elif cname == "MPI_Finalize":
-            out.append(f"    ml_before_finalize();\n    ml_depth++;\n    {call};\n    ml_depth--;")
-        elif cname not in fid:  # known to the Fortran library only: pass through, untimed
-            out.append(f"    {'return ' if ret != 'void' else ''}{call};")
-        else:
-            out.append(f"    enum {{ FID = {fid[cname]} }};")
-            out.append("    int on = ml_enter();")
-            out.extend("    " + ln for ln in plan.pre if ln)
-            ov = cname in overrides
-            out.append(TIMED_START)
-            if ov:
-                out.append(REPRO_BEFORE)
-            out.append(f"    {'' if ret == 'void' else ret + ' ret = '}{call};")
-            if ov:
-                out.append(REPRO_AFTER)
-                plan.post.append(REPRO_POST)
-            ierr = f"*(MPI_Fint *)({cnames[-1]})" if names and names[-1] == "ierror" else "MPI_SUCCESS"
-            out.append(TIMED_END)
-            if plan.always_post:
-                out.append(f"        {{ int ret = {ierr}; (void)ret;")
-                out.extend("          " + ln for ln in plan.always_post)
-                out.append("        }")
-            if plan.post:
-                out.append(f"        if ({ierr} == MPI_SUCCESS) {{ if (__builtin_expect(S->shared, 0)) ml_shared_lock();")
-                out.extend("          " + ln for ln in plan.post if ln)
-                out.append("          if (__builtin_expect(S->shared, 0)) ml_shared_unlock(); }")
-            out.append("    }")
-            if ret != "void":
-                out.append("    return ret;")
-        out.append("}")
-        for mangled in (f"{low}_", f"{low}__", low, name.upper()):
-            out.append(f'{ret} {mangled}({decl}) __attribute__((alias("{fn}"), visibility("default")));')
-        out.append("")
+        # mpif.h / `use mpi` (pmpi_xxx_), and mpi_f08 where its binding has the same
+        # arguments by reference (Open MPI's mpi_xxx_f08_: handles are one-integer
+        # derived types, buffers plain addresses, ierror optional); MPICH's f08
+        # bindings pass buffers as descriptors (mpi_xxx_f08ts_) and are left alone.
+        variants = [("f", f"pmpi_{low[4:]}_")]
+        pm08 = f"pmpi_{low[4:]}_f08_"
+        if f08_ok and a["f08_expressible"] and pm08 in exports:
+            p08 = [p["name"] for p in e["parameters"] if "f08_parameter" not in p["suppress"].split()
+                   and p["kind"] != "VARARGS"]
+            if p08 == names:
+                variants.append(("f08", pm08))
+        for var, pm in variants:
+            out.append(f"extern {ret} {pm}({decl});")
+            fn = f"ml_{var}_{low[4:]}"
+            out.append(f"static {ret} {fn}({decl})\n{{")
+            call = f"{pm}({', '.join(args)})"
+            if cname in overrides:
+                # The engine is C: convert the Fortran arguments and call it (the MPI's own
+                # pmpi_xxx_ would bypass it where the Fortran binding calls PMPI_Xxx).
+                cargs = [f2c_arg(p, c, cname) for p, c in zip(params, cnames) if p["name"] != "ierror"]
+                call = f"*(MPI_Fint *)({cnames[-1]}) = mlo_{cname}({', '.join(cargs)})"
+            if cname in HOOKS_INIT:
+                out.append(f"    uint64_t t0 = ml_now_slow();\n    ml_depth++;\n    {call};\n    ml_depth--;")
+                out.append("    if (*(MPI_Fint *)(a%d) == MPI_SUCCESS) ml_after_init(NULL, NULL);" % (len(cnames) - 1))
+                out.append(f"    if (ml_active) {{ ml_slot_t *S = ml_slot(); ml_time(S, {fid[cname]}, ml_ns_to_ticks(ml_now_slow() - t0)); }}")
+            elif cname == "MPI_Finalize":
+                out.append(f"    ml_before_finalize();\n    ml_depth++;\n    {call};\n    ml_depth--;")
+            elif cname not in fid:  # known to the Fortran library only: pass through, untimed
+                out.append(f"    {'return ' if ret != 'void' else ''}{call};")
+            else:
+                out.append(f"    enum {{ FID = {fid[cname]} }};")
+                out.append("    int on = ml_enter();")
+                out.extend("    " + ln for ln in plan.pre if ln)
+                ov = cname in overrides
+                out.append(TIMED_START)
+                if ov:
+                    out.append(REPRO_BEFORE)
+                out.append(f"    {'' if ret == 'void' else ret + ' ret = '}{call};")
+                post = plan.post + [REPRO_POST] if ov else plan.post
+                if ov:
+                    out.append(REPRO_AFTER)
+                ierr = f"*(MPI_Fint *)({cnames[-1]})" if names and names[-1] == "ierror" else "MPI_SUCCESS"
+                out.append(TIMED_END)
+                if plan.always_post:
+                    out.append(f"        {{ int ret = {ierr}; (void)ret;")
+                    out.extend("          " + ln for ln in plan.always_post)
+                    out.append("        }")
+                if post:
+                    out.append(f"        if ({ierr} == MPI_SUCCESS) {{ if (__builtin_expect(S->shared, 0)) ml_shared_lock();")
+                    out.extend("          " + ln for ln in post if ln)
+                    out.append("          if (__builtin_expect(S->shared, 0)) ml_shared_unlock(); }")
+                out.append("    }")
+                if ret != "void":
+                    out.append("    return ret;")
+            out.append("}")
+            if var == "f":
+                for mangled in (f"{low}_", f"{low}__", low, name.upper()):
+                    out.append(f'{ret} {mangled}({decl}) __attribute__((alias("{fn}"), visibility("default")));')
+            elif names and names[-1] == "ierror":  # optional in mpi_f08: may be absent (NULL)
+                fwd = ", ".join(cnames[:-1] + [f"{cnames[-1]} ? {cnames[-1]} : &_ie"] + hidden)
+                out.append(f'{ret} {low}_f08_({decl}) __attribute__((visibility("default")));')
+                out.append(f"{ret} {low}_f08_({decl})\n{{\n    MPI_Fint _ie;\n    "
+                           f"{'return ' if ret != 'void' else ''}{fn}({fwd});\n}}")
+            else:
+                out.append(f'{ret} {low}_f08_({decl}) __attribute__((alias("{fn}"), visibility("default")));')
+            out.append("")
+            n08 += var == "f08"
         n += 1
-    return "\n".join(out), n
+    return "\n".join(out), n, n08
 
 
 HEADER = ("/* Generated by runtime/gen/genwrap.py — do not edit. */\n#define _GNU_SOURCE\n#include <stdint.h>\n#include <stddef.h>\n"
@@ -760,10 +786,10 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     wrap_c = gen_c(funcs, fid, overrides)
-    nf = 0
+    nf = nf08 = 0
     wrap_f = HEADER + '\n#include "ml.h"\n/* no Fortran compiler: no Fortran wrappers */\n'
     if args.fc:
-        wrap_f, nf = gen_f(std, exports, fid, overrides)
+        wrap_f, nf, nf08 = gen_f(std, exports, fid, overrides)
     h = [HEADER, "#ifndef MLENS_FUNCS_H", "#define MLENS_FUNCS_H",
          f"#define ML_NFUNC {len(names)}", f"#define ML_NDATA {max(nd, 1)}",
          f"#define ML_NWRAP_C {len(funcs) + 1}", f"#define ML_NWRAP_F {nf}",
@@ -778,8 +804,8 @@ def main() -> int:
         p = out / fname
         if not p.exists() or p.read_text() != text:
             p.write_text(text)
-    print(f"mpilens: wrapped {len(funcs) + 1} C functions and {nf} Fortran functions "
-          f"(x4 manglings) of {args.cc}; {nd} record byte counts")
+    print(f"mpilens: wrapped {len(funcs) + 1} C functions, {nf} Fortran functions "
+          f"(x4 manglings) and {nf08} mpi_f08 functions of {args.cc}; {nd} record byte counts")
     return 0
 
 

@@ -1,4 +1,4 @@
-! An mpi_f08 program: its calls reach PMPI directly, so mpilens sees nothing and says so.
+! An mpi_f08 program without ierror arguments (profiled with Open MPI; with MPICH mpilens says it sees nothing).
 program t
   use mpi_f08
   implicit none

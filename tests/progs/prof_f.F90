@@ -1,16 +1,31 @@
 ! Fortran twin of prof_c.c: makes exactly the same MPI calls with the same
 ! sizes, so tests/profmodel.py describes both.  Built twice: prof_f with
-! `use mpi`, prof_fh with `include 'mpif.h'` (-DMPIF_H).  Argument 1: scratch file.
+! `use mpi`, prof_fh with `include 'mpif.h'` (-DMPIF_H), prof_f08 with `use mpi_f08`
+! (-DF08: handles and statuses are derived types, some calls omit the optional
+! ierror).  Argument 1: scratch file.
 program prof_f
-#ifndef MPIF_H
+#if defined(F08)
+  use mpi_f08
+#elif !defined(MPIF_H)
   use mpi
 #endif
   implicit none
 #ifdef MPIF_H
   include 'mpif.h'
 #endif
-  integer :: r, P, right, left, ierr, i, k, n, o, sr, sp, sub, dup, win, fh, cr
+  integer :: r, P, right, left, ierr, i, k, n, o, sr, sp
+#ifdef F08
+  type(MPI_Comm) :: sub, dup
+  type(MPI_Win) :: win
+  type(MPI_File) :: fh
+  type(MPI_Request) :: cr, rq(2)
+  type(MPI_Status) :: st, sts(2)
+#define SOURCE_OF(s) s%MPI_SOURCE
+#else
+  integer :: sub, dup, win, fh, cr
   integer :: st(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 2), rq(2)
+#define SOURCE_OF(s) s(MPI_SOURCE)
+#endif
   integer(kind=1) :: sb(70000), rb(70000)
   integer :: sizes(8) = (/ 0, 1, 3, 8, 100, 1000, 5000, 70000 /)
   double precision :: d16(16), d3(3), d3r(3), one, total, sc, scr, d5(5), wbuf(10), d5p(5), d2g(2)
@@ -65,7 +80,7 @@ program prof_f
   call MPI_Irecv(i2r, 2, MPI_INTEGER, MPI_ANY_SOURCE, 4, MPI_COMM_WORLD, rq(1), ierr)
   call MPI_Send(i2s, 2, MPI_INTEGER, right, 4, MPI_COMM_WORLD, ierr)
   call MPI_Wait(rq(1), st, ierr)
-  call check(st(MPI_SOURCE) == left .and. i2r(2) == left, 'irecv any source')
+  call check(SOURCE_OF(st) == left .and. i2r(2) == left, 'irecv any source')
   ! 4. persistent ring
   p10s = r
   call MPI_Send_init(p10s, 10, MPI_INTEGER, right, 5, MPI_COMM_WORLD, rq(2), ierr)
@@ -149,7 +164,11 @@ program prof_f
   call MPI_Exscan(ex, exr, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (r > 0) call check(exr == r, 'exscan')
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
+#ifdef F08
+  call MPI_Barrier(MPI_COMM_WORLD)
+#else
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
+#endif
   d5 = 0d0
   if (r == 0) d5(1) = 5d0
   call MPI_Ibcast(d5, 5, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, cr, ierr)
@@ -157,7 +176,11 @@ program prof_f
   call check(d5(1) == 5d0, 'ibcast')
   ia2 = (/ 1, 2 /)
   call MPI_Iallreduce(ia2, ia2r, 2, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, cr, ierr)
+#ifdef F08
+  call MPI_Wait(cr, MPI_STATUS_IGNORE)
+#else
   call MPI_Wait(cr, MPI_STATUS_IGNORE, ierr)
+#endif
   call check(ia2r(2) == 2 * P, 'iallreduce')
   ! 7. communicators
   call MPI_Comm_split(MPI_COMM_WORLD, mod(r, 2), -r, sub, ierr)
