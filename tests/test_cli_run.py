@@ -41,6 +41,22 @@ def test_run_keeps_output_and_writes_profile(build, tmp_path: Path) -> None:
             assert r["functions"][name]["calls"] == calls
 
 
+def test_run_force_replaces_the_profile(build, tmp_path: Path) -> None:
+    out = tmp_path / "job.prof"
+    first = mpilens("run", "--quiet", "--output", out, "--", *launcher(2), example("heat2d"),
+                    16, 4, 2)
+    assert first.returncode == 0, first.stderr
+    refused = mpilens("run", "--quiet", "--output", out, "--", *launcher(4), example("heat2d"),
+                      16, 4, 2)
+    assert refused.returncode == 2
+    assert f"{out} exists: choose another --output or add --force" in refused.stderr
+    again = mpilens("run", "--quiet", "--force", "--output", out, "--", *launcher(4),
+                    example("heat2d"), 16, 4, 2)
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.prof"]  # no job.prof.1
+    assert read_profile(out)[0]["nranks"] == 4
+
+
 def test_run_default_output_name(build, tmp_path: Path) -> None:
     proc = mpilens("run", "--quiet", "--", *launcher(2), example("heat2d"), 16, 4, 2,
                    cwd=tmp_path)

@@ -23,11 +23,11 @@ def _stat(d: dict[str, Any]) -> dict[str, float]:
 
 
 def comm_time_per_rank(prof: Profile) -> list[float] | None:
-    """Time inside MPI per rank, without MPI_Init/MPI_Finalize (None without rank lines)."""
+    """Time inside MPI per rank, without MPI_Init/MPI_Finalize (None without rank lines).
+    The profile's mpi_s already leaves them out (docs/profile-format.md)."""
     if not prof.ranks:
         return None
-    return [float(r["mpi_s"]) - sum(float(r["functions"].get(f, {}).get("time_s", 0.0))
-                                    for f in OUTSIDE) for r in prof.ranks]
+    return [float(r["mpi_s"]) for r in prof.ranks]
 
 
 def mpi_percent_per_rank(prof: Profile) -> list[float] | None:
@@ -47,10 +47,7 @@ def summary(prof: Profile) -> dict[str, Any]:
     if pct is not None:
         mpi_pct = {"min": min(pct), "mean": sum(pct) / len(pct), "max": max(pct)}
     else:  # no rank lines: estimate from the cross-rank aggregates
-        init = {k: sum(float(prof.functions.get(f, {}).get("rank_time_s", {}).get(k, 0.0))
-                       for f in OUTSIDE) for k in mpi}
-        mpi_pct = {k: 100.0 * (mpi[k] - init[k]) / wall[k] if wall[k] > 0 else 0.0
-                   for k in mpi}
+        mpi_pct = {k: 100.0 * mpi[k] / wall[k] if wall[k] > 0 else 0.0 for k in mpi}
     caution = sorted(n for n, f in prof.functions.items() if f.get("caution"))
     return {
         "profile": str(prof.path),

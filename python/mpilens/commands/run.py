@@ -57,9 +57,17 @@ def _profiler_env(args: argparse.Namespace) -> dict[str, str]:
             raise UserError(f"--env '{item}' is invalid: expected MPILENS_NAME=VALUE")
         env[name] = value
     output = args.output or os.environ.get("MPILENS_OUTPUT") or DEFAULT_OUTPUT
-    if not _PLACEHOLDER.search(output) and Path(output).exists() and not args.force:
-        raise UserError(f"{output} exists: choose another --output or add --force "
-                        f"to overwrite it")
+    if not _PLACEHOLDER.search(output) and Path(output).exists():
+        if not args.force:
+            raise UserError(f"{output} exists: choose another --output or add --force "
+                            f"to overwrite it")
+        # The library never overwrites (it would write OUTPUT.1): --force is the user's
+        # explicit request, so the old profile goes before the job starts.
+        try:
+            Path(output).unlink()
+        except OSError as e:
+            raise UserError(f"--force: cannot remove the old profile {output}: "
+                            f"{e.strerror}") from None
     env["MPILENS_OUTPUT"] = output
     return env
 
