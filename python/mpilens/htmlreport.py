@@ -174,7 +174,8 @@ def render(prof: Profile) -> str:
         ("Time in MPI", " / ".join(fmt_pct(s["mpi_pct"][k]) for k in ("min", "mean", "max"))
          + " of wall time (min/mean/max)"),
         ("Profiler overhead", (f"{s['overhead_ns']:.1f} ns per call; "
-                               f"{len(s['caution_functions'])} functions marked caution")),
+                               f"{len(s['caution_functions'])} function"
+                               f"{'' if len(s['caution_functions']) == 1 else 's'} marked caution")),
         ("Traffic pattern", f"{e(cp['pattern'])} ({e(cp['reason'])})"),
     ]
     banner = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in banner_rows)
