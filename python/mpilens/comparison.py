@@ -3,13 +3,15 @@
 Times are compared per rank (job total / ranks), so runs with different rank
 counts compare fairly: a function's "explains" figure is its change in mean
 per-rank time divided by the change in mean wall time.  Calls and bytes are
-job totals.  Rows are sorted by the absolute change in per-rank time.
+job totals.  Rows are sorted by the absolute change in per-rank time;
+MPI_Init/Finalize, outside the wall-time window, come last and explain nothing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .analysis import OUTSIDE
 from .profile import Profile
 
 
@@ -30,14 +32,15 @@ def compare(a: Profile, b: Profile) -> dict[str, Any]:
         tb = float(fb.get("time_s", 0.0)) / b.nranks
         row: dict[str, Any] = {"function": name, "time_a_s": ta, "time_b_s": tb,
                                "time_change_s": tb - ta, "time_change_pct": _rel(ta, tb),
-                               "explains_pct": 100.0 * (tb - ta) / dwall if dwall else None}
+                               "explains_pct": (100.0 * (tb - ta) / dwall
+                                                if dwall and name not in OUTSIDE else None)}
         for key in ("calls", "bytes_sent", "bytes_recv"):
             va, vb = int(fa.get(key, 0)), int(fb.get(key, 0))
             row[f"{key}_a"], row[f"{key}_b"] = va, vb
             row[f"{key}_change"] = vb - va
             row[f"{key}_change_pct"] = _rel(va, vb)
         rows.append(row)
-    rows.sort(key=lambda r: (-abs(r["time_change_s"]), r["function"]))
+    rows.sort(key=lambda r: (r["function"] in OUTSIDE, -abs(r["time_change_s"]), r["function"]))
     return {
         "a": {"profile": str(a.path), "nranks": a.nranks, "wall_s": wall_a,
               "mpi_s": float(a.header["mpi_s"]["mean"])},

@@ -19,9 +19,14 @@ def mpi_flavour() -> str:
     mpicc = shutil.which("mpicc")
     if mpicc:
         real = os.path.realpath(mpicc)
-        for name in ("openmpi", "mpich"):
-            if name in real:
-                return name
+        if "openmpi" in real or os.path.basename(real) == "opal_wrapper":
+            return "openmpi"
+        if "mpich" in real:
+            return "mpich"
+    # the Makefile's default order (MPI ?= openmpi if mpicc.openmpi exists, else mpich)
+    for name in ("openmpi", "mpich"):
+        if shutil.which(f"mpicc.{name}"):
+            return name
     return "default"
 
 
