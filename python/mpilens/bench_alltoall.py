@@ -102,7 +102,7 @@ def table(run: dict[str, Any]) -> str:
 
 
 def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list[int],
-            chunks: int, timeout: float | None, race: float = 2.0) -> dict[str, Any]:
+            chunks: int, timeout: float | None, race: float) -> dict[str, Any]:
     exe = paths.artifact("bin/mpilens-bench-alltoall")
     cmd = [*launcher, str(exe), "--sizes", ",".join(map(str, sizes)),
            "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),

@@ -41,11 +41,6 @@ void ml_a2a_free_scratch(void);
 #define ML_A2A_MODE_ADAPTIVE (-1)
 /* mode: ML_A2A_MODE_* or an algorithm index (forced) */
 #define ML_A2A_RACE_DEFAULT 1.5
-#if defined(__GNUC__)
-#define ML_A2A_TLS __thread
-#else
-#define ML_A2A_TLS
-#endif
 void ml_a2a_set_config(int mode, int learn_n, int model, int check_every, double drift, double race);
 const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long long *learning_calls);
 

@@ -110,7 +110,7 @@ typedef struct {
     size_t bytes;
     struct comm_state *cs;
 } fast_t;
-static ML_A2A_TLS fast_t fast;
+static __thread fast_t fast;
 static unsigned type_epoch(void) { return &ml_type_epoch ? ml_type_epoch : 0; }
 
 /* ---------------- records ---------------- */
@@ -465,16 +465,14 @@ static int adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
     int timed = e->run_cnt % RUN_SAMPLE == 0;
     double t0 = timed ? PMPI_Wtime() : 0;
     rc = ml_a2a_algos[e->alg](sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, cs->dup);
-    {
-        if (timed) {
-            e->run_sum += PMPI_Wtime() - t0;
-            e->run_n++;
-        }
-        if (++e->run_cnt >= cfg.check_every) {
-            int rc2 = check_drift(cs, e);
-            if (rc == MPI_SUCCESS)
-                rc = rc2;
-        }
+    if (timed) {
+        e->run_sum += PMPI_Wtime() - t0;
+        e->run_n++;
+    }
+    if (++e->run_cnt >= cfg.check_every) {
+        int rc2 = check_drift(cs, e);
+        if (rc == MPI_SUCCESS)
+            rc = rc2;
     }
     return rc;
 }
