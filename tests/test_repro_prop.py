@@ -85,8 +85,16 @@ def _family_row(target: tuple[float, float], p: int, rng: random.Random,
     return terms
 
 
-def _dataset(p: int, kind: str, seed: int, per_rank: int = PER_RANK) -> list[list[float]]:
-    """Columns: one list of p contributions per scalar element."""
+def narrow_row(rng: random.Random, p: int) -> list[float]:
+    """Contributions of similar magnitude, some ±0: usually within one int64 slice."""
+    return [rng.choice([0.0, -0.0]) if rng.random() < 0.05 else rng.uniform(-1, 1) * 2.0**-3
+            for _ in range(p)]
+
+
+def _dataset(p: int, kind: str, seed: int, per_rank: int = PER_RANK,
+             narrow: bool = False) -> list[list[float]]:
+    """Columns: one list of p contributions per scalar element.  narrow: mostly
+    narrow_row (whole blocks of the vector kernels), an ill row 1 time in 150."""
     single = kind == "f"
     rng = random.Random(seed)
     cols = [_family_row(t, p, rng, single) for t in _family_targets(single)]
@@ -94,7 +102,10 @@ def _dataset(p: int, kind: str, seed: int, per_rank: int = PER_RANK) -> list[lis
     if kind == "z":
         n_elem *= 2   # scalars: real and imaginary parts
     while len(cols) < n_elem:
-        cols.append(mild_row(rng, p) if rng.random() < 0.5 else ill_row(rng, p, single))
+        if narrow:
+            cols.append(ill_row(rng, p, single) if rng.random() < 1 / 150 else narrow_row(rng, p))
+        else:
+            cols.append(mild_row(rng, p) if rng.random() < 0.5 else ill_row(rng, p, single))
     return [[_f32(v) for v in c] for c in cols] if single else cols
 
 
@@ -131,13 +142,22 @@ def test_long_vectors(kind: str, build: Path, tmp_path: Path) -> None:
     _check_rank_counts(kind, [3, 4], 900, build, tmp_path)
 
 
+@pytest.mark.parametrize("kind", ["d", "z"])
+def test_long_vectors_narrow(kind: str, build: Path, tmp_path: Path) -> None:
+    """Mostly narrow data: the vectorised block kernels serve most 64-element
+    blocks, the scalar code the blocks holding an ill row, the last partial
+    block and every block with a zero-only element."""
+    _check_rank_counts(kind, [2, 5], 701, build, tmp_path, narrow=True)
+
+
 def _check_rank_counts(kind: str, ranks: range | list[int], per_rank: int, build: Path,
-                       tmp_path: Path) -> None:
+                       tmp_path: Path, narrow: bool = False) -> None:
     fmt = BINARY32 if kind == "f" else BINARY64
     mult = 2 if kind == "z" else 1
     family: dict[int, list[float]] = {}
     for p in ranks:
-        cols = _dataset(p, kind, seed=100 * p + ord(kind) + per_rank, per_rank=per_rank)
+        cols = _dataset(p, kind, seed=100 * p + ord(kind) + per_rank, per_rank=per_rank,
+                        narrow=narrow)
         n = len(cols)
         res = _run(p, kind, cols, build, tmp_path)
         total = [expected_sum(c, fmt) for c in cols]

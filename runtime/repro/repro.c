@@ -18,6 +18,7 @@
 
 #include "../overrides.h"
 #include "exactsum.h"
+#include "widek.h"
 
 typedef unsigned __int128 u128_t;
 
@@ -41,7 +42,7 @@ static MPI_Op win_op, acc_op;
 /* ---- scratch buffers: per thread, grown on demand, kept between calls ---- */
 
 enum { S_WIN, S_RES, S_IDX, S_ACC, S_ACCR, S_VAL, S_CNT,
-       W_EXP, W_EXPR, W_FIX, W_FIXR, W_IDX, W_CIN, W_COUT, S_NSCRATCH };
+       W_EXP, W_FIX, W_IDX, W_CIN, W_COUT, S_NSCRATCH };
 static __thread void *scratch_p[S_NSCRATCH];
 static __thread size_t scratch_n[S_NSCRATCH];
 
@@ -239,7 +240,9 @@ static int gather_allreduce(const void *in, void *out, int n, int single, int ro
  *     cut into slices of D = 63 - bits(P) bits (so that the sum of P slices
  *     cannot overflow): one low slice per element, then a high slice for the
  *     (usually few) elements whose span T - L + 1 exceeds D bits.
- * Elements with NaN/Inf or a span above 2D bits go through repro_allreduce. */
+ * Elements with NaN/Inf or a span above 2D bits go through repro_allreduce.
+ * binary64 input goes through the block kernels of widek.c (vectorised,
+ * bit-identical to the scalar code below, which redoes any block they flag). */
 static inline double pow2(int k)   /* 2^k for -1022 <= k <= 1023 */
 {
     uint64_t b = (uint64_t)(k + 1023) << 52;
@@ -248,7 +251,26 @@ static inline double pow2(int k)   /* 2^k for -1022 <= k <= 1023 */
     return d;
 }
 
-enum { E_NEGZERO = -32768, E_POSZERO = -32767, E_SPECIAL = 32767, E_NONE = -32768 };
+/* Phase-1 codes of one contribution x (scalar path). */
+static inline void codes_of(double x, int16_t *T, int16_t *nL)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    int ex = (int)((b >> 52) & 0x7ff);
+    uint64_t m = b & ((UINT64_C(1) << 52) - 1);
+    if (ex == 0x7ff) {
+        *T = E_SPECIAL;
+        *nL = E_NONE;
+    } else if (ex == 0 && m == 0) {
+        *T = (b >> 63) ? E_NEGZERO : E_POSZERO;
+        *nL = E_NONE;
+    } else {
+        int q = ex ? ex - 1075 : -1074;
+        m |= ex ? UINT64_C(1) << 52 : 0;
+        *T = (int16_t)(q + 63 - __builtin_clzll(m));
+        *nL = (int16_t)-(q + __builtin_ctzll(m));
+    }
+}
 
 static int wide_allreduce(const void *in, void *out, int n, int single, int root, MPI_Comm comm)
 {
@@ -256,76 +278,63 @@ static int wide_allreduce(const void *in, void *out, int n, int single, int root
     PMPI_Comm_size(comm, &P);
     PMPI_Comm_rank(comm, &rank);
     int D = 63 - (32 - __builtin_clz((unsigned)P));
-    int16_t *e = scratch(W_EXP, sizeof(int16_t) * 2 * (size_t)n);
-    int16_t *E = scratch(W_EXPR, sizeof(int16_t) * 2 * (size_t)n);
-    if (!e || !E)
+    /* E = [T[0..n) | nL[0..n)], local codes reduced in place with MPI_MAX */
+    int16_t *E = scratch(W_EXP, sizeof(int16_t) * 2 * (size_t)n);
+    if (!E)
         return MPI_ERR_NO_MEM;
-    for (int i = 0; i < n; i++) {
-        double x = scalar_in(in, (size_t)i, single);
-        uint64_t b;
-        memcpy(&b, &x, sizeof b);
-        int ex = (int)((b >> 52) & 0x7ff);
-        uint64_t m = b & ((UINT64_C(1) << 52) - 1);
-        if (ex == 0x7ff) {
-            e[2 * i] = E_SPECIAL;
-            e[2 * i + 1] = E_NONE;
-        } else if (ex == 0 && m == 0) {
-            e[2 * i] = (b >> 63) ? E_NEGZERO : E_POSZERO;
-            e[2 * i + 1] = E_NONE;
-        } else {
-            int q = ex ? ex - 1075 : -1074;
-            m |= ex ? UINT64_C(1) << 52 : 0;
-            e[2 * i] = (int16_t)(q + 63 - __builtin_clzll(m));
-            e[2 * i + 1] = (int16_t)-(q + __builtin_ctzll(m));
-        }
+    const double *xd = in;
+    for (int i0 = 0; i0 < n; i0 += ML_WK_B) {
+        int m = n - i0 < ML_WK_B ? n - i0 : ML_WK_B;
+        if (single || m < ML_WK_B || ml_wk_codes(xd + i0, E + i0, E + n + i0))
+            for (int i = i0; i < i0 + m; i++)
+                codes_of(scalar_in(in, (size_t)i, single), &E[i], &E[n + i]);
     }
-    if ((rc = PMPI_Allreduce(e, E, 2 * n, MPI_SHORT, MPI_MAX, comm)) != MPI_SUCCESS)
+    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, E, 2 * n, MPI_SHORT, MPI_MAX, comm)) != MPI_SUCCESS)
         return rc;
-    int nwide = 0, nslow = 0;
-    for (int i = 0; i < n; i++) {
-        int T = E[2 * i], span = T + E[2 * i + 1] + 1;
-        if (T == E_SPECIAL || (T > E_POSZERO && span > 2 * D))
-            nslow++;
-        else if (T > E_POSZERO && span > D)
-            nwide++;
-    }
-    int64_t *f = scratch(W_FIX, sizeof(int64_t) * ((size_t)n + (size_t)nwide));
-    int64_t *F = scratch(W_FIXR, sizeof(int64_t) * ((size_t)n + (size_t)nwide));
-    int *idx = scratch(W_IDX, sizeof(int) * (size_t)nslow);
+    const int16_t *ET = E, *EL = E + n;
+    /* Room for the worst case (every element wide or slow): only the pages
+     * used are ever touched.  f is reduced in place: [low slices | high slices]. */
+    int64_t *f = scratch(W_FIX, sizeof(int64_t) * 2 * (size_t)n), *F = f;
+    int *idx = scratch(W_IDX, sizeof(int) * (size_t)n);
     size_t esz = single ? sizeof(float) : sizeof(double);
-    char *cin = scratch(W_CIN, esz * (size_t)nslow), *cout = scratch(W_COUT, esz * (size_t)nslow);
-    if (!f || !F || !idx || !cin || !cout)
+    char *cin = scratch(W_CIN, esz * (size_t)n), *cout = scratch(W_COUT, esz * (size_t)n);
+    if (!f || !idx || !cin || !cout)
         return MPI_ERR_NO_MEM;
     const u128_t mask = ((u128_t)1 << D) - 1;
     int k = 0, w = n;
-    for (int i = 0; i < n; i++) {
-        int T = E[2 * i], L = -E[2 * i + 1];
-        double x = scalar_in(in, (size_t)i, single);
-        int64_t lo = 0, hi = 0;
-        if (T == E_SPECIAL || (T > E_POSZERO && T - L + 1 > 2 * D)) {
-            memcpy(cin + esz * (size_t)k, (const char *)in + esz * (size_t)i, esz);
-            idx[k++] = i;
-        } else if (x != 0 && T - L + 1 <= D && L >= -1022 && L <= 1023) {
-            lo = (int64_t)(x * pow2(-L));           /* exact: an integer below 2^D */
-        } else if (x != 0) {
-            uint64_t b;
-            memcpy(&b, &x, sizeof b);
-            int ex = (int)((b >> 52) & 0x7ff);
-            uint64_t m = (b & ((UINT64_C(1) << 52) - 1)) | (ex ? UINT64_C(1) << 52 : 0);
-            int q = ex ? ex - 1075 : -1074, tz = __builtin_ctzll(m);
-            u128_t X = (u128_t)(m >> tz) << (q + tz - L);
-            lo = (int64_t)(uint64_t)(X & mask);
-            hi = (int64_t)(uint64_t)(X >> D);
-            if (b >> 63) {
-                lo = -lo;
-                hi = -hi;
+    for (int i0 = 0; i0 < n; i0 += ML_WK_B) {
+        int m = n - i0 < ML_WK_B ? n - i0 : ML_WK_B;
+        if (!single && m == ML_WK_B && !ml_wk_fixed(xd + i0, ET + i0, EL + i0, D, f + i0))
+            continue;
+        for (int i = i0; i < i0 + m; i++) {
+            int T = ET[i], L = -EL[i];
+            double x = scalar_in(in, (size_t)i, single);
+            int64_t lo = 0, hi = 0;
+            if (T == E_SPECIAL || (T > E_POSZERO && T - L + 1 > 2 * D)) {
+                memcpy(cin + esz * (size_t)k, (const char *)in + esz * (size_t)i, esz);
+                idx[k++] = i;
+            } else if (x != 0 && T - L + 1 <= D && L >= -1022 && L <= 1023) {
+                lo = (int64_t)(x * pow2(-L));           /* exact: an integer below 2^D */
+            } else if (x != 0) {
+                uint64_t b;
+                memcpy(&b, &x, sizeof b);
+                int ex = (int)((b >> 52) & 0x7ff);
+                uint64_t mt = (b & ((UINT64_C(1) << 52) - 1)) | (ex ? UINT64_C(1) << 52 : 0);
+                int q = ex ? ex - 1075 : -1074, tz = __builtin_ctzll(mt);
+                u128_t X = (u128_t)(mt >> tz) << (q + tz - L);
+                lo = (int64_t)(uint64_t)(X & mask);
+                hi = (int64_t)(uint64_t)(X >> D);
+                if (b >> 63) {
+                    lo = -lo;
+                    hi = -hi;
+                }
             }
+            f[i] = lo;
+            if (T > E_POSZERO && T != E_SPECIAL && T - L + 1 > D && T - L + 1 <= 2 * D)
+                f[w++] = hi;
         }
-        f[i] = lo;
-        if (T > E_POSZERO && T != E_SPECIAL && T - L + 1 > D && T - L + 1 <= 2 * D)
-            f[w++] = hi;
     }
-    if ((rc = PMPI_Allreduce(f, F, n + nwide, MPI_INT64_T, MPI_SUM, comm)) != MPI_SUCCESS)
+    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, f, w, MPI_INT64_T, MPI_SUM, comm)) != MPI_SUCCESS)
         return rc;
     if (k > 0 && (rc = repro_allreduce(cin, cout, k, single, -1, comm)) != MPI_SUCCESS)
         return rc;
@@ -334,32 +343,37 @@ static int wide_allreduce(const void *in, void *out, int n, int single, int root
     ml_xs_fmt fmt = single ? ML_XS_BINARY32 : ML_XS_BINARY64;
     int s = 0;
     w = n;
-    for (int i = 0; i < n; i++) {
-        int T = E[2 * i], L = -E[2 * i + 1];
-        if (s < k && idx[s] == i) {
-            memcpy((char *)out + esz * (size_t)i, cout + esz * (size_t)s, esz);
-            s++;
+    for (int i0 = 0; i0 < n; i0 += ML_WK_B) {
+        int m = n - i0 < ML_WK_B ? n - i0 : ML_WK_B;
+        if (!single && m == ML_WK_B && !ml_wk_round(F + i0, ET + i0, EL + i0, D, (double *)out + i0))
             continue;
-        }
-        double v;
-        if (T <= E_POSZERO) {
-            v = T == E_NEGZERO ? -0.0 : 0.0;
-        } else {
-            /* sum = (hi 2^D + lo) 2^L, as a signed 128-bit integer */
-            int64_t hi = T - L + 1 > D ? F[w++] : 0;
-            if (hi == 0 && !single && L >= -1022 && L <= 1023 - 64) {
-                /* one correctly rounded int64 -> double conversion, exact scaling */
-                scalar_out(out, (size_t)i, single, (double)F[i] * pow2(L));
+        for (int i = i0; i < i0 + m; i++) {
+            int T = ET[i], L = -EL[i];
+            if (s < k && idx[s] == i) {
+                memcpy((char *)out + esz * (size_t)i, cout + esz * (size_t)s, esz);
+                s++;
                 continue;
             }
-            if (hi == 0 && single && L >= -126 && L <= 127 - 64) {
-                ((float *)out)[i] = (float)F[i] * (float)pow2(L);
-                continue;
+            double v;
+            if (T <= E_POSZERO) {
+                v = T == E_NEGZERO ? -0.0 : 0.0;
+            } else {
+                /* sum = (hi 2^D + lo) 2^L, as a signed 128-bit integer */
+                int64_t hi = T - L + 1 > D ? F[w++] : 0;
+                if (hi == 0 && !single && L >= -1022 && L <= 1023 - 64) {
+                    /* one correctly rounded int64 -> double conversion, exact scaling */
+                    scalar_out(out, (size_t)i, single, (double)F[i] * pow2(L));
+                    continue;
+                }
+                if (hi == 0 && single && L >= -126 && L <= 127 - 64) {
+                    ((float *)out)[i] = (float)F[i] * (float)pow2(L);
+                    continue;
+                }
+                __int128 mm = (__int128)hi * ((__int128)1 << D) + F[i];
+                v = ml_xs_round_i128((int64_t)(mm >> 64), (uint64_t)mm, L, fmt);
             }
-            __int128 m = (__int128)hi * ((__int128)1 << D) + F[i];
-            v = ml_xs_round_i128((int64_t)(m >> 64), (uint64_t)m, L, fmt);
+            scalar_out(out, (size_t)i, single, v);
         }
-        scalar_out(out, (size_t)i, single, v);
     }
     return MPI_SUCCESS;
 }
