@@ -36,7 +36,10 @@ def choices(stdout: str) -> dict[int, dict[int, tuple[str, int]]]:
 
 
 def adaptive_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    # No race unless a test asks for one: the learning counts below are the paper's
+    # (N calls per candidate); test_race_drops_slower_candidates covers the race.
     env = {"MPILENS_ALLTOALL": "adaptive", "MPILENS_ALLTOALL_LEARN": "3",
+           "MPILENS_ALLTOALL_RACE": "off",
            "MPILENS_ALLTOALL_CHECK": "0", "MPILENS_OUTPUT": str(tmp_path / "a2a.prof")}
     env.update(extra)
     return env
@@ -123,11 +126,14 @@ def test_adaptive_nomodel_learns_every_algorithm(build: Path, tmp_path: Path) ->
     assert (e["learning_calls"], e["grouping_s"], sorted(e["candidates"])) == (21, 0, sorted(ALGOS))
 
 
-@pytest.mark.parametrize("race,learning_calls", [("1.000001", 2 * 7), ("off", 10 * 7)])
+@pytest.mark.parametrize("race,learning_calls", [
+    ("1.000001", 1 * 7), ("1000,1.000001,1000", 2 * 7), ("1000,1000,1.000001", 5 * 7),
+    ("off", 10 * 7)])
 def test_race_drops_slower_candidates(build: Path, tmp_path: Path, race: str,
                                       learning_calls: int) -> None:
-    # N = 10: the race point is N/5 = 2 calls each; a factor of 1.000001 leaves only the
-    # fastest (it wins at once), "off" learns all seven for N calls each (the paper).
+    # N = 10: the race points are N/10 = 1, N/5 = 2 and N/2 = 5 calls each; a factor of
+    # 1.000001 leaves only the fastest (it wins at once), 1000 drops nobody, "off" learns
+    # all seven for N calls each (the paper).
     proc = run_mpi(NP, exe(build, "a2a_adaptive") + ["100", "512"],
                    env=adaptive_env(tmp_path, MPILENS_ALLTOALL_MODEL="off",
                                     MPILENS_ALLTOALL_LEARN="10", MPILENS_ALLTOALL_RACE=race))
@@ -210,7 +216,8 @@ def test_corrupt_tuning_file_stops_at_init(build: Path, tmp_path: Path, content:
     ("MPILENS_ALLTOALL_LEARN", "0", "expected an integer >= 1"),
     ("MPILENS_ALLTOALL_MODEL", "yes", "expected on or off"),
     ("MPILENS_ALLTOALL_DRIFT", "-1", "expected a number in (0, 100]"),
-    ("MPILENS_ALLTOALL_RACE", "1", "expected off or a factor in (1, 1000]"),
+    ("MPILENS_ALLTOALL_RACE", "1", "expected off, a factor F or three factors F1,F2,F3, each in (1, 1000]"),
+    ("MPILENS_ALLTOALL_RACE", "2,1.5", "expected off, a factor F or three factors F1,F2,F3"),
 ])
 def test_bad_setting_one_line(build: Path, tmp_path: Path, var: str, value: str, accepted: str) -> None:
     env = adaptive_env(tmp_path)

@@ -1,5 +1,5 @@
 /* mpilens-bench-alltoall --sizes B[,B...] --calls N[,N...] --learn N[,N...] [--chunks K]
- *                        [--race F]
+ *                        [--race off|F|F1,F2,F3]
  *
  * For each block size B (bytes per destination): N calls of each variant —
  * native PMPI_Alltoall, the seven algorithms forced, adaptive with model
@@ -14,8 +14,8 @@
  *     "adaptive":{"model":{"total_s":t,"after_s":t,"algorithm":"...","learning_calls":n},
  *                 "nomodel":{...}}}]}
  * total_s = mean per call over all N calls (learning included); after_s =
- * mean per call of the calls made after learning had finished.  --race F: the
- * adaptive variants' early-elimination factor (MPILENS_ALLTOALL_RACE; 0 = off).
+ * mean per call of the calls made after learning had finished.  --race: the
+ * adaptive variants' early-elimination factors (as MPILENS_ALLTOALL_RACE).
  *
  * --tune FILE: instead of timing, learn every size with all seven candidates
  * (no model pruning: offline, thoroughness beats cost) on MPI_COMM_WORLD and
@@ -78,7 +78,8 @@ int main(int argc, char **argv)
     long sizes[MAXS], calls[MAXS], learn[MAXS];
     int ns = 0, nc = 0, nl = 0, chunks = 10;
     const char *tune = NULL;
-    double race = ML_A2A_RACE_DEFAULT;
+    double race[ML_A2A_RACE_POINTS];
+    ml_a2a_parse_race(ML_A2A_RACE_DEFAULT, race);
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
@@ -92,10 +93,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--chunks"))
             chunks = atoi(v);
         else if (!strcmp(argv[i], "--race")) {
-            char *end;
-            race = strtod(v, &end);
-            if (end == v || *end || (race != 0 && !(race > 1 && race <= 1000)))
-                die(rank, "--race needs 0 (off) or a factor in (1, 1000]");
+            if (ml_a2a_parse_race(v, race))
+                die(rank, "--race needs off, a factor F or three factors F1,F2,F3, each in (1, 1000]");
         } else if (!strcmp(argv[i], "--tune"))
             tune = v;
         else

@@ -8,7 +8,9 @@
  *             skips Grouping and Learning.
  *   Learning  N calls per candidate (MPILENS_ALLTOALL_LEARN, default 50),
  *             interleaved round-robin so that a drifting machine biases no
- *             candidate; time of a candidate = mean over all ranks.
+ *             candidate; time of a candidate = mean over all ranks (median
+ *             over its turns); clear losers leave at N/10, N/5 and N/2 calls
+ *             (MPILENS_ALLTOALL_RACE).
  *   Running   the winner.  Every MPILENS_ALLTOALL_CHECK calls (default 1000)
  *             the mean time of the window (over all ranks) is compared with
  *             the learned time; beyond MPILENS_ALLTOALL_DRIFT (default 0.5 =
@@ -42,14 +44,20 @@ static const char *const src_names[] = {"learned", "tuning-file", "forced", "sin
 
 typedef struct {
     int mode, learn_n, model, check_every;
-    double drift, race;
+    double drift, race[ML_A2A_RACE_POINTS];
 } config_t;
 
-static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 0.5, ML_A2A_RACE_DEFAULT};
+static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 0.5, {2, 1.5, 1.2}}; /* race: ML_A2A_RACE_DEFAULT */
 
 /* Running: one call in RUN_SAMPLE is timed for the drift check (two clock
  * reads cost ~0.1 us here, a measurable share of a small Alltoall). */
 #define RUN_SAMPLE 8
+
+/* Learning keeps each candidate's time per block of calls in NSLOT slots
+ * (block j of a candidate adds to slot j % NSLOT); a candidate's learned time
+ * per call is the median over the slots of the rank-averaged slot means, so
+ * one preempted block (an oversubscribed or shared node) cannot decide. */
+#define NSLOT 16
 
 typedef struct {
     long long bytes;
@@ -58,8 +66,8 @@ typedef struct {
     int ncand, cand[ML_A2A_NALG];
     int first_mask;                /* candidates of the first Grouping */
     int li;                        /* learning calls done in this round */
-    int raced;                     /* this round's early elimination done */
-    double tsum[ML_A2A_NALG];      /* local learning time per candidate */
+    int rp;                        /* this round's next race point (0..ML_A2A_RACE_POINTS) */
+    double ts[ML_A2A_NALG][NSLOT]; /* local learning time per candidate and slot of blocks */
     double mean[ML_A2A_NALG];      /* agreed mean per call per algorithm (last learning), <0 unknown */
     double group_local, learn_local;
     int alg;
@@ -262,9 +270,9 @@ static void start_learning(size_state *e)
 {
     e->phase = PH_LEARN;
     e->li = 0;
-    e->raced = 0;
+    e->rp = 0;
     e->learn_local = 0;
-    memset(e->tsum, 0, sizeof e->tsum);
+    memset(e->ts, 0, sizeof e->ts);
 }
 
 static int grouping(comm_state *cs, size_state *e)
@@ -326,65 +334,103 @@ static int learn_block(void)
     return cfg.learn_n >= 25 && cfg.learn_n % 5 == 0 ? 5 : 1;
 }
 
-/* Calls per candidate after which clear losers leave the race (0: never). */
-static int race_point(void)
+/* Race point j: calls per candidate after which candidates at or above
+ * race[j] x the best mean leave (0: no such point).  Points sit at N/10, N/5
+ * and N/2 calls, in whole learning blocks, at least one block, strictly
+ * increasing and before N; a point that coincides with an earlier one is
+ * dropped (the earlier, looser factor stands). */
+static int race_calls(int j)
 {
-    if (cfg.race <= 0 || cfg.learn_n < 10)
-        return 0;
-    int k = cfg.learn_n / 5, b = learn_block();
-    return k / b * b; /* whole blocks */
+    static const int frac[ML_A2A_RACE_POINTS] = {10, 5, 2};
+    int N = cfg.learn_n, b = learn_block(), prev = 0;
+    for (int i = 0; i <= j; i++) {
+        int k = N / frac[i] / b * b;
+        if (k < b)
+            k = b;
+        if (i == j)
+            return cfg.race[j] > 0 && k > prev && k < N ? k : 0;
+        if (cfg.race[i] > 0 && k > prev && k < N)
+            prev = k;
+    }
+    return 0;
 }
 
-/* Early elimination (beyond REFERENCE §2): after race_point() calls each, the
- * agreed means are compared and candidates at or above race x the best stop
- * learning; the others go on to N calls each.  Dropped candidates keep their
- * partial mean (profile, re-learning pruning). */
-static int race(comm_state *cs, size_state *e, int k)
+/* Early elimination (beyond REFERENCE §2): at each race point the agreed
+ * means are compared and the clear losers stop learning; the others go on to
+ * N calls each.  Dropped candidates keep their partial mean (profile,
+ * re-learning pruning). */
+static int cmp_dbl(const void *a, const void *b)
 {
-    double s[ML_A2A_NALG];
-    int rc = PMPI_Allreduce(e->tsum, s, e->ncand, MPI_DOUBLE, MPI_SUM, cs->dup);
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Agreed learned time per call of each candidate after k calls each (into t),
+ * plus nx further values summed over the ranks (x, in place). */
+static int agreed_times(comm_state *cs, size_state *e, int k, double *t, double *x, int nx)
+{
+    double v[ML_A2A_NALG * NSLOT + 2], S[ML_A2A_NALG * NSLOT + 2];
+    int n = e->ncand * NSLOT, b = learn_block(), nb = k / b;
+    memcpy(v, e->ts, sizeof(double) * (size_t)n); /* rows of the first ncand candidates */
+    for (int j = 0; j < nx; j++)
+        v[n + j] = x[j];
+    int rc = PMPI_Allreduce(v, S, n + nx, MPI_DOUBLE, MPI_SUM, cs->dup);
     if (rc != MPI_SUCCESS)
         return rc;
-    double best = s[0];
-    for (int i = 1; i < e->ncand; i++)
-        if (s[i] < best)
-            best = s[i];
-    int n = 0;
+    for (int j = 0; j < nx; j++)
+        x[j] = S[n + j];
+    int used = nb < NSLOT ? nb : NSLOT;
     for (int i = 0; i < e->ncand; i++) {
-        if (s[i] >= cfg.race * best) {
-            e->mean[e->cand[i]] = s[i] / cs->P / k;
-            continue;
-        }
-        e->cand[n] = e->cand[i];
-        e->tsum[n++] = e->tsum[i];
+        double m[NSLOT];
+        for (int j = 0; j < used; j++)
+            m[j] = S[i * NSLOT + j] / cs->P / (((nb - 1 - j) / NSLOT + 1) * b);
+        qsort(m, (size_t)used, sizeof *m, cmp_dbl);
+        t[i] = used % 2 ? m[used / 2] : (m[used / 2 - 1] + m[used / 2]) / 2;
     }
-    e->ncand = n;
-    e->li = k * n;
-    e->raced = 1;
     return MPI_SUCCESS;
 }
 
-/* End of Learning: agree on the mean times and pick the fastest. */
+static int race(comm_state *cs, size_state *e, int k, double factor)
+{
+    double t[ML_A2A_NALG];
+    int rc = agreed_times(cs, e, k, t, NULL, 0);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    double best = t[0];
+    for (int i = 1; i < e->ncand; i++)
+        if (t[i] < best)
+            best = t[i];
+    int n = 0;
+    for (int i = 0; i < e->ncand; i++) {
+        if (t[i] >= factor * best) {
+            e->mean[e->cand[i]] = t[i];
+            continue;
+        }
+        e->cand[n] = e->cand[i];
+        memmove(e->ts[n++], e->ts[i], sizeof e->ts[i]);
+    }
+    e->ncand = n;
+    e->li = k * n;
+    return MPI_SUCCESS;
+}
+
+/* End of Learning: agree on the learned times and pick the fastest. */
 static int finish_learning(comm_state *cs, size_state *e, int each)
 {
-    double v[ML_A2A_NALG + 2], s[ML_A2A_NALG + 2];
-    for (int i = 0; i < e->ncand; i++)
-        v[i] = e->tsum[i];
-    v[e->ncand] = e->learn_local;
-    v[e->ncand + 1] = e->group_local;
-    int rc = PMPI_Allreduce(v, s, e->ncand + 2, MPI_DOUBLE, MPI_SUM, cs->dup);
+    double t[ML_A2A_NALG], x[2] = {e->learn_local, e->group_local};
+    int rc = agreed_times(cs, e, each, t, x, 2);
     if (rc != MPI_SUCCESS)
         return rc;
     int best = 0;
     for (int i = 0; i < e->ncand; i++) {
-        e->mean[e->cand[i]] = s[i] / cs->P / each;
-        if (s[i] < s[best])
+        e->mean[e->cand[i]] = t[i];
+        if (t[i] < t[best])
             best = i;
     }
     e->alg = e->cand[best];
     e->ref = e->mean[e->alg];
-    e->learn_s += s[e->ncand] / cs->P;
-    e->group_s += s[e->ncand + 1] / cs->P;
+    e->learn_s += x[0] / cs->P;
+    e->group_s += x[1] / cs->P;
     e->group_local = 0;
     e->phase = PH_RUN;
     e->run_sum = 0;
@@ -446,14 +492,24 @@ static int adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
         rc = ml_a2a_algos[e->cand[i]](sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                       recvtype, cs->dup);
         double dt = PMPI_Wtime() - t0;
-        e->tsum[i] += dt;
+        e->ts[i][(e->li / learn_block() / e->ncand) % NSLOT] += dt;
         e->learn_local += dt;
         e->learn_calls++;
-        int k = race_point(), rc2 = MPI_SUCCESS;
+        int rc2 = MPI_SUCCESS, raced = 0;
         ++e->li;
-        if (k > 0 && !e->raced && e->li == e->ncand * k)
-            rc2 = race(cs, e, k);
-        if (rc2 == MPI_SUCCESS && e->ncand == 1 && e->raced)
+        while (e->rp < ML_A2A_RACE_POINTS) {
+            int k = race_calls(e->rp);
+            if (k > 0 && e->li < e->ncand * k)
+                break; /* this point is still ahead */
+            if (k > 0 && e->li == e->ncand * k) {
+                rc2 = race(cs, e, k, cfg.race[e->rp]);
+                raced = 1;
+            }
+            e->rp++;
+            if (raced)
+                break;
+        }
+        if (rc2 == MPI_SUCCESS && raced && e->ncand == 1)
             rc2 = finish_learning(cs, e, e->li); /* the race left one: it has won */
         else if (rc2 == MPI_SUCCESS && e->li == e->ncand * cfg.learn_n)
             rc2 = finish_learning(cs, e, cfg.learn_n);
@@ -597,17 +653,11 @@ static int read_env(config_t *c)
             return -1;
         }
     }
-    if ((v = setting("alltoall_race", "MPILENS_ALLTOALL_RACE"))) {
-        char *end;
-        double r = strtod(v, &end);
-        if (strcmp(v, "off") == 0)
-            r = 0;
-        else if (end == v || *end || !(r > 1 && r <= 1000)) {
-            fprintf(stderr, "mpilens: MPILENS_ALLTOALL_RACE='%s' is invalid: expected off or a factor "
-                    "in (1, 1000] (learning drops candidates this many times slower than the best)\n", v);
-            return -1;
-        }
-        c->race = r;
+    if ((v = setting("alltoall_race", "MPILENS_ALLTOALL_RACE")) && ml_a2a_parse_race(v, c->race)) {
+        fprintf(stderr, "mpilens: MPILENS_ALLTOALL_RACE='%s' is invalid: expected off, a factor F or "
+                "three factors F1,F2,F3, each in (1, 1000] (learning drops candidates this many "
+                "times slower than the best after N/10, N/5 and N/2 calls)\n", v);
+        return -1;
     }
     if ((v = setting("alltoall_drift", "MPILENS_ALLTOALL_DRIFT"))) {
         char *end;
@@ -622,9 +672,41 @@ static int read_env(config_t *c)
     return 0;
 }
 
-void ml_a2a_set_config(int mode, int learn_n, int model, int check_every, double drift, double race)
+int ml_a2a_parse_race(const char *v, double race[ML_A2A_RACE_POINTS])
 {
-    cfg.race = race;
+    double r[ML_A2A_RACE_POINTS];
+    int n = 0;
+    if (strcmp(v, "off") == 0) {
+        for (int j = 0; j < ML_A2A_RACE_POINTS; j++)
+            race[j] = 0;
+        return 0;
+    }
+    for (const char *p = v;; p++) {
+        char *end;
+        if (n == ML_A2A_RACE_POINTS)
+            return -1;
+        r[n] = strtod(p, &end);
+        if (end == p || !(r[n] > 1 && r[n] <= 1000))
+            return -1;
+        n++;
+        p = end;
+        if (*p == 0)
+            break;
+        if (*p != ',')
+            return -1;
+    }
+    if (n != 1 && n != ML_A2A_RACE_POINTS)
+        return -1;
+    for (int j = 0; j < ML_A2A_RACE_POINTS; j++)
+        race[j] = r[n == 1 ? 0 : j];
+    return 0;
+}
+
+void ml_a2a_set_config(int mode, int learn_n, int model, int check_every, double drift,
+                       const double race[ML_A2A_RACE_POINTS])
+{
+    for (int j = 0; j < ML_A2A_RACE_POINTS; j++)
+        cfg.race[j] = race[j];
     cfg.mode = mode;
     cfg.learn_n = learn_n > 0 ? learn_n : 1;
     cfg.model = model;
