@@ -4,11 +4,19 @@
  * operations that GCC and Clang vectorise; on x86-64 each kernel is also
  * built for x86-64-v3 (AVX2) and x86-64-v4 (AVX-512, which converts int64 to
  * double in vector registers) and picked at load time (ifunc). */
+#ifdef WK_SUFFIX /* tests/progs/widek_clones.c: one build per instruction set, no dispatch */
+#define WK_CAT2(a, b) a##b
+#define WK_CAT(a, b) WK_CAT2(a, b)
+#define ml_wk_codes WK_CAT(ml_wk_codes, WK_SUFFIX)
+#define ml_wk_fixed WK_CAT(ml_wk_fixed, WK_SUFFIX)
+#define ml_wk_round WK_CAT(ml_wk_round, WK_SUFFIX)
+#endif
 #include "widek.h"
 
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) \
+    && !defined(WK_SUFFIX)
 #define WK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define WK_CLONES
