@@ -10,10 +10,11 @@
  *   os(x)    time of PMPI_Send(x) in a burst of R sends
  *   g(x)     (burst of R sends + zero-byte ack - RTT(0)) / R, at least os(x)
  *   or(x)    time of PMPI_Recv(x) once PMPI_Probe saw the message arrive
- * for x = 0, m and 2m (2m for recursive doubling's model).  From m = 64 KiB
- * (beyond the eager/rendezvous switch points) g(2m) is not measured but taken
- * from the linear model, g(2m) = 2 g(m) - g(0): measuring it cost two thirds
- * of the Grouping time of a large size (~4 ms at 1 MiB on 4 ranks).
+ * for x = 0 and m.  g(2m), for recursive doubling's model, is not measured
+ * but taken from P-LogP's linear regime, g(2m) = 2 g(m) - g(0): measuring it
+ * was a third of the Grouping time (two thirds at 1 MiB, ~4 ms on 4 ranks).
+ * R = 4 repetitions up to 64 KiB, 2 above (Grouping only needs the order of
+ * magnitude: the candidates it keeps are timed anyway).
  *
  * Models as published, with three corrections (see docs/alltoall.md):
  *   - Simple Spread is printed (L x g(m)) x (P-1): a typesetting error for
@@ -30,11 +31,10 @@
 #include <string.h>
 
 #define TAG_PLOGP 7200
-#define LINEAR_FROM 65536 /* bytes from which g(2m) comes from the linear model */
 
 static int reps_for(size_t m)
 {
-    return m <= 4096 ? 8 : (m <= 65536 ? 4 : 2);
+    return m <= 65536 ? 4 : 2;
 }
 
 /* One side of the measurement for x bytes; fills os/g (sender) or or (receiver). */
@@ -89,7 +89,7 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out)
     /* v: L g0 os0 or0 gm osm orm g2m nsend nrecv */
     double v[10] = {0};
     if (role) {
-        size_t blen = (m < LINEAR_FROM ? 2 * m : m) + 1;
+        size_t blen = m + 1;
         char *buf = malloc(blen);
         if (!buf)
             return MPI_ERR_NO_MEM;
@@ -109,14 +109,11 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out)
                 rtt0 += PMPI_Wtime() - t;
         }
         rtt0 /= R;
-        double os0 = 0, g0 = 0, or0 = 0, osm = 0, gm = 0, orm = 0, os2 = 0, g2m = 0, or2 = 0;
+        double os0 = 0, g0 = 0, or0 = 0, osm = 0, gm = 0, orm = 0, g2m = 0;
         measure_size(comm, role == 1, peer, buf, 0, 8, rtt0, &os0, &g0, &or0);
         if (m > 0) {
             measure_size(comm, role == 1, peer, buf, m, R, rtt0, &osm, &gm, &orm);
-            if (m < LINEAR_FROM)
-                measure_size(comm, role == 1, peer, buf, 2 * m, R, rtt0, &os2, &g2m, &or2);
-            else
-                g2m = gm + (gm - g0 > 0 ? gm - g0 : 0);
+            g2m = gm + (gm - g0 > 0 ? gm - g0 : 0);
         } else {
             osm = os0; gm = g0; orm = or0; g2m = g0;
         }
