@@ -2,7 +2,10 @@
  *                        [--race off|F|F1,F2,F3]
  *
  * For each block size B (bytes per destination): N calls of each variant —
- * native PMPI_Alltoall, the seven algorithms forced, adaptive with model
+ * native PMPI_Alltoall, the seven algorithms forced (through the library's
+ * MPI_Alltoall as with MPILENS_ALLTOALL=<algorithm>: the same dispatch and
+ * private communicator as adaptive; calling them directly was 2-6 % faster at
+ * 64-256 B, a handicap the adaptive variants could not win back), adaptive with model
  * pruning and adaptive without (all seven learned) — run interleaved in K
  * chunks (each chunk runs every variant for N/K calls, the order rotating), so
  * a drifting machine affects all variants alike.  Each adaptive variant starts
@@ -163,19 +166,18 @@ int main(int argc, char **argv)
                 PMPI_Barrier(MPI_COMM_WORLD);
                 if (v == V_MODEL || v == V_NOMODEL)
                     ml_a2a_set_config(ML_A2A_MODE_ADAPTIVE, (int)L, v == V_MODEL, 1000, 0.5, race);
+                else if (v != V_NATIVE) /* forced, as MPILENS_ALLTOALL=<algorithm> */
+                    ml_a2a_set_config(v - 1, (int)L, 0, 1000, 0.5, race);
                 for (long i = 0; i < n; i++) {
                     /* asked before the clock starts, and for every variant alike: in a
                      * collective one rank's work outside the call is its peers' wait inside */
                     int after = mpilens_alltoall_choice(comm[v], B, NULL) != NULL &&
                                 v > ML_A2A_NALG;
                     double t0 = PMPI_Wtime();
-                    if (v == V_NATIVE) {
+                    if (v == V_NATIVE)
                         PMPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
-                    } else if (v <= ML_A2A_NALG) {
-                        ml_a2a_algos[v - 1](sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
-                    } else {
+                    else
                         mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
-                    }
                     double dt = PMPI_Wtime() - t0;
                     tot[v] += dt;
                     if (after) {
