@@ -1,5 +1,5 @@
 /* mpilens-bench-alltoall --sizes B[,B...] --calls N[,N...] --learn N[,N...] [--chunks K]
- *                        [--race off|F|F1,F2,F3]
+ *                        [--race off|F|F1,F2]
  *
  * For each block size B (bytes per destination): N calls of each variant —
  * native PMPI_Alltoall, the seven algorithms forced (through the library's
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
             chunks = atoi(v);
         else if (!strcmp(argv[i], "--race")) {
             if (ml_a2a_parse_race(v, race))
-                die(rank, "--race needs off, a factor F or three factors F1,F2,F3, each in (1, 1000]");
+                die(rank, "--race needs off, a factor F or two factors F1,F2, each in (1, 1000]");
         } else if (!strcmp(argv[i], "--tune"))
             tune = v;
         else

@@ -132,16 +132,16 @@ def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list
 
 
 def parse_race(text: str) -> str:
-    """off, F or F1,F2,F3 (each in (1, 1000]), as MPILENS_ALLTOALL_RACE; returned as given."""
+    """off, F or F1,F2 (each in (1, 1000]), as MPILENS_ALLTOALL_RACE; returned as given."""
     if text == "off":
         return text
     parts = text.split(",")
     try:
-        ok = len(parts) in (1, 3) and all(1 < float(f) <= 1000 for f in parts)
+        ok = len(parts) in (1, 2) and all(1 < float(f) <= 1000 for f in parts)
     except ValueError:
         ok = False
     if not ok:
-        raise UserError(f"--race {text}: expected off, a factor F or three factors F1,F2,F3, "
+        raise UserError(f"--race {text}: expected off, a factor F or two factors F1,F2, "
                         "each in (1, 1000]")
     return text
 
@@ -170,10 +170,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--scale-from", default="16K",
                    help="above this size calls and learning shrink in proportion (default 16K)")
     p.add_argument("--chunks", type=int, default=20, help="interleaving chunks (default 20)")
-    p.add_argument("--race", default="2,1.5,1.2",
-                   help="adaptive learning drops candidates F1, F2, F3 times slower than the best "
-                        "after N/10, N/5 and N/2 learning calls (MPILENS_ALLTOALL_RACE; one F for "
-                        "all three; off = the paper's full learning; default 2,1.5,1.2)")
+    p.add_argument("--race", default="2,1.2",
+                   help="adaptive learning drops candidates F1 and F2 times slower than the best "
+                        "after N/5 and N/2 learning calls (MPILENS_ALLTOALL_RACE; one F for "
+                        "both; off = the paper's full learning; default 2,1.2)")
     p.add_argument("--json", type=Path, help="save the result here")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run")
     p.add_argument("--quiet", action="store_true", help="no table")

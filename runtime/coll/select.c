@@ -9,7 +9,7 @@
  *   Learning  N calls per candidate (MPILENS_ALLTOALL_LEARN, default 50),
  *             interleaved round-robin so that a drifting machine biases no
  *             candidate; time of a candidate = mean over all ranks (median
- *             over its turns); clear losers leave at N/10, N/5 and N/2 calls
+ *             over its turns); clear losers leave at N/5 and N/2 calls
  *             (MPILENS_ALLTOALL_RACE).
  *   Running   the winner.  Every MPILENS_ALLTOALL_CHECK calls (default 1000)
  *             the mean time of the window (over all ranks) is compared with
@@ -47,7 +47,7 @@ typedef struct {
     double drift, race[ML_A2A_RACE_POINTS];
 } config_t;
 
-static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 0.5, {2, 1.5, 1.2}}; /* race: ML_A2A_RACE_DEFAULT */
+static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 0.5, {2, 1.2}}; /* race: ML_A2A_RACE_DEFAULT */
 
 /* Running: one call in RUN_SAMPLE is timed for the drift check (two clock
  * reads cost ~0.1 us here, a measurable share of a small Alltoall). */
@@ -335,13 +335,13 @@ static int learn_block(void)
 }
 
 /* Race point j: calls per candidate after which candidates at or above
- * race[j] x the best mean leave (0: no such point).  Points sit at N/10, N/5
+ * race[j] x the best mean leave (0: no such point).  Points sit at N/5
  * and N/2 calls, in whole learning blocks, at least one block, strictly
  * increasing and before N; a point that coincides with an earlier one is
  * dropped (the earlier, looser factor stands). */
 static int race_calls(int j)
 {
-    static const int frac[ML_A2A_RACE_POINTS] = {10, 5, 2};
+    static const int frac[ML_A2A_RACE_POINTS] = {5, 2};
     int N = cfg.learn_n, b = learn_block(), prev = 0;
     for (int i = 0; i <= j; i++) {
         int k = N / frac[i] / b * b;
@@ -655,8 +655,8 @@ static int read_env(config_t *c)
     }
     if ((v = setting("alltoall_race", "MPILENS_ALLTOALL_RACE")) && ml_a2a_parse_race(v, c->race)) {
         fprintf(stderr, "mpilens: MPILENS_ALLTOALL_RACE='%s' is invalid: expected off, a factor F or "
-                "three factors F1,F2,F3, each in (1, 1000] (learning drops candidates this many "
-                "times slower than the best after N/10, N/5 and N/2 calls)\n", v);
+                "two factors F1,F2, each in (1, 1000] (learning drops candidates this many "
+                "times slower than the best after N/5 and N/2 calls)\n", v);
         return -1;
     }
     if ((v = setting("alltoall_drift", "MPILENS_ALLTOALL_DRIFT"))) {
