@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import FLAVOUR, read_profile, run_mpi
 
-ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring"]
+ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring", "mpi"]
 # Open MPI: every rank count 1..9.  MPICH busy-polls when oversubscribed (2 cores
 # here), so each extra rank costs seconds: 1-5 still covers P = 1, powers of two
 # (XOR partners, exact hypercube) and non-powers of two (padded hypercube).
@@ -110,6 +110,7 @@ def test_adaptive_ranks_agree_and_learn_once(build: Path, tmp_path: Path) -> Non
         # learning happened once: N = 3 calls per candidate kept by the model
         assert learned == 3 * len(e["candidates"]) == e["learning_calls"]
         assert 2 <= len(e["candidates"]) <= len(ALGOS)
+        assert "mpi" in e["candidates"]  # the MPI's own has no model: never pruned
         assert (e["algorithm"], e["source"], e["calls"], e["relearns"]) == (alg, "learned", calls, 0)
         assert e["algorithm"] in e["candidates"]
         assert set(e["learned_mean_s"]) == set(e["candidates"])
@@ -123,11 +124,11 @@ def test_adaptive_nomodel_learns_every_algorithm(build: Path, tmp_path: Path) ->
     assert {v[1] for v in choices(proc.stdout)[256].values()} == {3 * len(ALGOS)}
     header, _ = read_profile(tmp_path / "a2a.prof")
     [e] = header["alltoall"]
-    assert (e["learning_calls"], e["grouping_s"], sorted(e["candidates"])) == (21, 0, sorted(ALGOS))
+    assert (e["learning_calls"], e["grouping_s"], sorted(e["candidates"])) == (3 * len(ALGOS), 0, sorted(ALGOS))
 
 
 @pytest.mark.parametrize("race,learning_calls", [
-    ("1.000001", 2 * 7), ("1000,1.000001", 5 * 7), ("off", 10 * 7)])
+    ("1.000001", 2 * 8), ("1000,1.000001", 5 * 8), ("off", 10 * 8)])
 def test_race_drops_slower_candidates(build: Path, tmp_path: Path, race: str,
                                       learning_calls: int) -> None:
     # N = 10: the race points are N/5 = 2 and N/2 = 5 calls each; a factor of
@@ -211,7 +212,7 @@ def test_corrupt_tuning_file_stops_at_init(build: Path, tmp_path: Path, content:
 
 @pytest.mark.parametrize("var,value,accepted", [
     ("MPILENS_ALLTOALL", "fastest", ("expected one of native, adaptive, spread, bruck, recdbl, "
-                                     "pair, pair_lb, pair_barrier, ring")),
+                                     "pair, pair_lb, pair_barrier, ring, mpi")),
     ("MPILENS_ALLTOALL_LEARN", "0", "expected an integer >= 1"),
     ("MPILENS_ALLTOALL_MODEL", "yes", "expected on or off"),
     ("MPILENS_ALLTOALL_DRIFT", "-1", "expected a number in (0, 100]"),

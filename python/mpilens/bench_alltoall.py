@@ -24,7 +24,7 @@ from . import paths
 from .bench_launch import launcher_for
 from .errors import UserError
 
-ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring"]
+ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring", "mpi"]
 DEFAULT_SIZES = "64,256,1K,4K,16K,64K,256K,1M"
 
 

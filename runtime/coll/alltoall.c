@@ -40,11 +40,19 @@
 #define TAG_RD 7100 /* + min(virtual rank pair) */
 
 const char *const ml_a2a_names[ML_A2A_NALG] = {
-    "spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring"};
+    "spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring", "mpi"};
 
 const ml_a2a_fn ml_a2a_algos[ML_A2A_NALG] = {
     ml_a2a_spread, ml_a2a_bruck, ml_a2a_recdbl, ml_a2a_pair,
-    ml_a2a_pair_lb, ml_a2a_pair_barrier, ml_a2a_ring};
+    ml_a2a_pair_lb, ml_a2a_pair_barrier, ml_a2a_ring, ml_a2a_mpi};
+
+/* The eighth candidate: whatever the MPI library itself does for this call
+ * (its own tuned choice per size), on the engine's private communicator. */
+int ml_a2a_mpi(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
 
 int ml_a2a_find(const char *name)
 {

@@ -1,6 +1,7 @@
 /* Adaptive Alltoall engine (runtime/coll): shared declarations.
  *
- *   alltoall.c  the seven algorithms, one signature (that of MPI_Alltoall)
+ *   alltoall.c  the seven algorithms, one signature (that of MPI_Alltoall), and
+ *               "mpi", the MPI's own PMPI_Alltoall, as an eighth candidate
  *   plogp.c     P-LogP parameter measurement and the algorithms' cost models
  *   select.c    Grouping / Learning / Running per (communicator, message size)
  *   tuning.c    the persistent tuning file (MPILENS_TUNING_FILE)
@@ -16,7 +17,8 @@ typedef int (*ml_a2a_fn)(const void *sendbuf, int sendcount, MPI_Datatype sendty
                          void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
 enum { ML_A2A_SPREAD, ML_A2A_BRUCK, ML_A2A_RECDBL, ML_A2A_PAIR, ML_A2A_PAIR_LB,
-       ML_A2A_PAIR_BARRIER, ML_A2A_RING, ML_A2A_NALG };
+       ML_A2A_PAIR_BARRIER, ML_A2A_RING, ML_A2A_MPI, ML_A2A_NALG };
+/* ML_A2A_MPI has no cost model: Grouping always keeps it. */
 
 /* ---- alltoall.c ---- */
 int ml_a2a_spread(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
@@ -26,6 +28,7 @@ int ml_a2a_pair(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_
 int ml_a2a_pair_lb(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 int ml_a2a_pair_barrier(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 int ml_a2a_ring(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+int ml_a2a_mpi(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 
 extern const ml_a2a_fn ml_a2a_algos[ML_A2A_NALG];
 extern const char *const ml_a2a_names[ML_A2A_NALG];

@@ -4,7 +4,8 @@
  *   Grouping  first call with m: measure P-LogP parameters (plogp.c), predict
  *             every algorithm, keep those predicted at or below the mean of the
  *             fastest and slowest prediction (MPILENS_ALLTOALL_MODEL=off keeps
- *             all seven: the paper's "nomodel").  A matching tuning-file entry
+ *             all: the paper's "nomodel").  The MPI's own PMPI_Alltoall ("mpi")
+ *             is an eighth candidate, never pruned (it has no model).  A matching tuning-file entry
  *             skips Grouping and Learning.
  *   Learning  N calls per candidate (MPILENS_ALLTOALL_LEARN, default 50),
  *             interleaved round-robin so that a drifting machine biases no
@@ -294,7 +295,7 @@ static int grouping(comm_state *cs, size_state *e)
             return rc;
         e->group_local += PMPI_Wtime() - t0;
         double pred[ML_A2A_NALG], lo = 0, hi = 0;
-        for (int a = 0; a < ML_A2A_NALG; a++) {
+        for (int a = 0; a < ML_A2A_MPI; a++) {
             pred[a] = ml_plogp_predict(a, cs->P, &p);
             if (a == 0 || pred[a] < lo)
                 lo = pred[a];
@@ -303,7 +304,7 @@ static int grouping(comm_state *cs, size_state *e)
         }
         double thr = (lo + hi) / 2;
         for (int a = 0; a < ML_A2A_NALG; a++)
-            if (pred[a] <= thr)
+            if (a == ML_A2A_MPI || pred[a] <= thr) /* the MPI's own: no model, always kept */
                 e->cand[e->ncand++] = a;
     } else {
         for (int a = 0; a < ML_A2A_NALG; a++)
