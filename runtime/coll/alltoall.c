@@ -1,5 +1,6 @@
 /* The seven Alltoall algorithms of the Nanri et al. study (REFERENCE §2), each
- * with the signature of MPI_Alltoall, built on PMPI point-to-point only.
+ * with the signature of MPI_Alltoall, built on PMPI point-to-point only (plus
+ * "mpi", the MPI's own PMPI_Alltoall, as an eighth candidate).
  *
  * All of them are correct for any number of ranks, any datatype (derived and
  * non-contiguous included, send and receive types may differ as long as the

@@ -1,7 +1,8 @@
 """`mpilens tune --output FILE [--np N] [--sizes ...] [-- launcher]`: build the
 Alltoall tuning file offline.
 
-For each rank count and block size, the engine learns with all seven algorithms
+For each rank count and block size, the engine learns with all eight candidates (the seven
+algorithms and the MPI's own)
 (no model pruning) on MPI_COMM_WORLD and the choices are merged into FILE
 (existing entries for other machines, rank counts or sizes are kept).  A run
 with MPILENS_ALLTOALL=adaptive MPILENS_TUNING_FILE=FILE then starts directly in
