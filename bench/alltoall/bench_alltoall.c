@@ -2,11 +2,11 @@
  *                        [--race off|F|F1,F2]
  *
  * For each block size B (bytes per destination): N calls of each variant —
- * native PMPI_Alltoall, the seven algorithms forced (through the library's
+ * native PMPI_Alltoall, the eight candidates forced (through the library's
  * MPI_Alltoall as with MPILENS_ALLTOALL=<algorithm>: the same dispatch and
  * private communicator as adaptive; calling them directly was 2-6 % faster at
  * 64-256 B, a handicap the adaptive variants could not win back), adaptive with model
- * pruning and adaptive without (all seven learned) — run interleaved in K
+ * pruning and adaptive without (all eight learned) — run interleaved in K
  * chunks (each chunk runs every variant for N/K calls, the order rotating), so
  * a drifting machine affects all variants alike.  Each adaptive variant starts
  * from a fresh communicator (fresh state) and runs its N calls across the
@@ -20,7 +20,7 @@
  * mean per call of the calls made after learning had finished.  --race: the
  * adaptive variants' early-elimination factors (as MPILENS_ALLTOALL_RACE).
  *
- * --tune FILE: instead of timing, learn every size with all seven candidates
+ * --tune FILE: instead of timing, learn every size with all eight candidates
  * (no model pruning: offline, thoroughness beats cost) on MPI_COMM_WORLD and
  * merge the choices into the tuning file FILE (what `mpilens tune` runs).
  * A bad option: one line "mpilens-bench-alltoall: ..." and exit status 2.

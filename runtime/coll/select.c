@@ -5,8 +5,8 @@
  *             every algorithm, keep those predicted at or below the mean of the
  *             fastest and slowest prediction (MPILENS_ALLTOALL_MODEL=off keeps
  *             all: the paper's "nomodel").  The MPI's own PMPI_Alltoall ("mpi")
- *             is an eighth candidate, never pruned (it has no model).  A matching tuning-file entry
- *             skips Grouping and Learning.
+ *             is an eighth candidate, never pruned (it has no model).  A
+ *             matching tuning-file entry skips Grouping and Learning.
  *   Learning  N calls per candidate (MPILENS_ALLTOALL_LEARN, default 50),
  *             interleaved round-robin so that a drifting machine biases no
  *             candidate; time of a candidate = mean over all ranks (median
@@ -48,7 +48,7 @@ typedef struct {
     double drift, race[ML_A2A_RACE_POINTS];
 } config_t;
 
-static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 0.5, {2, 1.2}}; /* race: ML_A2A_RACE_DEFAULT */
+static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 0.5, {0}}; /* race: ML_A2A_RACE_DEFAULT, set by ml_coll_init */
 
 /* Running: one call in RUN_SAMPLE is timed for the drift check (two clock
  * reads cost ~0.1 us here, a measurable share of a small Alltoall). */
@@ -356,10 +356,6 @@ static int race_calls(int j)
     return 0;
 }
 
-/* Early elimination (beyond REFERENCE §2): at each race point the agreed
- * means are compared and the clear losers stop learning; the others go on to
- * N calls each.  Dropped candidates keep their partial mean (profile,
- * re-learning pruning). */
 static int cmp_dbl(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -391,6 +387,10 @@ static int agreed_times(comm_state *cs, size_state *e, int k, double *t, double 
     return MPI_SUCCESS;
 }
 
+/* Early elimination (beyond REFERENCE §2): at each race point the agreed
+ * times are compared and the clear losers stop learning; the others go on to
+ * N calls each.  Dropped candidates keep their partial time (profile,
+ * re-learning pruning). */
 static int race(comm_state *cs, size_state *e, int k, double factor)
 {
     double t[ML_A2A_NALG];
@@ -722,6 +722,7 @@ int ml_coll_init(void)
     /* rank 0 validates and decides; everybody follows rank 0's configuration */
     int st[2] = {0, 0}; /* [0] config error, [1] tuning error */
     config_t c = cfg;
+    ml_a2a_parse_race(ML_A2A_RACE_DEFAULT, c.race);
     char err[512] = "";
     tune_path = setting("tuning_file", "MPILENS_TUNING_FILE");
     if (rank == 0) {
