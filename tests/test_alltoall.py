@@ -5,6 +5,8 @@ Every test launches real MPI jobs under libmpilens (mpilens-exec)."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import subprocess
@@ -247,3 +249,117 @@ def test_tune_command_builds_file_then_used(build: Path, tmp_path: Path) -> None
                                            MPILENS_MACHINE="sweepbox")).stdout)
     assert set(got[64].values()) == {(rows[0][5], 0)}
     assert set(got[1024].values()) == {(rows[1][5], 0)}
+
+
+# ---- network model file (MPILENS_NETWORK_MODEL, written by `mpilens bench logp --model`) ----
+
+def _predict(P: int, L: float, g0: float, os0: float, or0: float, gm: float, osm: float,
+             orm: float, g2m: float) -> dict[str, float]:
+    """REFERENCE §2 Table 1 with the corrections of docs/alltoall.md, written out again."""
+    lg = math.log2(P)
+    pair = (L + gm + min(osm, orm)) * (P - 1)
+    extra = max(P - 2, 0)
+    return {"spread": (L + gm) * (P - 1), "bruck": (L + 2 * gm * (lg + 1)) * lg,
+            "recdbl": (L + 2 * g2m * lg) * lg, "pair": pair,
+            "pair_lb": pair + max(os0, or0) * extra,
+            "pair_barrier": pair + (L + 2 * g0) * lg * extra, "ring": (L + 2 * gm) * (P // 2)}
+
+
+def _interp(sizes: list[int], ys: list[float], x: float) -> float:
+    if x <= sizes[0]:
+        return ys[0]
+    i = next((k for k, s in enumerate(sizes) if s >= x), len(sizes) - 1)
+    i = max(i, 1)
+    slope = (ys[i] - ys[i - 1]) / (sizes[i] - sizes[i - 1])
+    if x > sizes[-1]:
+        slope = max(slope, 0.0)
+    return max(ys[i - 1] + (x - sizes[i - 1]) * slope, 0.0)
+
+
+def _expected_candidates(model: dict, P: int, m: int) -> list[str]:
+    s = model["sizes"]
+    at = {k: (lambda x, k=k: _interp(s, model[k], x)) for k in ("g_s", "os_s", "or_s")}
+    pred = _predict(P, model["L_s"], at["g_s"](0), at["os_s"](0), at["or_s"](0), at["g_s"](m),
+                    at["os_s"](m), at["or_s"](m), at["g_s"](2 * m))
+    thr = (min(pred.values()) + max(pred.values())) / 2
+    assert all(abs(v - thr) > 1e-9 * thr for v in pred.values())  # no tie at the threshold
+    return sorted([a for a, v in pred.items() if v <= thr] + ["mpi"])
+
+
+@pytest.fixture(scope="module")
+def measured_model(build: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A real network model file of this MPI (2 ranks, few samples)."""
+    out = tmp_path_factory.mktemp("netmodel") / "netmodel.json"
+    env = {**os.environ, "MPILENS_BUILD": str(build),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python"),
+           "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+    proc = subprocess.run([sys.executable, "-m", "mpilens.cli", "bench", "logp", "--max-size", "4K",
+                           "--samples", "3", "--iters", "3", "--train", "8", "--model", str(out)],
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text())
+
+
+# Parameters (found by a search) for which the kept candidates differ between the
+# sizes, at 3 and 4 ranks, and change if g(2m) were taken as g(m), if parameters past
+# the largest size were clamped instead of extrapolated, or if interpolation took the
+# value of the size below: 64 B is interpolated, 3000 B extrapolated.
+CRAFTED = {"L_s": 2.13e-6, "sizes": [0, 256, 1024], "g_s": [3.04e-6, 5.88e-6, 8.83e-6],
+           "os_s": [5.06e-6, 5.89e-6, 8.46e-6], "or_s": [3.55e-7, 2.43e-6, 7.98e-6]}
+
+
+def test_network_model_replaces_measurement(build: Path, tmp_path: Path, measured_model: dict) -> None:
+    model = {**measured_model, **CRAFTED}
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps(model))
+    sizes = [64, 3000]
+    expected = {m: _expected_candidates(model, NP, m) for m in sizes}
+    assert expected[64] != expected[3000]
+    proc = run_mpi(NP, exe(build, "a2a_adaptive") + ["30"] + [str(m) for m in sizes],
+                   env=adaptive_env(tmp_path, MPILENS_NETWORK_MODEL=str(path)))
+    got = choices(proc.stdout)
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    entries = {e["bytes"]: e for e in header["alltoall"]}
+    for m in sizes:
+        e = entries[m]
+        assert sorted(e["candidates"]) == expected[m]
+        assert e["grouping_s"] == 0  # nothing measured
+        assert e["learning_calls"] == 3 * len(expected[m]) == got[m][0][1]
+
+
+def test_measured_network_model_is_accepted(build: Path, tmp_path: Path, measured_model: dict) -> None:
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps(measured_model))
+    proc = run_mpi(NP, exe(build, "a2a_adaptive") + ["20", "512"],
+                   env=adaptive_env(tmp_path, MPILENS_NETWORK_MODEL=str(path)))
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    [e] = header["alltoall"]
+    assert sorted(e["candidates"]) == _expected_candidates(measured_model, NP, 512)
+    assert e["grouping_s"] == 0 and len(set(choices(proc.stdout)[512].values())) == 1
+
+
+@pytest.mark.parametrize("change,why", [
+    ("{not json", "is not valid JSON: "),
+    ({"g_s": None}, "has no key 'g_s' (write it with `mpilens bench logp --model FILE`)"),
+    ({"format": "other"}, "has format 'other', expected 'mpilens-netmodel'"),
+    ({"version": 2}, "has version 2, expected 1"),
+    ({"os_s": [1e-7]}, "sizes, os_s, or_s and g_s must have the same length"),
+    ({"sizes": [0, 8, 4]}, "sizes must be increasing non-negative integers (element 2)"),
+    ({"g_s": [1e-7, -1, 1e-6]}, "g_s[1] must be a non-negative number"),
+    ({"mpi_library": "Some Other MPI 9.9"}, "was measured with 'Some Other MPI 9.9', this job runs '"),
+])
+def test_bad_network_model_one_line(build: Path, tmp_path: Path, measured_model: dict,
+                                    change: object, why: str) -> None:
+    path = tmp_path / "bad.json"
+    if isinstance(change, str):
+        path.write_text(change)
+    else:
+        model = {**measured_model, **CRAFTED, **change}
+        path.write_text(json.dumps({k: v for k, v in model.items() if v is not None}))
+    proc = run_mpi(2, exe(build, "a2a_adaptive") + ["1", "8"],
+                   env=adaptive_env(tmp_path, MPILENS_NETWORK_MODEL=str(path)), check=False)
+    assert proc.returncode != 0
+    errs = [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")]
+    assert len(errs) == 1, proc.stderr
+    assert errs[0].startswith(f"mpilens: MPILENS_NETWORK_MODEL='{path}' ") and why in errs[0], errs[0]
+    assert "rank=" not in proc.stdout

@@ -20,6 +20,9 @@
  * mean per call of the calls made after learning had finished.  --race: the
  * adaptive variants' early-elimination factors (as MPILENS_ALLTOALL_RACE).
  *
+ * MPILENS_NETWORK_MODEL set: the adaptive variants' Grouping predicts from that
+ * network model file (`mpilens bench logp --model`) instead of measuring.
+ *
  * --tune FILE: instead of timing, learn every size with all eight candidates
  * (no model pruning: offline, thoroughness beats cost) on MPI_COMM_WORLD and
  * merge the choices into the tuning file FILE (what `mpilens tune` runs).
@@ -144,6 +147,17 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
+    /* MPILENS_NETWORK_MODEL: Grouping predicts from that file instead of
+     * measuring (read by ml_coll_init; the variants' settings are set below) */
+    if (getenv("MPILENS_NETWORK_MODEL")) {
+        setenv("MPILENS_ALLTOALL", "adaptive", 1);
+        setenv("MPILENS_ALLTOALL_MODEL", "on", 1);
+        unsetenv("MPILENS_TUNING_FILE"); /* timing: every run learns */
+        if (ml_coll_init() != 0) { /* the line is printed */
+            MPI_Finalize();
+            return 2;
+        }
+    }
     if (rank == 0)
         printf("{\"nranks\":%d,\"results\":[", P);
     for (int k = 0; k < ns; k++) {
@@ -192,7 +206,10 @@ int main(int argc, char **argv)
         PMPI_Allreduce(tot, sum, 2 * NV + 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         const char *alg[2];
         long long lc[2];
+        ml_a2a_info info[2];
         for (int a = 0; a < 2; a++) {
+            memset(&info[a], 0, sizeof info[a]);
+            ml_a2a_state_info(comm[V_MODEL + a], B, &info[a]);
             alg[a] = mpilens_alltoall_choice(comm[V_MODEL + a], B, &lc[a]);
             if (!alg[a])
                 alg[a] = "none";
@@ -207,9 +224,18 @@ int main(int argc, char **argv)
                 int v = V_MODEL + a;
                 double ac = after_cnt[a];
                 printf("%s\"%s\":{\"total_s\":%.9g,\"after_s\":%.9g,\"after_calls\":%.0f,"
-                       "\"algorithm\":\"%s\",\"learning_calls\":%lld}",
+                       "\"algorithm\":\"%s\",\"learning_calls\":%lld,\"grouping_s\":%.9g,"
+                       "\"learning_s\":%.9g,\"learned_s\":{",
                        a ? "," : "", a ? "nomodel" : "model", sum[v] / P / N,
-                       ac > 0 ? sum[NV + v] / P / ac : 0.0, ac, alg[a], lc[a]);
+                       ac > 0 ? sum[NV + v] / P / ac : 0.0, ac, alg[a], lc[a],
+                       info[a].grouping_s, info[a].learning_s);
+                for (int b = 0, first = 1; b < ML_A2A_NALG; b++)
+                    if (info[a].cand_mask & 1 << b) {
+                        printf("%s\"%s\":%.9g", first ? "" : ",", ml_a2a_names[b],
+                               info[a].mean[b]);
+                        first = 0;
+                    }
+                printf("}}");
             }
             printf("}}");
             fflush(stdout);

@@ -52,6 +52,16 @@ int ml_a2a_parse_race(const char *v, double race[ML_A2A_RACE_POINTS]);
 void ml_a2a_set_config(int mode, int learn_n, int model, int check_every, double drift,
                        const double race[ML_A2A_RACE_POINTS]);
 const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long long *learning_calls);
+/* What adaptive mode did for (comm, block size), for the benchmark: agreed
+ * Grouping and Learning time (s, mean over ranks), candidates of the first
+ * Grouping (bit mask) and learned time per call of each algorithm (<0:
+ * not learned).  0 ok, -1 unknown. */
+typedef struct {
+    double grouping_s, learning_s, mean[ML_A2A_NALG];
+    int cand_mask;
+    long long learning_calls;
+} ml_a2a_info;
+int ml_a2a_state_info(MPI_Comm comm, long long block_bytes, ml_a2a_info *out);
 
 /* ---- plogp.c ---- */
 typedef struct {
@@ -66,6 +76,21 @@ typedef struct {
 int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out);
 /* Predicted time (s) of algorithm alg for P ranks with the given parameters. */
 double ml_plogp_predict(int alg, int P, const ml_plogp *p);
+
+/* ---- netmodel.c ---- */
+/* The network model file of `mpilens bench logp --model FILE` (MPILENS_NETWORK_MODEL). */
+#define ML_NETMODEL_MAX 64
+typedef struct {
+    int n;                     /* measured sizes */
+    double L;
+    double size[ML_NETMODEL_MAX], os[ML_NETMODEL_MAX], orr[ML_NETMODEL_MAX], g[ML_NETMODEL_MAX];
+    char mpi_library[256];     /* first line of MPI_Get_library_version where it was measured */
+} ml_netmodel;
+/* Reads and checks FILE; 0 ok, -1 with err filled ("is not valid JSON: ...",
+ * "has no key 'g_s' ...": to follow the file's name). */
+int ml_netmodel_load(const char *path, ml_netmodel *nm, char *err, size_t errlen);
+/* P-LogP parameters for m bytes (interpolated between the measured sizes). */
+void ml_netmodel_params(const ml_netmodel *nm, size_t m, ml_plogp *p);
 
 /* ---- tuning.c ---- */
 typedef struct {

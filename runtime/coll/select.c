@@ -104,6 +104,7 @@ static char machine[128];
 static ml_tune_entry *tune_tab;
 static int tune_n, tune_loaded;
 static const char *tune_path;
+static ml_netmodel nm_store, *netmodel; /* MPILENS_NETWORK_MODEL, read at MPI_Init; NULL: measure */
 
 /* The previous call's communicator, arguments and decision: a repeated call
  * (the common case) skips the attribute lookup and the datatype queries.
@@ -289,11 +290,15 @@ static int grouping(comm_state *cs, size_state *e)
     e->ncand = 0;
     if (cfg.model && cs->P > 1) {
         ml_plogp p;
-        double t0 = PMPI_Wtime();
-        int rc = ml_plogp_measure(cs->dup, (size_t)e->bytes, &p);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        e->group_local += PMPI_Wtime() - t0;
+        if (netmodel) { /* measured once per machine by `mpilens bench logp --model` */
+            ml_netmodel_params(netmodel, (size_t)e->bytes, &p);
+        } else {
+            double t0 = PMPI_Wtime();
+            int rc = ml_plogp_measure(cs->dup, (size_t)e->bytes, &p);
+            if (rc != MPI_SUCCESS)
+                return rc;
+            e->group_local += PMPI_Wtime() - t0;
+        }
         double pred[ML_A2A_NALG], lo = 0, hi = 0;
         for (int a = 0; a < ML_A2A_MPI; a++) {
             pred[a] = ml_plogp_predict(a, cs->P, &p);
@@ -591,6 +596,31 @@ const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long l
     return NULL;
 }
 
+int ml_a2a_state_info(MPI_Comm comm, long long block_bytes, ml_a2a_info *out)
+{
+    void *val;
+    int flag = 0;
+    if (keyval == MPI_KEYVAL_INVALID)
+        return -1;
+    PMPI_Comm_get_attr(comm, keyval, &val, &flag);
+    if (!flag)
+        return -1;
+    comm_state *cs = val;
+    for (int i = 0; i < ML_SIZES; i++) {
+        size_state *e = &cs->s[i];
+        if (e->used && e->bytes == block_bytes) {
+            out->grouping_s = e->group_s;
+            out->learning_s = e->learn_s;
+            out->cand_mask = e->first_mask;
+            out->learning_calls = e->learn_calls;
+            for (int a = 0; a < ML_A2A_NALG; a++)
+                out->mean[a] = e->mean[a];
+            return 0;
+        }
+    }
+    return -1;
+}
+
 /* ---------------- configuration ---------------- */
 /* The core's lookup (environment, then the config file); absent when these
  * sources are built into a stand-alone program such as the benchmark. */
@@ -720,7 +750,7 @@ int ml_coll_init(void)
     int rank;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     /* rank 0 validates and decides; everybody follows rank 0's configuration */
-    int st[2] = {0, 0}; /* [0] config error, [1] tuning error */
+    int st[3] = {0, 0, 0}; /* [0] config error, [1] tuning or network model error, [2] model read */
     config_t c = cfg;
     ml_a2a_parse_race(ML_A2A_RACE_DEFAULT, c.race);
     char err[512] = "";
@@ -738,12 +768,35 @@ int ml_coll_init(void)
         }
         ml_machine_signature(machine, sizeof machine);
     }
-    PMPI_Bcast(st, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    const char *nm_path = setting("network_model", "MPILENS_NETWORK_MODEL");
+    if (rank == 0 && !st[0] && !st[1] && nm_path && c.mode == MODE_ADAPTIVE && c.model) {
+        if (ml_netmodel_load(nm_path, &nm_store, err, sizeof err) != 0) {
+            fprintf(stderr, "mpilens: MPILENS_NETWORK_MODEL='%s' %s\n", nm_path, err);
+            st[1] = 1;
+        } else {
+            char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+            int len = 0;
+            PMPI_Get_library_version(lib, &len);
+            lib[strcspn(lib, "\n")] = 0;
+            if (strcmp(lib, nm_store.mpi_library) != 0) {
+                fprintf(stderr, "mpilens: MPILENS_NETWORK_MODEL='%s' was measured with '%.80s', "
+                        "this job runs '%.80s' (measure it again with `mpilens bench logp "
+                        "--model FILE` under this MPI)\n", nm_path, nm_store.mpi_library, lib);
+                st[1] = 1;
+            }
+            st[2] = 1;
+        }
+    }
+    PMPI_Bcast(st, 3, MPI_INT, 0, MPI_COMM_WORLD);
     if (st[0] || st[1])
         return 1;
     PMPI_Bcast(&c, (int)sizeof c, MPI_BYTE, 0, MPI_COMM_WORLD);
     cfg = c;
     PMPI_Bcast(machine, (int)sizeof machine, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (st[2]) {
+        PMPI_Bcast(&nm_store, (int)sizeof nm_store, MPI_BYTE, 0, MPI_COMM_WORLD);
+        netmodel = &nm_store;
+    }
     if (cfg.mode == MODE_ADAPTIVE && tune_path) {
         PMPI_Bcast(&tune_n, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (!tune_tab)

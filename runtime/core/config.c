@@ -24,7 +24,8 @@ static char *ml_file_funcs = NULL; /* bare function names in the file: an includ
 /* Keys the config file may hold (lower case; engines own the ones with a prefix). */
 static const char *const ml_known[] = {"output", "include", "exclude", "detail", "profile", "clock", "timing",
                                        "max_threads", "max_requests", NULL};
-static const char *const ml_engine_prefix[] = {"alltoall", "repro", "tuning_file", "machine", NULL};
+static const char *const ml_engine_prefix[] = {"alltoall", "repro", "tuning_file", "machine",
+                                                  "network_model", NULL};
 
 const char *ml_config_get(const char *key)
 {
@@ -85,7 +86,7 @@ static int ml_read_file(const char *path)
         if (!ok || ml_nkv == ML_MAXKV) {
             snprintf(ml_config_error, sizeof ml_config_error,
                      "mpilens: MPILENS_CONFIG='%s': unknown key '%s' at line %d: expected output, include, "
-                     "exclude, detail, profile, clock, timing, max_threads, max_requests, alltoall*, repro*, tuning_file, machine",
+                     "exclude, detail, profile, clock, timing, max_threads, max_requests, alltoall*, repro*, tuning_file, machine, network_model",
                      path, k, lineno);
             fclose(f);
             return 1;
