@@ -329,7 +329,12 @@ def test_network_model_replaces_measurement(build: Path, tmp_path: Path, measure
 
 def test_measured_network_model_is_accepted(build: Path, tmp_path: Path, measured_model: dict) -> None:
     path = tmp_path / "net.json"
-    path.write_text(json.dumps(measured_model))
+    # the library string written with \\u escapes only: JSON's escapes are decoded
+    lib = measured_model["mpi_library"]
+    text = json.dumps(measured_model).replace(json.dumps(lib),
+                                              '"' + "".join(f"\\u{ord(c):04x}" for c in lib) + '"')
+    assert text != json.dumps(measured_model) and json.loads(text) == measured_model
+    path.write_text(text)
     proc = run_mpi(NP, exe(build, "a2a_adaptive") + ["20", "512"],
                    env=adaptive_env(tmp_path, MPILENS_NETWORK_MODEL=str(path)))
     header, _ = read_profile(tmp_path / "a2a.prof")

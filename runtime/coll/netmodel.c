@@ -42,8 +42,28 @@ static void ws(parser *ps)
         ps->p++;
 }
 
-/* A string; its unescaped text (escapes other than \" \\ \/ kept as read)
- * is copied into out (truncated to outlen) when out is given. */
+static void put(char *out, size_t outlen, size_t *n, unsigned c)
+{
+    if (out && *n + 1 < outlen)
+        out[(*n)++] = (char)c;
+}
+
+static int hex4(parser *ps, unsigned *u)
+{
+    *u = 0;
+    for (int i = 0; i < 4; i++, ps->p++) {
+        char c = ps->p < ps->end ? *ps->p : 0;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+                c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            return fail(ps, "bad \\u escape");
+        *u = *u * 16 + (unsigned)d;
+    }
+    return 0;
+}
+
+/* A string; its unescaped text (UTF-8) is copied into out (truncated to
+ * outlen) when out is given. */
 static int string(parser *ps, char *out, size_t outlen)
 {
     size_t n = 0;
@@ -51,18 +71,49 @@ static int string(parser *ps, char *out, size_t outlen)
         return fail(ps, "expected a string");
     ps->p++;
     while (ps->p < ps->end && *ps->p != '"') {
-        char c = *ps->p++;
-        if ((unsigned char)c < 0x20)
+        unsigned char c = (unsigned char)*ps->p++;
+        if (c < 0x20)
             return fail(ps, "control character in a string");
-        if (c == '\\') {
-            if (ps->p >= ps->end)
-                break;
-            c = *ps->p++;
-            if (c != '"' && c != '\\' && c != '/' && out && n + 1 < outlen)
-                out[n++] = '\\';
+        if (c != '\\') {
+            put(out, outlen, &n, c);
+            continue;
         }
-        if (out && n + 1 < outlen)
-            out[n++] = c;
+        if (ps->p >= ps->end)
+            break;
+        c = (unsigned char)*ps->p++;
+        unsigned simple = c == '"' || c == '\\' || c == '/' ? c : c == 'b' ? '\b' :
+                          c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : 0;
+        if (simple) {
+            put(out, outlen, &n, simple);
+        } else if (c == 'u') {
+            unsigned u, lo;
+            if (hex4(ps, &u))
+                return -1;
+            if (u >= 0xD800 && u < 0xDC00 && ps->end - ps->p >= 6 && ps->p[0] == '\\' &&
+                ps->p[1] == 'u') {
+                ps->p += 2;
+                if (hex4(ps, &lo))
+                    return -1;
+                u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            if (u < 0x80) {
+                put(out, outlen, &n, u);
+            } else if (u < 0x800) {
+                put(out, outlen, &n, 0xC0 | u >> 6);
+                put(out, outlen, &n, 0x80 | (u & 0x3F));
+            } else if (u < 0x10000) {
+                put(out, outlen, &n, 0xE0 | u >> 12);
+                put(out, outlen, &n, 0x80 | (u >> 6 & 0x3F));
+                put(out, outlen, &n, 0x80 | (u & 0x3F));
+            } else {
+                put(out, outlen, &n, 0xF0 | u >> 18);
+                put(out, outlen, &n, 0x80 | (u >> 12 & 0x3F));
+                put(out, outlen, &n, 0x80 | (u >> 6 & 0x3F));
+                put(out, outlen, &n, 0x80 | (u & 0x3F));
+            }
+        } else {
+            return fail(ps, "bad escape in a string");
+        }
     }
     if (ps->p >= ps->end)
         return fail(ps, "unterminated string");
