@@ -1,9 +1,11 @@
 """`mpilens bench alltoall`: native MPI_Alltoall vs every forced algorithm vs the
 adaptive engine with and without model pruning (the paper's model/nomodel table).
 
-Runs build/bin/mpilens-bench-alltoall once per rank count; all variants are
-interleaved inside that run.  Prints a table per rank count and whether the
-targets hold:
+Runs build/bin/mpilens-bench-alltoall --repeat times per rank count (each run a
+fresh job: fresh adaptive state, learning included); all variants are
+interleaved inside each run.  Every figure is the median over the runs; the
+targets are checked on the medians and counted per run.  Prints a table per
+rank count and whether the targets hold:
   after   adaptive (model), after learning, within 5 % of the best forced algorithm
   total   adaptive (model), learning included, within 10 % of the best of native
           and every forced algorithm
@@ -88,27 +90,36 @@ def table(run: dict[str, Any]) -> str:
     rows = [head]
     for r in run["results"]:
         t, m, n = r["targets"], r["adaptive"]["model"], r["adaptive"]["nomodel"]
+        rm = t.get("runs_meeting")
+
+        def runs(key: str, rm: dict[str, Any] | None = rm) -> str:
+            return f" ({rm[key]}/{rm['runs']})" if rm else ""
         rows.append([str(r["bytes"]), us(r["native_s"]), *[us(r["forced_s"][a]) for a in ALGOS],
                      us(m["total_s"]), us(m["after_s"]), m["algorithm"], us(n["total_s"]),
                      us(n["after_s"]), n["algorithm"],
-                     f"{'yes' if t['after_ok'] else 'NO'} {t['after_ratio'] or 0:.2f}",
-                     f"{'yes' if t['total_ok'] else 'NO'} {t['total_ratio']:.2f}",
+                     f"{'yes' if t['after_ok'] else 'NO'} {t['after_ratio'] or 0:.2f}{runs('after')}",
+                     f"{'yes' if t['total_ok'] else 'NO'} {t['total_ratio']:.2f}{runs('total')}",
                      "-" if t["prune_ok"] is None else
-                     f"{'yes' if t['prune_ok'] else 'NO'} {t['model_vs_nomodel']:.2f}"])
+                     f"{'yes' if t['prune_ok'] else 'NO'} {t['model_vs_nomodel']:.2f}{runs('prune')}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = [f"{run['nranks']} ranks, microseconds per call (mean over ranks)"]
+    lines = [f"{run['nranks']} ranks, microseconds per call (mean over ranks; median of "
+             f"{run.get('repeat', 1)} runs, targets met in how many runs in brackets)"]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(lines)
 
 
 def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list[int],
-            chunks: int, timeout: float | None, race: str) -> dict[str, Any]:
+            chunks: int, timeout: float | None, race: str,
+            network_model: Path | None = None) -> dict[str, Any]:
     exe = paths.artifact("bin/mpilens-bench-alltoall")
     cmd = [*launcher, str(exe), "--sizes", ",".join(map(str, sizes)),
            "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),
            "--chunks", str(chunks), "--race", race]
     env = dict(os.environ)
     env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+    env.pop("MPILENS_NETWORK_MODEL", None)
+    if network_model:
+        env["MPILENS_NETWORK_MODEL"] = str(network_model)
     if os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -120,8 +131,8 @@ def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list
     except subprocess.TimeoutExpired:
         raise UserError(f"benchmark did not finish within {timeout} s") from None
     for line in proc.stderr.splitlines():
-        if line.startswith("mpilens-bench-alltoall: "):
-            raise UserError(line.removeprefix("mpilens-bench-alltoall: "))
+        if line.startswith(("mpilens-bench-alltoall: ", "mpilens: ")):
+            raise UserError(line.split(": ", 1)[1])
     start = proc.stdout.find("{")
     if proc.returncode != 0 or start < 0:
         raise UserError(f"benchmark failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -129,6 +140,43 @@ def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list
     for r in run["results"]:
         r["targets"] = targets(r)
     return run
+
+
+def median(xs: list[float]) -> float:
+    v = sorted(xs)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run per rank count from several: every time the median over the runs,
+    the adaptive choices listed, the targets on the medians and counted per run."""
+    out: dict[str, Any] = {"nranks": reps[0]["nranks"], "repeat": len(reps), "results": []}
+    for k, r0 in enumerate(reps[0]["results"]):
+        rs = [rep["results"][k] for rep in reps]
+        res: dict[str, Any] = {
+            "bytes": r0["bytes"], "calls": r0["calls"], "learn": r0["learn"],
+            "native_s": median([r["native_s"] for r in rs]),
+            "forced_s": {a: median([r["forced_s"][a] for r in rs]) for a in r0["forced_s"]},
+            "adaptive": {}}
+        for v in ("model", "nomodel"):
+            ad = [r["adaptive"][v] for r in rs]
+            res["adaptive"][v] = {
+                "total_s": median([a["total_s"] for a in ad]),
+                "after_s": median([a["after_s"] for a in ad]),
+                "algorithm": "/".join(a["algorithm"] for a in ad),
+                "learning_calls": median([a["learning_calls"] for a in ad]),
+                **{key: median([a[key] for a in ad]) for key in ("grouping_s", "learning_s")
+                   if all(key in a for a in ad)}}
+        res["targets"] = targets(res)
+        per = [r["targets"] for r in rs]
+        res["targets"]["runs_meeting"] = {
+            "after": sum(t["after_ok"] for t in per), "total": sum(t["total_ok"] for t in per),
+            "prune": None if res["targets"]["prune_ok"] is None else
+            sum(bool(t["prune_ok"]) for t in per), "runs": len(per)}
+        res["runs"] = rs
+        out["results"].append(res)
+    return out
 
 
 def parse_race(text: str) -> str:
@@ -147,12 +195,21 @@ def parse_race(text: str) -> str:
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Targets met on the medians, and per run (lists, one count per repetition)."""
     res = [r for run in runs for r in run["results"]]
     pr = [r for r in res if r["targets"]["prune_ok"] is not None]
-    return {"after_within_5pct": sum(r["targets"]["after_ok"] for r in res),
-            "total_within_10pct": sum(r["targets"]["total_ok"] for r in res),
-            "model_cheaper_from_4KiB": sum(bool(r["targets"]["prune_ok"]) for r in pr),
-            "points": len(res), "points_from_4KiB": len(pr)}
+    nrep = runs[0].get("repeat", 1) if runs else 1
+    def per_run(key: str, rows: list[dict[str, Any]]) -> list[int]:
+        return [sum(bool(r["runs"][i]["targets"][key]) for r in rows) for i in range(nrep)]
+    out = {"after_within_5pct": sum(r["targets"]["after_ok"] for r in res),
+           "total_within_10pct": sum(r["targets"]["total_ok"] for r in res),
+           "model_cheaper_from_4KiB": sum(bool(r["targets"]["prune_ok"]) for r in pr),
+           "points": len(res), "points_from_4KiB": len(pr), "repeat": nrep}
+    if res and "runs" in res[0]:
+        out["per_run"] = {"after_within_5pct": per_run("after_ok", res),
+                          "total_within_10pct": per_run("total_ok", res),
+                          "model_cheaper_from_4KiB": per_run("prune_ok", pr)}
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -174,22 +231,31 @@ def main(argv: list[str]) -> int:
                    help="adaptive learning drops candidates F1 and F2 times slower than the best "
                         "after N/5 and N/2 learning calls (MPILENS_ALLTOALL_RACE; one F for "
                         "both; off = the paper's full learning; default 2,1.2)")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs per rank count (fresh jobs); figures are medians (default 3)")
+    p.add_argument("--network-model", type=Path,
+                   help="adaptive Grouping predicts from this file of `mpilens bench logp "
+                        "--model` instead of measuring (MPILENS_NETWORK_MODEL)")
     p.add_argument("--json", type=Path, help="save the result here")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run")
     p.add_argument("--quiet", action="store_true", help="no table")
     args = p.parse_args(argv)
     nps = parse_ints(args.np, "--np")
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
-    if args.calls < 1 or args.learn < 1 or args.chunks < 1:
-        raise UserError("--calls, --learn and --chunks must be positive integers")
+    if args.calls < 1 or args.learn < 1 or args.chunks < 1 or args.repeat < 1:
+        raise UserError("--calls, --learn, --chunks and --repeat must be positive integers")
+    if args.network_model and not args.network_model.is_file():
+        raise UserError(f"--network-model {args.network_model}: no such file "
+                        "(write one with `mpilens bench logp --model FILE`)")
     race = parse_race(args.race)
     if args.json and not args.json.parent.is_dir():
         raise UserError(f"--json {args.json}: directory {args.json.parent} does not exist")
     calls, learn = plan(sizes, args.calls, args.learn, parse_size(args.scale_from))
     runs = []
     for np_ in nps:
-        run = run_one(launcher_for(user_launcher, np_), sizes, calls, learn, args.chunks,
-                      args.timeout, race)
+        run = combine([run_one(launcher_for(user_launcher, np_), sizes, calls, learn, args.chunks,
+                               args.timeout, race, args.network_model)
+                       for _ in range(args.repeat)])
         runs.append(run)
         if not args.quiet:
             print(table(run), flush=True)
