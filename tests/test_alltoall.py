@@ -130,12 +130,14 @@ def test_adaptive_nomodel_learns_every_algorithm(build: Path, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("race,learning_calls", [
-    ("1.000001", 2 * 8), ("1000,1.000001", 5 * 8), ("off", 10 * 8)])
+    ("1.000001", 1 * 8), ("1000,1.000001", 5 * 8), ("1000,1.000001,1000", 2 * 8),
+    ("off", 10 * 8)])
 def test_race_drops_slower_candidates(build: Path, tmp_path: Path, race: str,
                                       learning_calls: int) -> None:
-    # N = 10: the race points are N/5 = 2 and N/2 = 5 calls each; a factor of
-    # 1.000001 leaves only the fastest (it wins at once), 1000 drops nobody, "off" learns
-    # all seven for N calls each (the paper).
+    # N = 10 (turns of 1 call): the race points are after one turn (1 call each), N/5 = 2
+    # and N/2 = 5 calls each; a factor of 1.000001 leaves only the fastest (it wins at
+    # once), 1000 drops nobody, two factors leave out the first point, "off" learns all
+    # eight for N calls each (the paper).
     proc = run_mpi(NP, exe(build, "a2a_adaptive") + ["100", "512"],
                    env=adaptive_env(tmp_path, MPILENS_ALLTOALL_MODEL="off",
                                     MPILENS_ALLTOALL_LEARN="10", MPILENS_ALLTOALL_RACE=race))
@@ -218,8 +220,8 @@ def test_corrupt_tuning_file_stops_at_init(build: Path, tmp_path: Path, content:
     ("MPILENS_ALLTOALL_LEARN", "0", "expected an integer >= 1"),
     ("MPILENS_ALLTOALL_MODEL", "yes", "expected on or off"),
     ("MPILENS_ALLTOALL_DRIFT", "-1", "expected a number in (0, 100]"),
-    ("MPILENS_ALLTOALL_RACE", "1", "expected off, a factor F or two factors F1,F2, each in (1, 1000]"),
-    ("MPILENS_ALLTOALL_RACE", "2,1.5,1.2", "expected off, a factor F or two factors F1,F2"),
+    ("MPILENS_ALLTOALL_RACE", "1", "expected off, a factor F, F1,F2 or F0,F1,F2, each in (1, 1000]"),
+    ("MPILENS_ALLTOALL_RACE", "3,2,1.5,1.2", "expected off, a factor F, F1,F2 or F0,F1,F2"),
 ])
 def test_bad_setting_one_line(build: Path, tmp_path: Path, var: str, value: str, accepted: str) -> None:
     env = adaptive_env(tmp_path)

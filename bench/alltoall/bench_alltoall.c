@@ -1,5 +1,5 @@
 /* mpilens-bench-alltoall --sizes B[,B...] --calls N[,N...] --learn N[,N...] [--chunks K]
- *                        [--race off|F|F1,F2]
+ *                        [--race off|F|F1,F2|F0,F1,F2]
  *
  * For each block size B (bytes per destination): N calls of each variant —
  * native PMPI_Alltoall, the eight candidates forced (through the library's
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
             chunks = atoi(v);
         else if (!strcmp(argv[i], "--race")) {
             if (ml_a2a_parse_race(v, race))
-                die(rank, "--race needs off, a factor F or two factors F1,F2, each in (1, 1000]");
+                die(rank, "--race needs off, a factor F, F1,F2 or F0,F1,F2, each in (1, 1000]");
         } else if (!strcmp(argv[i], "--tune"))
             tune = v;
         else
@@ -147,16 +147,15 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    /* MPILENS_NETWORK_MODEL: Grouping predicts from that file instead of
-     * measuring (read by ml_coll_init; the variants' settings are set below) */
-    if (getenv("MPILENS_NETWORK_MODEL")) {
-        setenv("MPILENS_ALLTOALL", "adaptive", 1);
-        setenv("MPILENS_ALLTOALL_MODEL", "on", 1);
-        unsetenv("MPILENS_TUNING_FILE"); /* timing: every run learns */
-        if (ml_coll_init() != 0) { /* the line is printed */
-            MPI_Finalize();
-            return 2;
-        }
+    /* The engine's set-up at MPI_Init, as in the library (the node table; with
+     * MPILENS_NETWORK_MODEL, Grouping predicts from that file instead of
+     * measuring); the variants' settings are set below. */
+    setenv("MPILENS_ALLTOALL", "adaptive", 1);
+    setenv("MPILENS_ALLTOALL_MODEL", "on", 1);
+    unsetenv("MPILENS_TUNING_FILE"); /* timing: every run learns */
+    if (ml_coll_init() != 0) { /* the line is printed */
+        MPI_Finalize();
+        return 2;
     }
     if (rank == 0)
         printf("{\"nranks\":%d,\"results\":[", P);

@@ -180,16 +180,16 @@ def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def parse_race(text: str) -> str:
-    """off, F or F1,F2 (each in (1, 1000]), as MPILENS_ALLTOALL_RACE; returned as given."""
+    """off, F, F1,F2 or F0,F1,F2 (each in (1, 1000]), as MPILENS_ALLTOALL_RACE; returned as given."""
     if text == "off":
         return text
     parts = text.split(",")
     try:
-        ok = len(parts) in (1, 2) and all(1 < float(f) <= 1000 for f in parts)
+        ok = len(parts) in (1, 2, 3) and all(1 < float(f) <= 1000 for f in parts)
     except ValueError:
         ok = False
     if not ok:
-        raise UserError(f"--race {text}: expected off, a factor F or two factors F1,F2, "
+        raise UserError(f"--race {text}: expected off, a factor F, F1,F2 or F0,F1,F2, "
                         "each in (1, 1000]")
     return text
 
@@ -227,10 +227,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--scale-from", default="16K",
                    help="above this size calls and learning shrink in proportion (default 16K)")
     p.add_argument("--chunks", type=int, default=20, help="interleaving chunks (default 20)")
-    p.add_argument("--race", default="2,1.2",
-                   help="adaptive learning drops candidates F1 and F2 times slower than the best "
-                        "after N/5 and N/2 learning calls (MPILENS_ALLTOALL_RACE; one F for "
-                        "both; off = the paper's full learning; default 2,1.2)")
+    p.add_argument("--race", default="2.5,2,1.2",
+                   help="adaptive learning drops candidates F0, F1, F2 times slower than the best "
+                        "after one turn (by their fastest call), N/5 and N/2 learning calls "
+                        "(MPILENS_ALLTOALL_RACE; one F for all; F1,F2 without the first; "
+                        "off = the paper's full learning; default 2.5,2,1.2)")
     p.add_argument("--repeat", type=int, default=3,
                    help="runs per rank count (fresh jobs); figures are medians (default 3)")
     p.add_argument("--network-model", type=Path,

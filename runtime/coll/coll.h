@@ -43,11 +43,13 @@ void ml_a2a_free_scratch(void);
 #define ML_A2A_MODE_NATIVE (-2)
 #define ML_A2A_MODE_ADAPTIVE (-1)
 /* mode: ML_A2A_MODE_* or an algorithm index (forced) */
-/* Learning's race: factors at N/5 and N/2 calls per candidate (0: no
- * elimination at that point); MPILENS_ALLTOALL_RACE. */
-#define ML_A2A_RACE_POINTS 2
-#define ML_A2A_RACE_DEFAULT "2,1.2"
-/* Parses off | F | F1,F2 (each factor in (1, 1000]); 0 ok, -1 bad. */
+/* Learning's race: factors after the first turn (compared on each rank's
+ * fastest call), at N/5 and at N/2 calls per candidate (0: no elimination at
+ * that point); MPILENS_ALLTOALL_RACE. */
+#define ML_A2A_RACE_POINTS 3
+#define ML_A2A_RACE_DEFAULT "2.5,2,1.2"
+/* Parses off | F (all points) | F1,F2 (N/5, N/2; none after the first turn) |
+ * F0,F1,F2, each factor in (1, 1000]; 0 ok, -1 bad. */
 int ml_a2a_parse_race(const char *v, double race[ML_A2A_RACE_POINTS]);
 void ml_a2a_set_config(int mode, int learn_n, int model, int check_every, double drift,
                        const double race[ML_A2A_RACE_POINTS]);

@@ -10,8 +10,8 @@
  *   Learning  N calls per candidate (MPILENS_ALLTOALL_LEARN, default 50),
  *             interleaved round-robin so that a drifting machine biases no
  *             candidate; time of a candidate = mean over all ranks (median
- *             over its turns); clear losers leave at N/5 and N/2 calls
- *             (MPILENS_ALLTOALL_RACE).
+ *             over its turns); clear losers leave after one turn, at N/5
+ *             and at N/2 calls (MPILENS_ALLTOALL_RACE).
  *   Running   the winner.  Every MPILENS_ALLTOALL_CHECK calls (default 1000)
  *             the mean time of the window (over all ranks) is compared with
  *             the learned time; beyond MPILENS_ALLTOALL_DRIFT (default 0.5 =
@@ -69,6 +69,7 @@ typedef struct {
     int li;                        /* learning calls done in this round */
     int rp;                        /* this round's next race point (0..ML_A2A_RACE_POINTS) */
     double ts[ML_A2A_NALG][NSLOT]; /* local learning time per candidate and slot of blocks */
+    double tmin[ML_A2A_NALG];      /* local fastest call per candidate in its first turn */
     double mean[ML_A2A_NALG];      /* agreed mean per call per algorithm (last learning), <0 unknown */
     double group_local, learn_local;
     int alg;
@@ -196,6 +197,80 @@ static int ensure_keyval(void)
     return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL);
 }
 
+/* Node of every rank of MPI_COMM_WORLD (the world rank of its node's first
+ * rank), computed once at MPI_Init so that a communicator's ranks per node
+ * need no MPI_Comm_split_type (tens to hundreds of microseconds on every new
+ * communicator, a share of a short run of small Alltoalls). */
+static int *world_node, world_size;
+
+static void nodes_init(void)
+{
+    MPI_Comm node;
+    int wr, leader;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    leader = wr;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        PMPI_Bcast(&leader, 1, MPI_INT, 0, node);
+        PMPI_Comm_free(&node);
+    }
+    free(world_node);
+    world_node = malloc(sizeof *world_node * (size_t)world_size);
+    int ok = world_node != NULL, all;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all)
+        PMPI_Allgather(&leader, 1, MPI_INT, world_node, 1, MPI_INT, MPI_COMM_WORLD);
+    else {
+        free(world_node);
+        world_node = NULL;
+    }
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Largest number of comm's ranks on one node from the world table, or -1
+ * (no table, a rank outside MPI_COMM_WORLD, no memory).  Local. */
+static int rpn_from_table(MPI_Comm comm, int P)
+{
+    if (!world_node)
+        return -1;
+    MPI_Group g, wg;
+    int *in = malloc(sizeof(int) * 2 * (size_t)P), best = -1;
+    if (!in)
+        return -1;
+    int *out = in + P;
+    for (int i = 0; i < P; i++)
+        in[i] = i;
+    PMPI_Comm_group(comm, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    int rc = PMPI_Group_translate_ranks(g, P, in, wg, out);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&wg);
+    if (rc == MPI_SUCCESS) {
+        best = 0;
+        for (int i = 0; i < P && best >= 0; i++)
+            if (out[i] == MPI_UNDEFINED || out[i] < 0 || out[i] >= world_size)
+                best = -1;
+            else
+                out[i] = world_node[out[i]];
+        if (best == 0) {
+            qsort(out, (size_t)P, sizeof *out, cmp_int);
+            for (int i = 0, run = 0; i < P; i++) {
+                run = i > 0 && out[i] == out[i - 1] ? run + 1 : 1;
+                if (run > best)
+                    best = run;
+            }
+        }
+    }
+    free(in);
+    return best;
+}
+
 /* Collective over comm on first use (every rank is in the same Alltoall call). */
 static comm_state *get_state(MPI_Comm comm)
 {
@@ -212,13 +287,22 @@ static comm_state *get_state(MPI_Comm comm)
     PMPI_Comm_dup(comm, &cs->dup);
     PMPI_Comm_size(comm, &cs->P);
     PMPI_Comm_rank(comm, &cs->rank);
-    MPI_Comm node;
-    int nsz = 1;
-    if (PMPI_Comm_split_type(cs->dup, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        PMPI_Comm_size(node, &nsz);
-        PMPI_Comm_free(&node);
+    /* ranks per node: from the world table; a rank that cannot use it (-1:
+     * ranks from another MPI_COMM_WORLD) makes everybody split by node */
+    int nsz[2] = {rpn_from_table(comm, cs->P), 0}, agreed[2];
+    nsz[1] = -nsz[0];
+    PMPI_Allreduce(nsz, agreed, 2, MPI_INT, MPI_MAX, cs->dup);
+    cs->rpn = agreed[0];
+    if (agreed[1] > 0) { /* someone had -1 */
+        MPI_Comm node;
+        int n = 1;
+        if (PMPI_Comm_split_type(cs->dup, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+            MPI_SUCCESS) {
+            PMPI_Comm_size(node, &n);
+            PMPI_Comm_free(&node);
+        }
+        PMPI_Allreduce(&n, &cs->rpn, 1, MPI_INT, MPI_MAX, cs->dup);
     }
-    PMPI_Allreduce(&nsz, &cs->rpn, 1, MPI_INT, MPI_MAX, cs->dup);
     cs->next = live;
     if (live)
         live->prev = cs;
@@ -275,6 +359,8 @@ static void start_learning(size_state *e)
     e->rp = 0;
     e->learn_local = 0;
     memset(e->ts, 0, sizeof e->ts);
+    for (int a = 0; a < ML_A2A_NALG; a++)
+        e->tmin[a] = 1e300;
 }
 
 static int grouping(comm_state *cs, size_state *e)
@@ -341,16 +427,16 @@ static int learn_block(void)
 }
 
 /* Race point j: calls per candidate after which candidates at or above
- * race[j] x the best mean leave (0: no such point).  Points sit at N/5
- * and N/2 calls, in whole learning blocks, at least one block, strictly
- * increasing and before N; a point that coincides with an earlier one is
- * dropped (the earlier, looser factor stands). */
+ * race[j] x the best leave (0: no such point).  Points sit after one turn,
+ * at N/5 and at N/2 calls, in whole turns, at least one, strictly increasing
+ * and before N; a point that coincides with an earlier one is dropped (the
+ * earlier, looser factor stands). */
 static int race_calls(int j)
 {
-    static const int frac[ML_A2A_RACE_POINTS] = {5, 2};
+    static const int frac[ML_A2A_RACE_POINTS] = {0, 5, 2}; /* 0: one turn */
     int N = cfg.learn_n, b = learn_block(), prev = 0;
     for (int i = 0; i <= j; i++) {
-        int k = N / frac[i] / b * b;
+        int k = frac[i] ? N / frac[i] / b * b : b;
         if (k < b)
             k = b;
         if (i == j)
@@ -368,10 +454,10 @@ static int cmp_dbl(const void *a, const void *b)
 }
 
 /* Agreed learned time per call of each candidate after k calls each (into t),
- * plus nx further values summed over the ranks (x, in place). */
+ * plus nx <= ML_A2A_NALG further values summed over the ranks (x, in place). */
 static int agreed_times(comm_state *cs, size_state *e, int k, double *t, double *x, int nx)
 {
-    double v[ML_A2A_NALG * NSLOT + 2], S[ML_A2A_NALG * NSLOT + 2];
+    double v[ML_A2A_NALG * (NSLOT + 1)], S[ML_A2A_NALG * (NSLOT + 1)]; /* + nx <= ML_A2A_NALG */
     int n = e->ncand * NSLOT, b = learn_block(), nb = k / b;
     memcpy(v, e->ts, sizeof(double) * (size_t)n); /* rows of the first ncand candidates */
     for (int j = 0; j < nx; j++)
@@ -394,25 +480,32 @@ static int agreed_times(comm_state *cs, size_state *e, int k, double *t, double 
 
 /* Early elimination (beyond REFERENCE §2): at each race point the agreed
  * times are compared and the clear losers stop learning; the others go on to
- * N calls each.  Dropped candidates keep their partial time (profile,
+ * N calls each.  After the first turn (point 0) a candidate's time is each
+ * rank's fastest call of that turn, averaged over the ranks: one turn's mean
+ * is at the mercy of a single preempted or cold call (first contact with a
+ * peer), its fastest call is not: to look slow, every call of the turn must
+ * be slow.  Dropped candidates keep their partial time (turn means; profile,
  * re-learning pruning). */
-static int race(comm_state *cs, size_state *e, int k, double factor)
+static int race(comm_state *cs, size_state *e, int k, double factor, int by_fastest)
 {
-    double t[ML_A2A_NALG];
-    int rc = agreed_times(cs, e, k, t, NULL, 0);
+    double t[ML_A2A_NALG], x[ML_A2A_NALG];
+    memcpy(x, e->tmin, sizeof x);
+    int rc = agreed_times(cs, e, k, t, x, by_fastest ? e->ncand : 0);
     if (rc != MPI_SUCCESS)
         return rc;
-    double best = t[0];
+    const double *cmp = by_fastest ? x : t; /* x: summed over ranks, same scale for all */
+    double best = cmp[0];
     for (int i = 1; i < e->ncand; i++)
-        if (t[i] < best)
-            best = t[i];
+        if (cmp[i] < best)
+            best = cmp[i];
     int n = 0;
     for (int i = 0; i < e->ncand; i++) {
-        if (t[i] >= factor * best) {
+        if (cmp[i] >= factor * best) {
             e->mean[e->cand[i]] = t[i];
             continue;
         }
         e->cand[n] = e->cand[i];
+        e->tmin[n] = e->tmin[i];
         memmove(e->ts[n++], e->ts[i], sizeof e->ts[i]);
     }
     e->ncand = n;
@@ -498,7 +591,10 @@ static int adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
         rc = ml_a2a_algos[e->cand[i]](sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                       recvtype, cs->dup);
         double dt = PMPI_Wtime() - t0;
-        e->ts[i][(e->li / learn_block() / e->ncand) % NSLOT] += dt;
+        int turn = e->li / learn_block() / e->ncand;
+        e->ts[i][turn % NSLOT] += dt;
+        if (turn == 0 && dt < e->tmin[i])
+            e->tmin[i] = dt;
         e->learn_local += dt;
         e->learn_calls++;
         int rc2 = MPI_SUCCESS, raced = 0;
@@ -508,7 +604,7 @@ static int adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
             if (k > 0 && e->li < e->ncand * k)
                 break; /* this point is still ahead */
             if (k > 0 && e->li == e->ncand * k) {
-                rc2 = race(cs, e, k, cfg.race[e->rp]);
+                rc2 = race(cs, e, k, cfg.race[e->rp], e->rp == 0);
                 raced = 1;
             }
             e->rp++;
@@ -685,9 +781,9 @@ static int read_env(config_t *c)
         }
     }
     if ((v = setting("alltoall_race", "MPILENS_ALLTOALL_RACE")) && ml_a2a_parse_race(v, c->race)) {
-        fprintf(stderr, "mpilens: MPILENS_ALLTOALL_RACE='%s' is invalid: expected off, a factor F or "
-                "two factors F1,F2, each in (1, 1000] (learning drops candidates this many "
-                "times slower than the best after N/5 and N/2 calls)\n", v);
+        fprintf(stderr, "mpilens: MPILENS_ALLTOALL_RACE='%s' is invalid: expected off, a factor F, "
+                "F1,F2 or F0,F1,F2, each in (1, 1000] (learning drops candidates this many "
+                "times slower than the best after one turn, N/5 and N/2 calls)\n", v);
         return -1;
     }
     if ((v = setting("alltoall_drift", "MPILENS_ALLTOALL_DRIFT"))) {
@@ -726,10 +822,16 @@ int ml_a2a_parse_race(const char *v, double race[ML_A2A_RACE_POINTS])
         if (*p != ',')
             return -1;
     }
-    if (n != 1 && n != ML_A2A_RACE_POINTS)
-        return -1;
-    for (int j = 0; j < ML_A2A_RACE_POINTS; j++)
-        race[j] = r[n == 1 ? 0 : j];
+    if (n == 1) /* F: every point */
+        for (int j = 0; j < ML_A2A_RACE_POINTS; j++)
+            race[j] = r[0];
+    else if (n == 2) { /* F1,F2: N/5 and N/2 only */
+        race[0] = 0;
+        race[1] = r[0];
+        race[2] = r[1];
+    } else
+        for (int j = 0; j < ML_A2A_RACE_POINTS; j++)
+            race[j] = r[j];
     return 0;
 }
 
@@ -792,6 +894,8 @@ int ml_coll_init(void)
         return 1;
     PMPI_Bcast(&c, (int)sizeof c, MPI_BYTE, 0, MPI_COMM_WORLD);
     cfg = c;
+    if (cfg.mode != MODE_NATIVE)
+        nodes_init();
     PMPI_Bcast(machine, (int)sizeof machine, MPI_CHAR, 0, MPI_COMM_WORLD);
     if (st[2]) {
         PMPI_Bcast(&nm_store, (int)sizeof nm_store, MPI_BYTE, 0, MPI_COMM_WORLD);
