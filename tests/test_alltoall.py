@@ -370,3 +370,11 @@ def test_bad_network_model_one_line(build: Path, tmp_path: Path, measured_model:
     assert len(errs) == 1, proc.stderr
     assert errs[0].startswith(f"mpilens: MPILENS_NETWORK_MODEL='{path}' ") and why in errs[0], errs[0]
     assert "rank=" not in proc.stdout
+
+
+def test_zero_byte_plogp_kept_per_group_and_agreed(build: Path) -> None:
+    # a2a_groups (engine linked in): world dup, then 12 ordered groups of ranks 0..2
+    # (they forget the world's group, rank 3 keeps it), then a new world dup (all must
+    # measure again: agreed), a second size on it and a third dup (nothing measured).
+    proc = run_mpi(4, [str(build / "tests" / "a2a_groups")], timeout=120)
+    assert proc.stdout.strip() == "zero_measurements=12,12,12,2", proc.stdout

@@ -72,10 +72,17 @@ typedef struct {
     double gm, osm, orm;      /* ... for m bytes */
     double g2m;               /* gap for 2m bytes (recursive doubling) */
 } ml_plogp;
+/* The size-independent part: zero-byte round trip, L, g(0), os(0), or(0). */
+typedef struct {
+    double rtt0, L, g0, os0, or0;
+} ml_plogp0;
 /* Collective over comm: measures the parameters for m bytes (pairs of ranks
  * in parallel, averaged over all pairs with PMPI_Allreduce: every rank gets
- * identical values). */
-int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out);
+ * identical values).  With known (the same on every rank), the zero-byte
+ * part is taken from it instead of measured; otherwise it is measured and,
+ * if zero is not NULL, returned there (agreed values). */
+int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out, const ml_plogp0 *known,
+                     ml_plogp0 *zero);
 /* Predicted time (s) of algorithm alg for P ranks with the given parameters. */
 double ml_plogp_predict(int alg, int P, const ml_plogp *p);
 

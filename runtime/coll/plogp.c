@@ -10,7 +10,9 @@
  *   os(x)    time of PMPI_Send(x) in a burst of R sends
  *   g(x)     (burst of R sends + zero-byte ack - RTT(0)) / R, at least os(x)
  *   or(x)    time of PMPI_Recv(x) once PMPI_Probe saw the message arrive
- * for x = 0 and m.  g(2m), for recursive doubling's model, is not measured
+ * for x = 0 and m (the zero-byte part only on a group's first measurement:
+ * select.c keeps it per group of processes).  g(2m), for recursive
+ * doubling's model, is not measured
  * but taken from P-LogP's linear regime, g(2m) = 2 g(m) - g(0): measuring it
  * was a third of the Grouping time (two thirds at 1 MiB, ~4 ms on 4 ranks).
  * R = 4 repetitions up to 64 KiB, 2 above (Grouping only needs the order of
@@ -31,6 +33,8 @@
 #include <string.h>
 
 #define TAG_PLOGP 7200
+
+int ml_plogp_zero_measurements; /* how often the zero-byte part was measured (tests) */
 
 static int reps_for(size_t m)
 {
@@ -75,7 +79,8 @@ static void measure_size(MPI_Comm comm, int sender, int peer, char *buf, size_t 
     }
 }
 
-int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out)
+int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out, const ml_plogp0 *known,
+                     ml_plogp0 *zero)
 {
     int P, r;
     PMPI_Comm_size(comm, &P);
@@ -83,11 +88,13 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out)
     memset(out, 0, sizeof *out);
     if (P < 2)
         return MPI_SUCCESS;
+    if (!known)
+        ml_plogp_zero_measurements++;
     int half = P / 2;
     int role = r < half ? 1 : (r < 2 * half ? 2 : 0); /* 1 sender, 2 receiver, 0 idle */
     int peer = role == 1 ? r + half : r - half;
-    /* v: L g0 os0 or0 gm osm orm g2m nsend nrecv */
-    double v[10] = {0};
+    /* v: L g0 os0 or0 gm osm orm g2m nsend nrecv rtt0 */
+    double v[11] = {0};
     if (role) {
         size_t blen = m + 1;
         char *buf = malloc(blen);
@@ -95,22 +102,28 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out)
             return MPI_ERR_NO_MEM;
         memset(buf, 0, blen);
         int R = reps_for(m);
-        double rtt0 = 0;
-        for (int i = 0; i <= R; i++) { /* first round is warm-up */
-            double t = PMPI_Wtime();
-            if (role == 1) {
-                PMPI_Send(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm);
-                PMPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
-            } else {
-                PMPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
-                PMPI_Send(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm);
+        double rtt0 = 0, os0 = 0, g0 = 0, or0 = 0, osm = 0, gm = 0, orm = 0, g2m = 0;
+        if (known) {
+            rtt0 = known->rtt0;
+            g0 = known->g0;
+            os0 = known->os0;
+            or0 = known->or0;
+        } else {
+            for (int i = 0; i <= R; i++) { /* first round is warm-up */
+                double t = PMPI_Wtime();
+                if (role == 1) {
+                    PMPI_Send(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm);
+                    PMPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
+                } else {
+                    PMPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm, MPI_STATUS_IGNORE);
+                    PMPI_Send(NULL, 0, MPI_BYTE, peer, TAG_PLOGP, comm);
+                }
+                if (i > 0)
+                    rtt0 += PMPI_Wtime() - t;
             }
-            if (i > 0)
-                rtt0 += PMPI_Wtime() - t;
+            rtt0 /= R;
+            measure_size(comm, role == 1, peer, buf, 0, 8, rtt0, &os0, &g0, &or0);
         }
-        rtt0 /= R;
-        double os0 = 0, g0 = 0, or0 = 0, osm = 0, gm = 0, orm = 0, g2m = 0;
-        measure_size(comm, role == 1, peer, buf, 0, 8, rtt0, &os0, &g0, &or0);
         if (m > 0) {
             measure_size(comm, role == 1, peer, buf, m, R, rtt0, &osm, &gm, &orm);
             g2m = gm + (gm - g0 > 0 ? gm - g0 : 0);
@@ -119,15 +132,16 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out)
         }
         free(buf);
         if (role == 1) {
-            double L = rtt0 / 2 - g0;
+            double L = known ? known->L : rtt0 / 2 - g0;
             v[0] = L > 0 ? L : 0;
             v[1] = g0; v[2] = os0; v[4] = gm; v[5] = osm; v[7] = g2m; v[8] = 1;
+            v[10] = rtt0;
         } else {
             v[3] = or0; v[6] = orm; v[9] = 1;
         }
     }
-    double s[10];
-    int rc = PMPI_Allreduce(v, s, 10, MPI_DOUBLE, MPI_SUM, comm);
+    double s[11];
+    int rc = PMPI_Allreduce(v, s, 11, MPI_DOUBLE, MPI_SUM, comm);
     if (rc != MPI_SUCCESS)
         return rc;
     double ns = s[8] > 0 ? s[8] : 1, nr = s[9] > 0 ? s[9] : 1;
@@ -139,6 +153,15 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out)
     out->osm = s[5] / ns;
     out->orm = s[6] / nr;
     out->g2m = s[7] / ns;
+    if (known) { /* exactly the values given, not their average (rounding) */
+        out->L = known->L;
+        out->g0 = known->g0;
+        out->os0 = known->os0;
+        out->or0 = known->or0;
+    } else if (zero) {
+        /* each pair measured with its own rtt0; later sizes use the pairs' mean */
+        *zero = (ml_plogp0){s[10] / ns, out->L, out->g0, out->os0, out->or0};
+    }
     return MPI_SUCCESS;
 }
 

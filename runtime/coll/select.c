@@ -85,6 +85,9 @@ typedef struct {
 typedef struct comm_state {
     MPI_Comm dup;
     int P, rank, rpn;
+    int *wr;                       /* world ranks in comm order, NULL if unknown */
+    int have_p0;                   /* p0 holds the group's zero-byte P-LogP part */
+    ml_plogp0 p0;
     unsigned long long tick;
     size_state *last;              /* entry of the previous call */
     size_state s[ML_SIZES];
@@ -180,6 +183,7 @@ static void state_release(comm_state *cs)
     PMPI_Finalized(&fin);
     if (!fin && cs->dup != MPI_COMM_NULL)
         PMPI_Comm_free(&cs->dup);
+    free(cs->wr);
     free(cs);
 }
 
@@ -233,17 +237,19 @@ static int cmp_int(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Largest number of comm's ranks on one node from the world table, or -1
- * (no table, a rank outside MPI_COMM_WORLD, no memory).  Local. */
-static int rpn_from_table(MPI_Comm comm, int P)
+/* World ranks of comm's ranks in comm order (malloc'd), or NULL (a rank
+ * outside MPI_COMM_WORLD, no memory).  Local. */
+static int *world_ranks(MPI_Comm comm, int P)
 {
-    if (!world_node)
-        return -1;
     MPI_Group g, wg;
-    int *in = malloc(sizeof(int) * 2 * (size_t)P), best = -1;
-    if (!in)
-        return -1;
-    int *out = in + P;
+    int wsize;
+    PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    int *in = malloc(sizeof(int) * (size_t)P), *out = malloc(sizeof(int) * (size_t)P);
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return NULL;
+    }
     for (int i = 0; i < P; i++)
         in[i] = i;
     PMPI_Comm_group(comm, &g);
@@ -251,24 +257,78 @@ static int rpn_from_table(MPI_Comm comm, int P)
     int rc = PMPI_Group_translate_ranks(g, P, in, wg, out);
     PMPI_Group_free(&g);
     PMPI_Group_free(&wg);
-    if (rc == MPI_SUCCESS) {
-        best = 0;
-        for (int i = 0; i < P && best >= 0; i++)
-            if (out[i] == MPI_UNDEFINED || out[i] < 0 || out[i] >= world_size)
-                best = -1;
-            else
-                out[i] = world_node[out[i]];
-        if (best == 0) {
-            qsort(out, (size_t)P, sizeof *out, cmp_int);
-            for (int i = 0, run = 0; i < P; i++) {
-                run = i > 0 && out[i] == out[i - 1] ? run + 1 : 1;
-                if (run > best)
-                    best = run;
-            }
-        }
-    }
     free(in);
+    for (int i = 0; rc == MPI_SUCCESS && i < P; i++)
+        if (out[i] == MPI_UNDEFINED || out[i] < 0 || out[i] >= wsize)
+            rc = MPI_ERR_RANK;
+    if (rc != MPI_SUCCESS) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Largest number of the P ranks wr (world ranks) on one node, from the world
+ * table; -1 without table or ranks.  Local. */
+static int rpn_from_table(const int *wr, int P)
+{
+    int *node = world_node && wr ? malloc(sizeof(int) * (size_t)P) : NULL, best = 0;
+    if (!node)
+        return -1;
+    for (int i = 0; i < P; i++)
+        node[i] = world_node[wr[i]];
+    qsort(node, (size_t)P, sizeof *node, cmp_int);
+    for (int i = 0, run = 0; i < P; i++) {
+        run = i > 0 && node[i] == node[i - 1] ? run + 1 : 1;
+        if (run > best)
+            best = run;
+    }
+    free(node);
     return best;
+}
+
+/* The zero-byte part of the P-LogP parameters per group of processes (world
+ * ranks in communicator order): measured on the group's first Grouping,
+ * reused by its later message sizes and by every communicator over the same
+ * processes (a duplicate, a re-created one).  A communicator uses it only if
+ * all its ranks still hold it (agreed in get_state), so all measure or none. */
+#define P0_CACHE 8
+typedef struct {
+    int P, *wr;
+    ml_plogp0 z;
+    unsigned long long used;
+} p0_entry;
+static p0_entry p0_cache[P0_CACHE];
+static unsigned long long p0_tick;
+
+static p0_entry *p0_find(const int *wr, int P)
+{
+    for (int i = 0; wr && i < P0_CACHE; i++) {
+        p0_entry *c = &p0_cache[i];
+        if (c->used && c->P == P && memcmp(c->wr, wr, sizeof(int) * (size_t)P) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static void p0_store(const int *wr, int P, const ml_plogp0 *z)
+{
+    p0_entry *c = p0_find(wr, P);
+    if (!c) {
+        c = &p0_cache[0];
+        for (int i = 1; i < P0_CACHE; i++)
+            if (p0_cache[i].used < c->used)
+                c = &p0_cache[i];
+        int *copy = malloc(sizeof(int) * (size_t)P);
+        if (!copy)
+            return;
+        memcpy(copy, wr, sizeof(int) * (size_t)P);
+        free(c->wr);
+        c->wr = copy;
+        c->P = P;
+    }
+    c->z = *z;
+    c->used = ++p0_tick;
 }
 
 /* Collective over comm on first use (every rank is in the same Alltoall call). */
@@ -288,11 +348,19 @@ static comm_state *get_state(MPI_Comm comm)
     PMPI_Comm_size(comm, &cs->P);
     PMPI_Comm_rank(comm, &cs->rank);
     /* ranks per node: from the world table; a rank that cannot use it (-1:
-     * ranks from another MPI_COMM_WORLD) makes everybody split by node */
-    int nsz[2] = {rpn_from_table(comm, cs->P), 0}, agreed[2];
+     * ranks from another MPI_COMM_WORLD) makes everybody split by node.
+     * In the same reduction: does every rank hold the group's zero-byte P-LogP part? */
+    cs->wr = world_ranks(comm, cs->P);
+    p0_entry *c = p0_find(cs->wr, cs->P);
+    int nsz[3] = {rpn_from_table(cs->wr, cs->P), 0, c ? -1 : 0}, agreed[3];
     nsz[1] = -nsz[0];
-    PMPI_Allreduce(nsz, agreed, 2, MPI_INT, MPI_MAX, cs->dup);
+    PMPI_Allreduce(nsz, agreed, 3, MPI_INT, MPI_MAX, cs->dup);
     cs->rpn = agreed[0];
+    if (agreed[2] == -1) {
+        cs->have_p0 = 1;
+        cs->p0 = c->z;
+        c->used = ++p0_tick;
+    }
     if (agreed[1] > 0) { /* someone had -1 */
         MPI_Comm node;
         int n = 1;
@@ -380,10 +448,17 @@ static int grouping(comm_state *cs, size_state *e)
             ml_netmodel_params(netmodel, (size_t)e->bytes, &p);
         } else {
             double t0 = PMPI_Wtime();
-            int rc = ml_plogp_measure(cs->dup, (size_t)e->bytes, &p);
+            ml_plogp0 z;
+            int rc = ml_plogp_measure(cs->dup, (size_t)e->bytes, &p, cs->have_p0 ? &cs->p0 : NULL, &z);
             if (rc != MPI_SUCCESS)
                 return rc;
             e->group_local += PMPI_Wtime() - t0;
+            if (!cs->have_p0) {
+                cs->have_p0 = 1;
+                cs->p0 = z;
+                if (cs->wr)
+                    p0_store(cs->wr, cs->P, &z);
+            }
         }
         double pred[ML_A2A_NALG], lo = 0, hi = 0;
         for (int a = 0; a < ML_A2A_MPI; a++) {
