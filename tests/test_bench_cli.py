@@ -112,3 +112,47 @@ def test_overhead_under_profiler(build: Path, tmp_path: Path) -> None:
     assert m["rss_kib_after_rss_calls"] > 0
     if r["profiler"]["record_bytes_symbol"]:
         assert m["record_bytes_after_rss_calls"] == m["record_bytes_after_1e3"] > 0
+
+
+def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
+    # two real runs of mpilens-bench-alltoall on 2 ranks; every figure of the combined
+    # result is the median of the runs' figures, the targets are counted per run
+    out = tmp_path / "a2a.json"
+    proc = cli(["alltoall", "--np", "2", "--sizes", "64,8K", "--calls", "40", "--learn", "2",
+                "--chunks", "2", "--repeat", "3", "--json", str(out), "--quiet"], launch=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    [run] = doc["runs"]
+    assert (run["nranks"], run["repeat"]) == (2, 3)
+    assert [r["bytes"] for r in run["results"]] == [64, 8192]
+    for r in run["results"]:
+        runs = r["runs"]
+        assert len(runs) == 3 and all(x["bytes"] == r["bytes"] and x["calls"] == 40 for x in runs)
+        assert r["native_s"] == sorted(x["native_s"] for x in runs)[1]
+        for a, t in r["forced_s"].items():
+            assert t == sorted(x["forced_s"][a] for x in runs)[1]
+        for v in ("model", "nomodel"):
+            ad = [x["adaptive"][v] for x in runs]
+            assert r["adaptive"][v]["total_s"] == sorted(a["total_s"] for a in ad)[1]
+            assert r["adaptive"][v]["algorithm"] == "/".join(a["algorithm"] for a in ad)
+        assert r["adaptive"]["nomodel"]["grouping_s"] == 0
+        met = r["targets"]["runs_meeting"]
+        assert met["runs"] == 3
+        assert met["after"] == sum(x["targets"]["after_ok"] for x in runs)
+        assert met["total"] == sum(x["targets"]["total_ok"] for x in runs)
+    s = doc["summary"]
+    assert s["repeat"] == 3 and s["points"] == 2 and s["points_from_4KiB"] == 1
+    for key in ("after_within_5pct", "total_within_10pct"):
+        assert s["per_run"][key] == [sum(bool(r["runs"][i]["targets"][key.replace(
+            "_within_5pct", "_ok").replace("_within_10pct", "_ok")]) for r in run["results"])
+            for i in range(3)]
+
+
+def test_alltoall_bench_network_model_errors(tmp_path: Path) -> None:
+    _one_error_line(cli(["alltoall", "--network-model", str(tmp_path / "none.json")],
+                        launch=False), "no such file")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "mpilens-netmodel"}')
+    _one_error_line(cli(["alltoall", "--np", "2", "--sizes", "64", "--calls", "20",
+                         "--repeat", "1", "--network-model", str(bad)], launch=False),
+                    f"MPILENS_NETWORK_MODEL='{bad}' has no key 'version'")
