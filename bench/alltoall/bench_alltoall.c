@@ -182,10 +182,6 @@ int main(int argc, char **argv)
                 else if (v != V_NATIVE) /* forced, as MPILENS_ALLTOALL=<algorithm> */
                     ml_a2a_set_config(v - 1, (int)L, 0, 1000, 0.5, race);
                 for (long i = 0; i < n; i++) {
-                    /* asked before the clock starts, and for every variant alike: in a
-                     * collective one rank's work outside the call is its peers' wait inside */
-                    int after = mpilens_alltoall_choice(comm[v], B, NULL) != NULL &&
-                                v > ML_A2A_NALG;
                     double t0 = PMPI_Wtime();
                     if (v == V_NATIVE)
                         PMPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
@@ -193,7 +189,11 @@ int main(int argc, char **argv)
                         mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
                     double dt = PMPI_Wtime() - t0;
                     tot[v] += dt;
-                    if (after) {
+                    /* the engine's flag, not a query between calls: in a collective one
+                     * rank's work outside the call is its peers' wait inside (asking
+                     * mpilens_alltoall_choice before every call, as before, made the
+                     * forced and adaptive variants 3-7 % slower than native at 64 B) */
+                    if (v > ML_A2A_NALG && !ml_a2a_last_call_learning()) {
                         tot[NV + v] += dt;
                         after_cnt[v - V_MODEL] += 1;
                     }

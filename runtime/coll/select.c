@@ -653,13 +653,18 @@ static int check_drift(comm_state *cs, size_state *e)
     return MPI_SUCCESS;
 }
 
+static __thread int last_learning;
+int ml_a2a_last_call_learning(void) { return last_learning; }
+
 static int adaptive(comm_state *cs, size_state *e, const void *sendbuf, int sendcount,
                     MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype)
 {
     int rc;
     e->calls++;
+    last_learning = e->phase != PH_RUN;
     if (e->phase == PH_NEW && (rc = grouping(cs, e)) != MPI_SUCCESS)
         return rc;
+    last_learning = e->phase != PH_RUN; /* a tuned or single candidate runs at once */
     if (e->phase == PH_LEARN) {
         int i = (e->li / learn_block()) % e->ncand;
         double t0 = PMPI_Wtime();
@@ -714,6 +719,7 @@ int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                      void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     size_t bytes;
+    last_learning = 0;
     if (cfg.mode == MODE_NATIVE)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     int inplace = sendbuf == MPI_IN_PLACE;
