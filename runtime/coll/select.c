@@ -205,12 +205,12 @@ static int ensure_keyval(void)
  * rank), computed once at MPI_Init so that a communicator's ranks per node
  * need no MPI_Comm_split_type (tens to hundreds of microseconds on every new
  * communicator, a share of a short run of small Alltoalls). */
-static int *world_node, world_size;
+static int *world_node;
 
 static void nodes_init(void)
 {
     MPI_Comm node;
-    int wr, leader;
+    int wr, leader, world_size;
     PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
     PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
     leader = wr;
@@ -661,10 +661,9 @@ static int adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
 {
     int rc;
     e->calls++;
-    last_learning = e->phase != PH_RUN;
     if (e->phase == PH_NEW && (rc = grouping(cs, e)) != MPI_SUCCESS)
         return rc;
-    last_learning = e->phase != PH_RUN; /* a tuned or single candidate runs at once */
+    last_learning = e->phase != PH_RUN; /* after Grouping: a tuned or single candidate runs at once */
     if (e->phase == PH_LEARN) {
         int i = (e->li / learn_block()) % e->ncand;
         double t0 = PMPI_Wtime();
@@ -719,9 +718,9 @@ int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                      void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     size_t bytes;
-    last_learning = 0;
     if (cfg.mode == MODE_NATIVE)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    last_learning = 0;
     int inplace = sendbuf == MPI_IN_PLACE;
     comm_state *cs;
     if (fast.cs && fast.comm == comm && fast.cgen == cs_gen && fast.tepoch == type_epoch() &&
@@ -749,53 +748,48 @@ int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     return adaptive(cs, e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
 }
 
+/* The state of (comm, block size), or NULL (no engine state, unknown size). */
+static const size_state *find_size(MPI_Comm comm, long long block_bytes)
+{
+    void *val;
+    int flag = 0;
+    if (keyval == MPI_KEYVAL_INVALID)
+        return NULL;
+    PMPI_Comm_get_attr(comm, keyval, &val, &flag);
+    if (!flag)
+        return NULL;
+    comm_state *cs = val;
+    for (int i = 0; i < ML_SIZES; i++)
+        if (cs->s[i].used && cs->s[i].bytes == block_bytes)
+            return &cs->s[i];
+    return NULL;
+}
+
 /* Public query (exported): the algorithm in use for comm and block size, or
  * NULL if none yet (native mode, unknown size, or still learning). */
 __attribute__((visibility("default")))
 const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long long *learning_calls)
 {
-    void *val;
-    int flag = 0;
-    if (keyval == MPI_KEYVAL_INVALID)
+    const size_state *e = find_size(comm, block_bytes);
+    if (!e)
         return NULL;
-    PMPI_Comm_get_attr(comm, keyval, &val, &flag);
-    if (!flag)
-        return NULL;
-    comm_state *cs = val;
-    for (int i = 0; i < ML_SIZES; i++) {
-        size_state *e = &cs->s[i];
-        if (e->used && e->bytes == block_bytes) {
-            if (learning_calls)
-                *learning_calls = e->learn_calls;
-            return e->phase == PH_RUN ? ml_a2a_names[e->alg] : NULL;
-        }
-    }
-    return NULL;
+    if (learning_calls)
+        *learning_calls = e->learn_calls;
+    return e->phase == PH_RUN ? ml_a2a_names[e->alg] : NULL;
 }
 
 int ml_a2a_state_info(MPI_Comm comm, long long block_bytes, ml_a2a_info *out)
 {
-    void *val;
-    int flag = 0;
-    if (keyval == MPI_KEYVAL_INVALID)
+    const size_state *e = find_size(comm, block_bytes);
+    if (!e)
         return -1;
-    PMPI_Comm_get_attr(comm, keyval, &val, &flag);
-    if (!flag)
-        return -1;
-    comm_state *cs = val;
-    for (int i = 0; i < ML_SIZES; i++) {
-        size_state *e = &cs->s[i];
-        if (e->used && e->bytes == block_bytes) {
-            out->grouping_s = e->group_s;
-            out->learning_s = e->learn_s;
-            out->cand_mask = e->first_mask;
-            out->learning_calls = e->learn_calls;
-            for (int a = 0; a < ML_A2A_NALG; a++)
-                out->mean[a] = e->mean[a];
-            return 0;
-        }
-    }
-    return -1;
+    out->grouping_s = e->group_s;
+    out->learning_s = e->learn_s;
+    out->cand_mask = e->first_mask;
+    out->learning_calls = e->learn_calls;
+    for (int a = 0; a < ML_A2A_NALG; a++)
+        out->mean[a] = e->mean[a];
+    return 0;
 }
 
 /* ---------------- configuration ---------------- */
