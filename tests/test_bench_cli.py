@@ -129,6 +129,11 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
         runs = r["runs"]
         assert len(runs) == 3 and all(x["bytes"] == r["bytes"] and x["calls"] == 40 for x in runs)
         assert r["native_s"] == sorted(x["native_s"] for x in runs)[1]
+        assert r["native_aa_s"] == sorted(x["native_aa_s"] for x in runs)[1]
+        t = r["targets"]  # the A/A control: native twice, on two communicators
+        a, b = r["native_s"], r["native_aa_s"]
+        assert t["aa_spread"] == max(a, b) / min(a, b)
+        assert t["total_within_aa"] == (t["total_ratio"] <= 1.10 * t["aa_spread"])
         for a, t in r["forced_s"].items():
             assert t == sorted(x["forced_s"][a] for x in runs)[1]
         for v in ("model", "nomodel"):
@@ -142,10 +147,25 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
         assert met["total"] == sum(x["targets"]["total_ok"] for x in runs)
     s = doc["summary"]
     assert s["repeat"] == 3 and s["points"] == 2 and s["points_from_4KiB"] == 1
+    assert s["aa_spread_max"] == max(r["targets"]["aa_spread"] for r in run["results"])
+    assert s["total_misses_within_aa"] == sum(
+        not r["targets"]["total_ok"] and r["targets"]["total_within_aa"] for r in run["results"])
     for key in ("after_within_5pct", "total_within_10pct"):
         assert s["per_run"][key] == [sum(bool(r["runs"][i]["targets"][key.replace(
             "_within_5pct", "_ok").replace("_within_10pct", "_ok")]) for r in run["results"])
             for i in range(3)]
+
+
+def test_alltoall_bench_keeps_existing_json(tmp_path: Path) -> None:
+    # an existing result is refused before anything runs, and kept byte for byte
+    out = tmp_path / "a2a.json"
+    out.write_text("previous result\n")
+    for family in ("alltoall", "repro"):
+        _one_error_line(cli([family, "--json", str(out)], launch=False),
+                        f"--json {out} exists: choose another file or add --force")
+        assert out.read_text() == "previous result\n"
+    _one_error_line(cli(["alltoall", "--json", str(tmp_path / "no" / "a.json")], launch=False),
+                    "does not exist")
 
 
 def test_alltoall_bench_network_model_errors(tmp_path: Path) -> None:

@@ -6,13 +6,15 @@
  * MPI_Alltoall as with MPILENS_ALLTOALL=<algorithm>: the same dispatch and
  * private communicator as adaptive; calling them directly was 2-6 % faster at
  * 64-256 B, a handicap the adaptive variants could not win back), adaptive with model
- * pruning and adaptive without (all eight learned) — run interleaved in K
+ * pruning and adaptive without (all eight learned), and native again on a
+ * communicator of its own (the A/A control: how far two identical variants
+ * land apart in this run, the noise floor of every ratio) — run interleaved in K
  * chunks (each chunk runs every variant for N/K calls, the order rotating), so
  * a drifting machine affects all variants alike.  Each adaptive variant starts
  * from a fresh communicator (fresh state) and runs its N calls across the
  * chunks, learning included.  Times are per call, mean over ranks (as in the
  * paper).  Rank 0 prints one JSON document on stdout:
- *   {"nranks":P,"results":[{"bytes":B,"calls":N,"learn":L,"native_s":t,
+ *   {"nranks":P,"results":[{"bytes":B,"calls":N,"learn":L,"native_s":t,"native_aa_s":t,
  *     "forced_s":{"spread":t,...},
  *     "adaptive":{"model":{"total_s":t,"after_s":t,"algorithm":"...","learning_calls":n},
  *                 "nomodel":{...}}}]}
@@ -39,10 +41,11 @@ int mlo_MPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
 int ml_coll_init(void);
 void ml_coll_finalize(void);
 
-#define NV (ML_A2A_NALG + 3) /* native, 7 forced, adaptive model, adaptive nomodel */
+#define NV (ML_A2A_NALG + 4) /* native, 8 forced, adaptive model, nomodel, native again */
 #define V_NATIVE 0
 #define V_MODEL (ML_A2A_NALG + 1)
 #define V_NOMODEL (ML_A2A_NALG + 2)
+#define V_NATIVE2 (ML_A2A_NALG + 3) /* A/A control: same call, another communicator */
 #define MAXS 64
 
 static int parse_list(const char *s, long *out, int max)
@@ -179,11 +182,11 @@ int main(int argc, char **argv)
                 PMPI_Barrier(MPI_COMM_WORLD);
                 if (v == V_MODEL || v == V_NOMODEL)
                     ml_a2a_set_config(ML_A2A_MODE_ADAPTIVE, (int)L, v == V_MODEL, 1000, 0.5, race);
-                else if (v != V_NATIVE) /* forced, as MPILENS_ALLTOALL=<algorithm> */
+                else if (v != V_NATIVE && v != V_NATIVE2) /* forced, as MPILENS_ALLTOALL=<algorithm> */
                     ml_a2a_set_config(v - 1, (int)L, 0, 1000, 0.5, race);
                 for (long i = 0; i < n; i++) {
                     double t0 = PMPI_Wtime();
-                    if (v == V_NATIVE)
+                    if (v == V_NATIVE || v == V_NATIVE2)
                         PMPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
                     else
                         mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
@@ -193,7 +196,7 @@ int main(int argc, char **argv)
                      * rank's work outside the call is its peers' wait inside (asking
                      * mpilens_alltoall_choice before every call, as before, made the
                      * forced and adaptive variants 3-7 % slower than native at 64 B) */
-                    if (v > ML_A2A_NALG && !ml_a2a_last_call_learning()) {
+                    if ((v == V_MODEL || v == V_NOMODEL) && !ml_a2a_last_call_learning()) {
                         tot[NV + v] += dt;
                         after_cnt[v - V_MODEL] += 1;
                     }
@@ -214,8 +217,9 @@ int main(int argc, char **argv)
                 alg[a] = "none";
         }
         if (rank == 0) {
-            printf("%s{\"bytes\":%ld,\"calls\":%ld,\"learn\":%ld,\"native_s\":%.9g,\"forced_s\":{",
-                   k ? "," : "", B, N, L, sum[V_NATIVE] / P / N);
+            printf("%s{\"bytes\":%ld,\"calls\":%ld,\"learn\":%ld,\"native_s\":%.9g,"
+                   "\"native_aa_s\":%.9g,\"forced_s\":{",
+                   k ? "," : "", B, N, L, sum[V_NATIVE] / P / N, sum[V_NATIVE2] / P / N);
             for (int a = 0; a < ML_A2A_NALG; a++)
                 printf("%s\"%s\":%.9g", a ? "," : "", ml_a2a_names[a], sum[1 + a] / P / N);
             printf("},\"adaptive\":{");

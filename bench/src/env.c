@@ -1,12 +1,15 @@
 /* Environment block (MPI library, hosts, placement, MPI tuning variables),
- * clock resolution, resident memory, progress lines, data patterns. */
+ * clock resolution, resident memory, progress lines, data patterns, result files. */
 #define _GNU_SOURCE
 #include "mlb.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -171,4 +174,96 @@ void ml_json_ship(ml_json *w, const char *key, ml_json *sub, int src)
         ml_json_raw(w, key, t);
         free(t);
     }
+}
+
+/* ---- result files (--out, --model): a result file is never lost or left half-written.
+ * The check runs before the benchmark and creates nothing that stays (an existing file
+ * is not truncated); the write goes to ".<name>.tmp-<pid>" in the same directory,
+ * flushed to disk, then renamed over the file. */
+
+/* the file a path names: a symbolic link's target (so the link is kept), else path */
+static char *target_of(const char *path)
+{
+    struct stat st;
+    char *real = NULL;
+    if (!lstat(path, &st) && S_ISLNK(st.st_mode)) real = realpath(path, NULL);
+    return real ? real : strdup(path);
+}
+
+/* ".<name>.tmp-<pid>" next to path; *name points at path's last component */
+static char *tmp_name(const char *path, const char **name)
+{
+    const char *slash = strrchr(path, '/');
+    *name = slash ? slash + 1 : path;
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%.*s.%s.tmp-%ld", (int)(*name - path), path, *name,
+                 (long)getpid()) < 0)
+        ml_fatal("out of memory");
+    return tmp;
+}
+
+static int open_tmp(const char *tmp, mode_t mode)
+{
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0 && errno == EEXIST && !unlink(tmp))     /* left by a dead process */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    return fd;
+}
+
+int ml_check_writable(const char *path)
+{
+    char *target = target_of(path), *tmp;
+    const char *name;
+    struct stat st;
+    int err = 0, exists = !stat(target, &st);
+    tmp = tmp_name(target, &name);
+    if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || (exists && S_ISDIR(st.st_mode)))
+        err = EISDIR;
+    else if (exists && access(target, W_OK))
+        err = errno;                                 /* a read-only file stays as it is */
+    else {
+        int fd = open_tmp(tmp, 0600);
+        if (fd < 0) err = errno;
+        else { close(fd); unlink(tmp); }
+    }
+    free(tmp);
+    free(target);
+    return err;
+}
+
+int ml_write_file_atomic(const char *path, const char *text)
+{
+    char *target = target_of(path), *tmp;
+    const char *name;
+    struct stat st;
+    int have_mode = !stat(target, &st), err = 0;
+    tmp = tmp_name(target, &name);
+    int fd = open_tmp(tmp, 0666);
+    if (fd < 0) err = errno;
+    if (!err && have_mode && fchmod(fd, st.st_mode & 07777)) err = errno;
+    const char *parts[2] = {text, "\n"};
+    for (int k = 0; k < 2 && !err; k++)
+        for (size_t off = 0, n = strlen(parts[k]); off < n && !err;) {
+            ssize_t w = write(fd, parts[k] + off, n - off);
+            if (w > 0) off += (size_t)w;
+            else if (w == 0) err = EIO;
+            else if (errno != EINTR) err = errno;
+        }
+    if (!err && fsync(fd)) err = errno;
+    if (fd >= 0 && close(fd) && !err) err = errno;
+    if (!err && rename(tmp, target)) err = errno;
+    if (err) {
+        if (fd >= 0) unlink(tmp);
+    } else {                                         /* make the rename durable too */
+        char *dir = NULL;
+        if (asprintf(&dir, "%.*s", name > target ? (int)(name - target) : 1,
+                     name > target ? target : ".") >= 0) {
+            int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd >= 0) { fsync(dfd); close(dfd); }
+            free(dir);
+        }
+    }
+    free(tmp);
+    free(target);
+    return err;
 }

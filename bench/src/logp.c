@@ -34,13 +34,10 @@ int ml_logp(ml_json *out, int argc, char **argv)
     int train = (int)ml_opt_int("train", 64, 2, 1000000);
     const char *model = ml_opt_str("model", NULL);
     ml_opts_finish();
-    int ok = 1;
-    if (ml_rank == 0 && model) {
-        FILE *f = fopen(model, "a");
-        if (f) fclose(f); else ok = 0;
-    }
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (!ok) ml_usage("--model '%s': cannot write this file", model);
+    int err = 0;                /* before measuring: a bad path fails fast */
+    if (ml_rank == 0 && model) err = ml_check_writable(model);
+    MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (err) ml_usage("--model '%s': cannot write this file: %s", model, strerror(err));
 
     int me = ml_rank, role = me == 0 ? 0 : me == 1 ? 1 : -1, o = 1 - me;
     long long maxs = sz[ns - 1];
@@ -175,14 +172,11 @@ int ml_logp(ml_json *out, int argc, char **argv)
         ml_json_int(m, "g_clamped", clamped);
         ml_json_end(m);
         ml_json_raw(out, "model", ml_json_text(m));
-        if (model) {
-            FILE *f = fopen(model, "w");
-            if (!f) ml_fatal("cannot write %s", model);
-            fprintf(f, "%s\n", ml_json_text(m));
-            fclose(f);
-        }
+        if (model) err = ml_write_file_atomic(model, ml_json_text(m));
         ml_json_free(m);
     }
+    MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (err) ml_usage("--model '%s': cannot write this file: %s", model, strerror(err));
     free(buf); free(x); free(med); free(sz);
     return (int)errors;
 }

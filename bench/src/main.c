@@ -43,11 +43,12 @@ int main(int argc, char **argv)
     ml_opts_init(argc, argv, 2);
     const char *out = ml_opt_str("out", NULL);
     ml_progress_on = ml_opt_flag("progress");
-    FILE *fo = stdout;
-    int ok = 1;
-    if (ml_rank == 0 && out && !(fo = fopen(out, "w"))) ok = 0;
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (!ok) ml_usage("--out '%s': cannot write this file", out);
+    /* checked now (the run can be long), written at the end: an existing FILE stays
+     * as it is until the whole document replaces it */
+    int err = 0;
+    if (ml_rank == 0 && out) err = ml_check_writable(out);
+    MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (err) ml_usage("--out '%s': cannot write this file: %s", out, strerror(err));
 
     ml_json *w = ml_json_new();
     ml_json_obj(w, NULL);
@@ -61,15 +62,19 @@ int main(int argc, char **argv)
     ml_json_bool(w, "validated", errors == 0);
     ml_json_end(w);
     if (ml_rank == 0) {
-        fputs(ml_json_text(w), fo);
-        fputc('\n', fo);
-        if (fo != stdout) fclose(fo);
-        else fflush(stdout);
-        if (errors)
+        if (out)
+            err = ml_write_file_atomic(out, ml_json_text(w));
+        else {
+            puts(ml_json_text(w));
+            fflush(stdout);
+        }
+        if (errors && !err)
             fprintf(stderr, "mpilens-bench: %ld data validation error(s): results are not "
                     "trustworthy\n", errors);
     }
     ml_json_free(w);
+    MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (err) ml_usage("--out '%s': cannot write this file: %s", out, strerror(err));
     MPI_Finalize();
     return errors ? 1 : 0;
 }

@@ -61,6 +61,13 @@ void ml_progress(long done, long total);        /* rank 0, if --progress */
 /* inserts JSON text built on rank src under key in rank 0's document */
 void ml_json_ship(ml_json *w, const char *key, ml_json *sub, int src);
 extern int ml_progress_on;
+/* result files (--out, --model): 0 or an errno value.  ml_check_writable runs before
+ * the benchmark: the directory exists and a file can be created there, path is not a
+ * directory nor a read-only file; it creates nothing that stays and never truncates.
+ * ml_write_file_atomic writes text and a newline to ".<name>.tmp-<pid>" in path's
+ * directory, fsync, rename over path; on error path is untouched, the temp removed. */
+int ml_check_writable(const char *path);
+int ml_write_file_atomic(const char *path, const char *text);
 /* byte pattern used by every family to validate data */
 static inline unsigned char ml_pat(uint64_t off, unsigned seed) {
     uint32_t h = (uint32_t)(off * 2654435761u);

@@ -10,6 +10,10 @@ rank count and whether the targets hold:
   total   adaptive (model), learning included, within 10 % of the best of native
           and every forced algorithm
   prune   model pruning cheaper in total than no pruning (checked from 4 KiB up)
+Column A/A: native MPI_Alltoall run twice in the same run, on two communicators
+(max/min of the two): how far two identical variants land apart, the noise
+floor of every ratio.  A miss marked "no~" is within it (ratio <= target x A/A):
+this run cannot tell it from a hit.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from . import outfile, paths
 from .bench_launch import launcher_for
 from .errors import UserError
 
@@ -77,6 +81,13 @@ def targets(res: dict[str, Any]) -> dict[str, Any]:
     out["after_ok"] = out["after_ratio"] is not None and out["after_ratio"] <= 1.05
     out["total_ok"] = out["total_ratio"] <= 1.10
     out["prune_ok"] = None if res["bytes"] < 4096 else out["model_vs_nomodel"] < 1.0
+    if "native_aa_s" in res:  # the A/A control: identical variants this far apart
+        a, b = res["native_s"], res["native_aa_s"]
+        aa = out["aa_spread"] = max(a, b) / min(a, b) if min(a, b) > 0 else 1.0
+        out["after_within_aa"] = out["after_ratio"] is not None and out["after_ratio"] <= 1.05 * aa
+        out["total_within_aa"] = out["total_ratio"] <= 1.10 * aa
+        out["prune_within_aa"] = None if out["prune_ok"] is None else \
+            out["model_vs_nomodel"] < aa
     return out
 
 
@@ -85,7 +96,7 @@ def us(x: float) -> str:
 
 
 def table(run: dict[str, Any]) -> str:
-    head = ["bytes", "native", *ALGOS, "model tot", "after", "choice", "nomodel tot",
+    head = ["bytes", "native", "A/A", *ALGOS, "model tot", "after", "choice", "nomodel tot",
             "after", "choice", "after<=5%", "tot<=10%", "prune"]
     rows = [head]
     for r in run["results"]:
@@ -94,16 +105,21 @@ def table(run: dict[str, Any]) -> str:
 
         def runs(key: str, rm: dict[str, Any] | None = rm) -> str:
             return f" ({rm[key]}/{rm['runs']})" if rm else ""
-        rows.append([str(r["bytes"]), us(r["native_s"]), *[us(r["forced_s"][a]) for a in ALGOS],
+
+        def verdict(key: str, ratio: float | None, t: dict[str, Any] = t) -> str:
+            word = "yes" if t[f"{key}_ok"] else "no~" if t.get(f"{key}_within_aa") else "NO"
+            return f"{word} {ratio or 0:.2f}{runs(key)}"
+        rows.append([str(r["bytes"]), us(r["native_s"]),
+                     f"{t['aa_spread']:.2f}" if "aa_spread" in t else "-",
+                     *[us(r["forced_s"][a]) for a in ALGOS],
                      us(m["total_s"]), us(m["after_s"]), m["algorithm"], us(n["total_s"]),
-                     us(n["after_s"]), n["algorithm"],
-                     f"{'yes' if t['after_ok'] else 'NO'} {t['after_ratio'] or 0:.2f}{runs('after')}",
-                     f"{'yes' if t['total_ok'] else 'NO'} {t['total_ratio']:.2f}{runs('total')}",
-                     "-" if t["prune_ok"] is None else
-                     f"{'yes' if t['prune_ok'] else 'NO'} {t['model_vs_nomodel']:.2f}{runs('prune')}"])
+                     us(n["after_s"]), n["algorithm"], verdict("after", t["after_ratio"]),
+                     verdict("total", t["total_ratio"]),
+                     "-" if t["prune_ok"] is None else verdict("prune", t["model_vs_nomodel"])])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [f"{run['nranks']} ranks, microseconds per call (mean over ranks; median of "
-             f"{run.get('repeat', 1)} runs, targets met in how many runs in brackets)"]
+             f"{run.get('repeat', 1)} runs, targets met in how many runs in brackets; "
+             "no~: missed by less than the A/A spread)"]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(lines)
 
@@ -157,6 +173,8 @@ def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
         res: dict[str, Any] = {
             "bytes": r0["bytes"], "calls": r0["calls"], "learn": r0["learn"],
             "native_s": median([r["native_s"] for r in rs]),
+            **({"native_aa_s": median([r["native_aa_s"] for r in rs])}
+               if all("native_aa_s" in r for r in rs) else {}),
             "forced_s": {a: median([r["forced_s"][a] for r in rs]) for a in r0["forced_s"]},
             "adaptive": {}}
         for v in ("model", "nomodel"):
@@ -205,6 +223,13 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
            "total_within_10pct": sum(r["targets"]["total_ok"] for r in res),
            "model_cheaper_from_4KiB": sum(bool(r["targets"]["prune_ok"]) for r in pr),
            "points": len(res), "points_from_4KiB": len(pr), "repeat": nrep}
+    if res and "aa_spread" in res[0]["targets"]:
+        # misses no bigger than the same run's A/A spread: indistinguishable from hits
+        for key, rows in (("after", res), ("total", res), ("prune", pr)):
+            out[f"{key}_misses_within_aa"] = sum(
+                not r["targets"][f"{key}_ok"] and bool(r["targets"][f"{key}_within_aa"])
+                for r in rows)
+        out["aa_spread_max"] = max(r["targets"]["aa_spread"] for r in res)
     if res and "runs" in res[0]:
         out["per_run"] = {"after_within_5pct": per_run("after_ok", res),
                           "total_within_10pct": per_run("total_ok", res),
@@ -238,6 +263,7 @@ def main(argv: list[str]) -> int:
                    help="adaptive Grouping predicts from this file of `mpilens bench logp "
                         "--model` instead of measuring (MPILENS_NETWORK_MODEL)")
     p.add_argument("--json", type=Path, help="save the result here")
+    p.add_argument("--force", action="store_true", help="allow overwriting --json")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run")
     p.add_argument("--quiet", action="store_true", help="no table")
     args = p.parse_args(argv)
@@ -249,8 +275,7 @@ def main(argv: list[str]) -> int:
         raise UserError(f"--network-model {args.network_model}: no such file "
                         "(write one with `mpilens bench logp --model FILE`)")
     race = parse_race(args.race)
-    if args.json and not args.json.parent.is_dir():
-        raise UserError(f"--json {args.json}: directory {args.json.parent} does not exist")
+    outfile.check_output(args.json, args.force, "--json")
     calls, learn = plan(sizes, args.calls, args.learn, parse_size(args.scale_from))
     runs = []
     for np_ in nps:
@@ -264,7 +289,7 @@ def main(argv: list[str]) -> int:
     if not args.quiet:
         print(json.dumps({"summary": doc["summary"]}))
     if args.json:
-        args.json.write_text(json.dumps(doc, indent=1) + "\n")
+        outfile.write_text(args.json, json.dumps(doc, indent=1) + "\n")
     return 0
 
 

@@ -12,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
+from . import outfile
+
 Doc = dict[str, Any]
 
 
@@ -145,5 +147,5 @@ def save(doc: Doc, path: Path) -> None:
     fig = PLOTS[doc["family"]](doc)
     fig.suptitle(f"mpilens bench {doc['family']}")
     fig.tight_layout()
-    fig.savefig(path)
+    outfile.write_with(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:].lower()))
     plt.close(fig)

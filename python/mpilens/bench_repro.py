@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import bench_launch, paths
+from . import bench_launch, outfile, paths
 from .errors import UserError
 
 TARGETS = {1: 2.0, 16: 2.0, 1 << 20: 4.0}
@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=11,
                    help="interleaved native/reproducible samples per count (default 11)")
     p.add_argument("--json", type=Path, help="also write the JSON document to this file")
+    p.add_argument("--force", action="store_true", help="allow overwriting --json")
     p.add_argument("launcher", nargs=argparse.REMAINDER,
                    help="-- LAUNCHER ARGS ('{np}' is replaced), default: the MPI's own")
     return p
@@ -79,8 +80,7 @@ def main(argv: list[str]) -> int:
         raise UserError(f"--np {args.np}: expected a positive number of ranks")
     if args.samples < 1:
         raise UserError(f"--samples {args.samples}: expected a positive number")
-    if args.json and not args.json.parent.is_dir():
-        raise UserError(f"--json {args.json}: directory {args.json.parent} does not exist")
+    outfile.check_output(args.json, args.force, "--json")
     launcher = args.launcher[1:] if args.launcher[:1] == ["--"] else args.launcher
     try:
         doc = run(args.np, args.samples, launcher)
@@ -89,5 +89,5 @@ def main(argv: list[str]) -> int:
         return 1
     print(render(doc))
     if args.json:
-        args.json.write_text(json.dumps(doc, indent=1) + "\n")
+        outfile.write_text(args.json, json.dumps(doc, indent=1) + "\n")
     return 0

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import bench_launch, bench_tables
+from .. import bench_launch, bench_tables, outfile
 from ..errors import UserError
 
 C_FAMILIES = ("p2p", "coll", "halo", "logp", "io", "memory", "overhead")
@@ -70,15 +70,6 @@ def _options_parser(family: str) -> argparse.ArgumentParser:
     return p
 
 
-def _check_output(path: Path | None, force: bool, what: str) -> None:
-    if path is None:
-        return
-    if path.exists() and not force:
-        raise UserError(f"{what} {path} exists: choose another file or add --force")
-    if not path.parent.is_dir():
-        raise UserError(f"{what} {path}: directory {path.parent} does not exist")
-
-
 def _run_module(family: str, argv: list[str]) -> int:
     name = MODULE_FAMILIES[family]
     try:
@@ -128,12 +119,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         mine, launcher = rest, []
     opts, passthrough = _options_parser(args.family).parse_known_args(mine)
-    _check_output(opts.json, opts.force, "--json")
+    outfile.check_output(opts.json, opts.force, "--json")
     if opts.plot is not None:
         if opts.plot.suffix.lower() not in PLOT_FORMATS:
             raise UserError(f"--plot {opts.plot}: unknown format (accepted: "
                             f"{', '.join(PLOT_FORMATS)})")
-        _check_output(opts.plot, opts.force, "--plot")
+        outfile.check_output(opts.plot, opts.force, "--plot")
     counts = _nprocs(opts.nprocs, args.family)
     if counts and len(counts) > 1 and launcher and not any("{np}" in a for a in launcher):
         raise UserError("--nprocs with several counts needs '{np}' in the launcher line "
@@ -160,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"mpilens: {exc}", file=sys.stderr)
         return 1
     if opts.json is not None:
-        opts.json.write_text(json.dumps(doc, indent=1) + "\n")
+        outfile.write_text(opts.json, json.dumps(doc, indent=1) + "\n")
     if not opts.quiet:
         bench_tables.show(doc)
     if opts.plot is not None:

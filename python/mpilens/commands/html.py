@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
+from .. import outfile
 from ..errors import UserError
 from ..profile import load
 
@@ -34,13 +34,7 @@ def write_html(profile: str | Path, output: str | Path | None, force: bool) -> P
     from ..htmlreport import render  # matplotlib is slow to import: only when needed
 
     text = render(prof)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"{out}: cannot write: {exc.strerror}") from None
+    outfile.write_text(out, text)
     return out
 
 
