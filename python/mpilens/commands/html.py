@@ -27,10 +27,7 @@ def write_html(profile: str | Path, output: str | Path | None, force: bool) -> P
     out = Path(output) if output else prof.path.with_suffix(".html")
     if out.resolve() == prof.path.resolve():
         raise UserError(f"{out}: the output would overwrite the profile itself")
-    if out.exists() and not force:
-        raise UserError(f"{out} exists: choose another -o or add --force to overwrite it")
-    if out.parent and not out.parent.is_dir():
-        raise UserError(f"{out.parent}: no such directory")
+    outfile.check_output(out, force, "HTML report")
     from ..htmlreport import render  # matplotlib is slow to import: only when needed
 
     text = render(prof)
