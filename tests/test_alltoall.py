@@ -378,3 +378,24 @@ def test_zero_byte_plogp_kept_per_group_and_agreed(build: Path) -> None:
     # measure again: agreed), a second size on it and a third dup (nothing measured).
     proc = run_mpi(4, [str(build / "tests" / "a2a_groups")], timeout=120)
     assert proc.stdout.strip() == "zero_measurements=12,12,12,2", proc.stdout
+
+
+def test_threads_on_own_communicators(build: Path, tmp_path: Path) -> None:
+    # MPI_THREAD_MULTIPLE: T threads per rank each create, use (adaptive: Grouping,
+    # Learning, Running) and free R communicators of their own at the same time, so
+    # the engine's process tables (live states, records, kept P-LogP parts) are
+    # changed concurrently.  Every result is checked; the profile's merged records
+    # count every call and every communicator exactly once.
+    np_, T, R, K = (3, 4, 10, 3) if FLAVOUR == "openmpi" else (2, 3, 5, 2)
+    sizes = [16, 1024]
+    proc = run_mpi(np_, exe(build, "a2a_thread") + [str(T), str(R), str(K)] + [str(s) for s in sizes],
+                   env=adaptive_env(tmp_path), timeout=180)
+    lines = sorted(l for l in proc.stdout.splitlines() if l.startswith("a2a_thread:"))
+    assert lines == [f"a2a_thread: rank={r} calls={T * R * K * len(sizes)} mismatches=0"
+                     for r in range(np_)], proc.stdout
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    for size in sizes:
+        recs = [e for e in header["alltoall"] if e["bytes"] == size]
+        assert sum(e["calls"] for e in recs) == T * R * K, recs
+        assert sum(e["communicators"] for e in recs) == T * R, recs
+        assert all(e["comm_size"] == np_ for e in recs)

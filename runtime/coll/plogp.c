@@ -89,7 +89,7 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out, const ml_plogp0 *kn
     if (P < 2)
         return MPI_SUCCESS;
     if (!known)
-        ml_plogp_zero_measurements++;
+        __atomic_add_fetch(&ml_plogp_zero_measurements, 1, __ATOMIC_RELAXED);
     int half = P / 2;
     int role = r < half ? 1 : (r < 2 * half ? 2 : 0); /* 1 sender, 2 receiver, 0 idle */
     int peer = role == 1 ? r + half : r - half;

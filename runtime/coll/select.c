@@ -26,10 +26,19 @@
  * recently used entry recycled).  Finished decisions of communicators whose
  * local rank is 0 go to a fixed process table; MPI_Finalize gathers them on
  * rank 0 of MPI_COMM_WORLD for the profile and the tuning file.
+ *
+ * Threads (MPI_THREAD_MULTIPLE): calls on different communicators may run at
+ * the same time.  A communicator's state is only touched by calls on it (MPI
+ * orders those), the remembered previous call is per thread; the per-process
+ * tables (live states, finished records, kept zero-byte P-LogP parts) are
+ * guarded by tab_lock, which is never held across an MPI call (a collective
+ * under it would deadlock against a peer holding it for another
+ * communicator, and the MPI's own locks must not nest inside it).
  */
 #include "coll.h"
 #include "../overrides.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +124,8 @@ static ml_netmodel nm_store, *netmodel; /* MPILENS_NETWORK_MODEL, read at MPI_In
  * Invalidated when any communicator state is released or any datatype freed
  * (the core's epoch; absent in stand-alone builds such as the benchmark). */
 extern volatile unsigned ml_type_epoch __attribute__((weak));
-static volatile unsigned cs_gen = 1;
+static unsigned cs_gen = 1; /* atomic */
+static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct {
     MPI_Comm comm;
     MPI_Datatype st, rt;
@@ -128,10 +138,8 @@ static __thread fast_t fast;
 static unsigned type_epoch(void) { return &ml_type_epoch ? ml_type_epoch : 0; }
 
 /* ---------------- records ---------------- */
-static void record(const comm_state *cs, const size_state *e)
+static void record_locked(const comm_state *cs, const size_state *e)
 {
-    if (cs->rank != 0 || e->used == 0 || e->calls == 0)
-        return;
     for (int i = 0; i < nrecs; i++) {
         double *r = recs[i];
         if (r[R_P] == cs->P && r[R_RPN] == cs->rpn && r[R_BYTES] == (double)e->bytes &&
@@ -167,18 +175,29 @@ static void record(const comm_state *cs, const size_state *e)
         r[R_MEAN0 + a] = e->mean[a];
 }
 
+static void record(const comm_state *cs, const size_state *e)
+{
+    if (cs->rank != 0 || e->used == 0 || e->calls == 0)
+        return;
+    pthread_mutex_lock(&tab_lock);
+    record_locked(cs, e);
+    pthread_mutex_unlock(&tab_lock);
+}
+
 /* ---------------- communicator state ---------------- */
 static void state_release(comm_state *cs)
 {
     __atomic_add_fetch(&cs_gen, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < ML_SIZES; i++)
         record(cs, &cs->s[i]);
+    pthread_mutex_lock(&tab_lock);
     if (cs->prev)
         cs->prev->next = cs->next;
     else
         live = cs->next;
     if (cs->next)
         cs->next->prev = cs->prev;
+    pthread_mutex_unlock(&tab_lock);
     int fin = 0;
     PMPI_Finalized(&fin);
     if (!fin && cs->dup != MPI_COMM_NULL)
@@ -194,11 +213,16 @@ static int delete_fn(MPI_Comm comm, int kv, void *val, void *extra)
     return MPI_SUCCESS;
 }
 
+static void create_keyval(void)
+{
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL);
+}
+
 static int ensure_keyval(void)
 {
-    if (keyval != MPI_KEYVAL_INVALID)
-        return MPI_SUCCESS;
-    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, create_keyval);
+    return keyval != MPI_KEYVAL_INVALID ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
 /* Node of every rank of MPI_COMM_WORLD (the world rank of its node's first
@@ -301,6 +325,7 @@ typedef struct {
 static p0_entry p0_cache[P0_CACHE];
 static unsigned long long p0_tick;
 
+/* both under tab_lock */
 static p0_entry *p0_find(const int *wr, int P)
 {
     for (int i = 0; wr && i < P0_CACHE; i++) {
@@ -331,6 +356,19 @@ static void p0_store(const int *wr, int P, const ml_plogp0 *z)
     c->used = ++p0_tick;
 }
 
+/* The kept zero-byte part of group wr into z: 1 if held, else 0. */
+static int p0_get(const int *wr, int P, ml_plogp0 *z)
+{
+    pthread_mutex_lock(&tab_lock);
+    p0_entry *c = p0_find(wr, P);
+    if (c) {
+        *z = c->z;
+        c->used = ++p0_tick;
+    }
+    pthread_mutex_unlock(&tab_lock);
+    return c != NULL;
+}
+
 /* Collective over comm on first use (every rank is in the same Alltoall call). */
 static comm_state *get_state(MPI_Comm comm)
 {
@@ -351,15 +389,14 @@ static comm_state *get_state(MPI_Comm comm)
      * ranks from another MPI_COMM_WORLD) makes everybody split by node.
      * In the same reduction: does every rank hold the group's zero-byte P-LogP part? */
     cs->wr = world_ranks(comm, cs->P);
-    p0_entry *c = p0_find(cs->wr, cs->P);
-    int nsz[3] = {rpn_from_table(cs->wr, cs->P), 0, c ? -1 : 0}, agreed[3];
+    ml_plogp0 z0;
+    int nsz[3] = {rpn_from_table(cs->wr, cs->P), 0, p0_get(cs->wr, cs->P, &z0) ? -1 : 0}, agreed[3];
     nsz[1] = -nsz[0];
     PMPI_Allreduce(nsz, agreed, 3, MPI_INT, MPI_MAX, cs->dup);
     cs->rpn = agreed[0];
     if (agreed[2] == -1) {
         cs->have_p0 = 1;
-        cs->p0 = c->z;
-        c->used = ++p0_tick;
+        cs->p0 = z0;
     }
     if (agreed[1] > 0) { /* someone had -1 */
         MPI_Comm node;
@@ -371,10 +408,12 @@ static comm_state *get_state(MPI_Comm comm)
         }
         PMPI_Allreduce(&n, &cs->rpn, 1, MPI_INT, MPI_MAX, cs->dup);
     }
+    pthread_mutex_lock(&tab_lock);
     cs->next = live;
     if (live)
         live->prev = cs;
     live = cs;
+    pthread_mutex_unlock(&tab_lock);
     PMPI_Comm_set_attr(comm, keyval, cs);
     return cs;
 }
@@ -456,8 +495,11 @@ static int grouping(comm_state *cs, size_state *e)
             if (!cs->have_p0) {
                 cs->have_p0 = 1;
                 cs->p0 = z;
-                if (cs->wr)
+                if (cs->wr) {
+                    pthread_mutex_lock(&tab_lock);
                     p0_store(cs->wr, cs->P, &z);
+                    pthread_mutex_unlock(&tab_lock);
+                }
             }
         }
         double pred[ML_A2A_NALG], lo = 0, hi = 0;
@@ -723,7 +765,8 @@ int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     last_learning = 0;
     int inplace = sendbuf == MPI_IN_PLACE;
     comm_state *cs;
-    if (fast.cs && fast.comm == comm && fast.cgen == cs_gen && fast.tepoch == type_epoch() &&
+    unsigned gen = __atomic_load_n(&cs_gen, __ATOMIC_RELAXED);
+    if (fast.cs && fast.comm == comm && fast.cgen == gen && fast.tepoch == type_epoch() &&
         fast.rc == recvcount && fast.rt == recvtype && fast.inplace == inplace &&
         (inplace || (fast.sc == sendcount && fast.st == sendtype))) {
         cs = fast.cs;
@@ -733,7 +776,7 @@ int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
             return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
         if (!(cs = get_state(comm)))
             return PMPI_Abort(comm, 1);
-        fast = (fast_t){comm, sendtype, recvtype, sendcount, recvcount, inplace, cs_gen,
+        fast = (fast_t){comm, sendtype, recvtype, sendcount, recvcount, inplace, gen,
                         type_epoch(), bytes, cs};
     }
     size_state *e = lookup(cs, (long long)bytes);
