@@ -399,3 +399,47 @@ def test_threads_on_own_communicators(build: Path, tmp_path: Path) -> None:
         assert sum(e["calls"] for e in recs) == T * R * K, recs
         assert sum(e["communicators"] for e in recs) == T * R, recs
         assert all(e["comm_size"] == np_ for e in recs)
+
+
+REUSE_LINE = re.compile(r"step=(\w) rank=(\d) bytes=(\d+) alg=(\S+) learning_calls=(-?\d+)")
+
+
+@pytest.mark.parametrize("reuse", ["on", "off"])
+def test_later_communicators_reuse_agreed_choices(build: Path, tmp_path: Path, reuse: str) -> None:
+    # a2a_reuse on 4 ranks (K = 30 calls per size and step; N = 3, no race: learning
+    # ends within 24 calls): A learns 64 B on a world duplicate; B, another duplicate,
+    # starts in Running at 64 B and at 100 B (same power-of-two range); halves H learn
+    # (64 B on {0,1}, 1024 B on {2,3}), their duplicates Y reuse; crossed pairs X must
+    # learn: in each pair only one rank holds a choice for the size.
+    K = 30
+    proc = run_mpi(4, exe(build, "a2a_reuse") + [str(K)],
+                   env=adaptive_env(tmp_path, MPILENS_ALLTOALL_REUSE=reuse), timeout=180)
+    got = {(m[1], int(m[2]), int(m[3])): (m[4], int(m[5])) for m in REUSE_LINE.finditer(proc.stdout)}
+    assert len(got) == 4 * 1 + 4 * 2 + 4 + 4 + 4 * 2, proc.stdout
+
+    def same(step: str, ranks: list[int], size: int) -> tuple[str, int]:
+        vals = {got[(step, r, size)] for r in ranks}
+        assert len(vals) == 1, (step, size, vals)  # agreed: same algorithm, same learning
+        return vals.pop()
+
+    a_alg, a_lc = same("A", [0, 1, 2, 3], 64)
+    assert a_lc > 0 and a_alg != "none"
+    halves = {0: ([0, 1], 64), 1: ([2, 3], 1024)}
+    h = {k: same("H", ranks, size) for k, (ranks, size) in halves.items()}
+    assert all(lc > 0 for _, lc in h.values())
+    for size in (64, 1024):
+        assert all(got[("X", r, size)][1] > 0 for r in range(4))
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    reused = sorted((e["comm_size"], e["bytes"], e["algorithm"], e["calls"], e["learning_calls"],
+                     e["communicators"]) for e in header["alltoall"] if e["source"] == "reused")
+    if reuse == "off":
+        assert reused == []
+        assert same("B", [0, 1, 2, 3], 64)[1] > 0 and same("B", [0, 1, 2, 3], 100)[1] > 0
+        assert all(same("Y", ranks, size)[1] > 0 for ranks, size in halves.values())
+        return
+    assert same("B", [0, 1, 2, 3], 64) == same("B", [0, 1, 2, 3], 100) == (a_alg, 0)
+    for k, (ranks, size) in halves.items():
+        assert same("Y", ranks, size) == (h[k][0], 0)
+    # records come from each communicator's rank 0: world ranks 0 (A, B, Y of {0,1}) and 2
+    assert reused == sorted([(4, 64, a_alg, K, 0, 1), (4, 100, a_alg, K, 0, 1),
+                             (2, 64, h[0][0], K, 0, 1), (2, 1024, h[1][0], K, 0, 1)])

@@ -11,7 +11,8 @@
  * land apart in this run, the noise floor of every ratio) — run interleaved in K
  * chunks (each chunk runs every variant for N/K calls, the order rotating), so
  * a drifting machine affects all variants alike.  Each adaptive variant starts
- * from a fresh communicator (fresh state) and runs its N calls across the
+ * from a fresh communicator (fresh state; MPILENS_ALLTOALL_REUSE off: no choice
+ * learned on another communicator is reused) and runs its N calls across the
  * chunks, learning included.  Times are per call, mean over ranks (as in the
  * paper).  Rank 0 prints one JSON document on stdout:
  *   {"nranks":P,"results":[{"bytes":B,"calls":N,"learn":L,"native_s":t,"native_aa_s":t,
@@ -125,6 +126,7 @@ int main(int argc, char **argv)
      * the tuning file; timing sets each variant's settings below and never
      * reads a tuning file (every run learns). */
     setenv("MPILENS_ALLTOALL", "adaptive", 1);
+    setenv("MPILENS_ALLTOALL_REUSE", "off", 1); /* every variant learns afresh */
     if (tune) {
         setenv("MPILENS_ALLTOALL_MODEL", "off", 1);
         setenv("MPILENS_ALLTOALL_RACE", "off", 1);

@@ -49,15 +49,16 @@
 
 enum { MODE_NATIVE = ML_A2A_MODE_NATIVE, MODE_ADAPTIVE = ML_A2A_MODE_ADAPTIVE };
 enum { PH_NEW, PH_LEARN, PH_RUN };
-enum { SRC_LEARNED, SRC_TUNED, SRC_FORCED, SRC_SINGLE };
-static const char *const src_names[] = {"learned", "tuning-file", "forced", "single-candidate"};
+enum { SRC_LEARNED, SRC_TUNED, SRC_FORCED, SRC_SINGLE, SRC_REUSED };
+static const char *const src_names[] = {"learned", "tuning-file", "forced", "single-candidate",
+                                        "reused"};
 
 typedef struct {
-    int mode, learn_n, model, check_every;
+    int mode, learn_n, model, check_every, reuse;
     double drift, race[ML_A2A_RACE_POINTS];
 } config_t;
 
-static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 0.5, {0}}; /* race: ML_A2A_RACE_DEFAULT, set by ml_coll_init */
+static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 1, 0.5, {0}}; /* race: ML_A2A_RACE_DEFAULT, set by ml_coll_init */
 
 /* Running: one call in RUN_SAMPLE is timed for the drift check (two clock
  * reads cost ~0.1 us here, a measurable share of a small Alltoall). */
@@ -88,12 +89,24 @@ typedef struct {
     long long calls, learn_calls;
     double learn_s, group_s;       /* agreed (mean over ranks) */
     int relearns;
-    int no_tune;                   /* drifted away from a tuning-file choice */
+    int no_tune;                   /* drifted away from a tuning-file or reused choice */
 } size_state;
+
+/* Block sizes in power-of-two ranges, as in the tuning file: range 0 holds
+ * 0 bytes, range k + 1 the sizes [2^k, 2^(k+1)); blocks stay below 2^30. */
+#define ML_RANGES 32
+static int range_of(long long bytes)
+{
+    int k = 0;
+    while (k + 1 < ML_RANGES && bytes >= 1LL << k)
+        k++;
+    return k;
+}
 
 typedef struct comm_state {
     MPI_Comm dup;
     int P, rank, rpn;
+    signed char reuse[ML_RANGES];  /* per size range: algorithm to reuse (agreed), -1 none */
     int *wr;                       /* world ranks in comm order, NULL if unknown */
     int have_p0;                   /* p0 holds the group's zero-byte P-LogP part */
     ml_plogp0 p0;
@@ -369,6 +382,49 @@ static int p0_get(const int *wr, int P, ml_plogp0 *z)
     return c != NULL;
 }
 
+/* Choices learned in this run, per communicator size and ranks per node (the
+ * tuning file's key, without a file): a later communicator with the same key
+ * starts in Running.  Ranks hold different choices when they took part in
+ * different communicators, so a communicator reuses a size range only if all
+ * its ranks hold the same choice for it (agreed in get_state's reduction: the
+ * whole row, exact).  Under tab_lock; KEPT_KEYS keys, later ones not kept. */
+#define KEPT_KEYS 32
+static struct {
+    int P, rpn;
+    signed char alg[ML_RANGES];
+} kept[KEPT_KEYS];
+static int nkept;
+
+static void keep_choice(int P, int rpn, long long bytes, int alg)
+{
+    pthread_mutex_lock(&tab_lock);
+    int i = 0;
+    while (i < nkept && (kept[i].P != P || kept[i].rpn != rpn))
+        i++;
+    if (i == nkept && nkept < KEPT_KEYS) {
+        kept[nkept].P = P;
+        kept[nkept].rpn = rpn;
+        memset(kept[nkept].alg, -1, sizeof kept[nkept].alg);
+        nkept++;
+    }
+    if (i < nkept)
+        kept[i].alg[range_of(bytes)] = (signed char)alg;
+    pthread_mutex_unlock(&tab_lock);
+}
+
+/* This rank's kept row for (P, rpn) into alg (-1: none). */
+static void kept_row(int P, int rpn, int alg[ML_RANGES])
+{
+    for (int j = 0; j < ML_RANGES; j++)
+        alg[j] = -1;
+    pthread_mutex_lock(&tab_lock);
+    for (int i = 0; i < nkept; i++)
+        if (kept[i].P == P && kept[i].rpn == rpn)
+            for (int j = 0; j < ML_RANGES; j++)
+                alg[j] = kept[i].alg[j];
+    pthread_mutex_unlock(&tab_lock);
+}
+
 /* Collective over comm on first use (every rank is in the same Alltoall call). */
 static comm_state *get_state(MPI_Comm comm)
 {
@@ -387,13 +443,25 @@ static comm_state *get_state(MPI_Comm comm)
     PMPI_Comm_rank(comm, &cs->rank);
     /* ranks per node: from the world table; a rank that cannot use it (-1:
      * ranks from another MPI_COMM_WORLD) makes everybody split by node.
-     * In the same reduction: does every rank hold the group's zero-byte P-LogP part? */
+     * In the same reduction: does every rank hold the group's zero-byte P-LogP
+     * part?  Which kept choices do all ranks hold alike (max = min per range)? */
     cs->wr = world_ranks(comm, cs->P);
     ml_plogp0 z0;
-    int nsz[3] = {rpn_from_table(cs->wr, cs->P), 0, p0_get(cs->wr, cs->P, &z0) ? -1 : 0}, agreed[3];
+    enum { N_HEAD = 3, N_RED = N_HEAD + 2 * ML_RANGES };
+    int nsz[N_RED] = {rpn_from_table(cs->wr, cs->P), 0, p0_get(cs->wr, cs->P, &z0) ? -1 : 0},
+        agreed[N_RED], *row = nsz + N_HEAD;
     nsz[1] = -nsz[0];
-    PMPI_Allreduce(nsz, agreed, 3, MPI_INT, MPI_MAX, cs->dup);
+    kept_row(cs->P, nsz[0], row);
+    if (!cfg.reuse || nsz[0] < 0)
+        memset(row, -1, sizeof(int) * ML_RANGES);
+    for (int j = 0; j < ML_RANGES; j++)
+        row[ML_RANGES + j] = -row[j];
+    PMPI_Allreduce(nsz, agreed, N_RED, MPI_INT, MPI_MAX, cs->dup);
     cs->rpn = agreed[0];
+    for (int j = 0; j < ML_RANGES; j++) {
+        int hi = agreed[N_HEAD + j], lo = -agreed[N_HEAD + ML_RANGES + j];
+        cs->reuse[j] = (signed char)(agreed[1] <= 0 && hi == lo ? hi : -1);
+    }
     if (agreed[2] == -1) {
         cs->have_p0 = 1;
         cs->p0 = z0;
@@ -472,11 +540,13 @@ static void start_learning(size_state *e)
 
 static int grouping(comm_state *cs, size_state *e)
 {
-    int t = e->no_tune ? -1 : tuned_choice(cs, e->bytes);
-    if (t >= 0) {
+    /* this run's choice (learned on this or an earlier communicator), then the file's */
+    int reused = e->no_tune ? -1 : cs->reuse[range_of(e->bytes)];
+    int t = e->no_tune || reused >= 0 ? -1 : tuned_choice(cs, e->bytes);
+    if (reused >= 0 || t >= 0) {
         e->phase = PH_RUN;
-        e->source = SRC_TUNED;
-        e->alg = t;
+        e->source = reused >= 0 ? SRC_REUSED : SRC_TUNED;
+        e->alg = reused >= 0 ? reused : t;
         e->ref = -1;
         return MPI_SUCCESS;
     }
@@ -645,6 +715,10 @@ static int finish_learning(comm_state *cs, size_state *e, int each)
     }
     e->alg = e->cand[best];
     e->ref = e->mean[e->alg];
+    if (cfg.reuse) { /* agreed by construction: every rank finishes at this call */
+        cs->reuse[range_of(e->bytes)] = (signed char)e->alg;
+        keep_choice(cs->P, cs->rpn, e->bytes, e->alg);
+    }
     e->learn_s += x[0] / cs->P;
     e->group_s += x[1] / cs->P;
     e->group_local = 0;
@@ -865,6 +939,19 @@ static int parse_int(const char *name, const char *v, int lo, int *out, const ch
     return 0;
 }
 
+static int on_off(const char *key, const char *name, int *out)
+{
+    const char *v = setting(key, name);
+    if (!v)
+        return 0;
+    if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0) {
+        *out = v[1] == 'n';
+        return 0;
+    }
+    fprintf(stderr, "mpilens: %s='%s' is invalid: expected on or off\n", name, v);
+    return -1;
+}
+
 /* Reads the environment on this rank; returns 0 or -1 after printing one line. */
 static int read_env(config_t *c)
 {
@@ -888,16 +975,9 @@ static int read_env(config_t *c)
         parse_int("MPILENS_ALLTOALL_CHECK", v, 0, &c->check_every,
                   "an integer >= 0 (calls between drift checks, 0 = never)"))
         return -1;
-    if ((v = setting("alltoall_model", "MPILENS_ALLTOALL_MODEL"))) {
-        if (strcmp(v, "on") == 0)
-            c->model = 1;
-        else if (strcmp(v, "off") == 0)
-            c->model = 0;
-        else {
-            fprintf(stderr, "mpilens: MPILENS_ALLTOALL_MODEL='%s' is invalid: expected on or off\n", v);
-            return -1;
-        }
-    }
+    if (on_off("alltoall_model", "MPILENS_ALLTOALL_MODEL", &c->model) ||
+        on_off("alltoall_reuse", "MPILENS_ALLTOALL_REUSE", &c->reuse))
+        return -1;
     if ((v = setting("alltoall_race", "MPILENS_ALLTOALL_RACE")) && ml_a2a_parse_race(v, c->race)) {
         fprintf(stderr, "mpilens: MPILENS_ALLTOALL_RACE='%s' is invalid: expected off, a factor F, "
                 "F1,F2 or F0,F1,F2, each in (1, 1000] (learning drops candidates this many "
