@@ -443,3 +443,47 @@ def test_later_communicators_reuse_agreed_choices(build: Path, tmp_path: Path, r
     # records come from each communicator's rank 0: world ranks 0 (A, B, Y of {0,1}) and 2
     assert reused == sorted([(4, 64, a_alg, K, 0, 1), (4, 100, a_alg, K, 0, 1),
                              (2, 64, h[0][0], K, 0, 1), (2, 1024, h[1][0], K, 0, 1)])
+    check_alltoall_report(tmp_path / "a2a.prof", header["alltoall"])
+
+
+def check_alltoall_report(prof: Path, records: list[dict]) -> None:
+    """`mpilens report` (json, text) and `mpilens html` show the engine's records exactly."""
+    from test_cli_support import mpilens_inproc
+
+    proc = mpilens_inproc("report", prof, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["alltoall"]
+    key = lambda r: (r["comm_size"], r["bytes"], r["source"], r["algorithm"])  # noqa: E731
+    assert sorted(map(key, rows)) == sorted(map(key, records)) and len(rows) == len(records)
+    by_key = {key(r): r for r in records}
+    for row in rows:
+        rec = by_key[key(row)]
+        for f in ("ranks_per_node", "communicators", "calls", "learning_calls", "learning_s",
+                  "grouping_s", "candidates"):
+            assert row[f] == rec[f], f
+        assert row["learning_pct"] == 100.0 * rec["learning_calls"] / rec["calls"]
+        means = {k: v for k, v in rec["learned_mean_s"].items() if v > 0}
+        if rec["source"] == "learned":
+            others = {k: v for k, v in means.items() if k != rec["algorithm"]}
+            runner = min(others, key=others.get)
+            assert (row["runner_up"], row["runner_up_ratio"]) == \
+                (runner, means[runner] / means[rec["algorithm"]])
+        else:
+            assert (row["runner_up"], row["time_per_call_s"]) == (None, None)
+    calls = sum(r["calls"] for r in records)
+    learning = sum(r["learning_calls"] for r in records)
+    sentence = (f"{learning:,} of {calls:,} calls ({100.0 * learning / calls:.1f} %) "
+                "were learning")
+    proc = mpilens_inproc("report", prof)
+    assert proc.returncode == 0, proc.stderr
+    assert "Adaptive MPI_Alltoall: algorithm per communicator" in proc.stdout
+    assert sentence in " ".join(proc.stdout.split())
+    table = [ln for ln in proc.stdout.splitlines()
+             if ln.startswith("│") and (" reused " in ln or " learned " in ln)]
+    assert len(table) == len(records)
+    out = prof.with_suffix(".html")
+    proc = mpilens_inproc("html", prof, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text()
+    assert '<h2 id="alltoall">Adaptive MPI_Alltoall</h2>' in page and sentence in page
+    assert page.count("<td>reused</td>") == sum(r["source"] == "reused" for r in records)

@@ -93,6 +93,27 @@ def test_corrupted_field(good: Path, tmp_path: Path) -> None:
     assert_one_line_error(mpilens_inproc("report", p), "corrupted", f"{name}.calls")
 
 
+@pytest.mark.parametrize("records, needle", [
+    ({"comm_size": 4}, "alltoall[0] is not an object"),
+    ([{"comm_size": 4}], "alltoall[0] lacks 'ranks_per_node'"),
+    ("learned_mean_s", "alltoall[0] has a bad 'algorithm', 'candidates' or 'learned_mean_s'"),
+])
+def test_corrupted_alltoall_records(good: Path, tmp_path: Path, records, needle: str) -> None:
+    lines = good.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    if records == "learned_mean_s":  # a complete record whose learned times are not numbers
+        records = [{"comm_size": 4, "ranks_per_node": 4, "bytes": 64, "algorithm": "ring",
+                    "source": "learned", "communicators": 1, "calls": 10, "learning_calls": 5,
+                    "relearns": 0, "learning_s": 0.1, "grouping_s": 0.1, "time_per_call_s": 1e-5,
+                    "candidates": ["ring"], "learned_mean_s": {"ring": "fast"}}]
+    header["alltoall"] = records if isinstance(records, list) else [records["comm_size"]]
+    p = tmp_path / "a2a.prof"
+    p.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    for command in ("report", "html"):
+        extra = ["-o", str(tmp_path / "r.html")] if command == "html" else []
+        assert_one_line_error(mpilens_inproc(command, p, *extra), "corrupted profile", needle)
+
+
 def test_newer_version(good: Path, tmp_path: Path) -> None:
     lines = good.read_text().splitlines(keepends=True)
     header = json.loads(lines[0])

@@ -11,6 +11,7 @@ from typing import Any
 
 from .errors import UserError
 from .profile import Profile
+from .units import fmt_bytes, fmt_pct, fmt_time
 
 DOMINANT_SHARE = 0.90  # call out the fewest size classes that hold this share of messages
 # Start-up and shut-down: outside the wall-time window (MPI_Init -> MPI_Finalize) and not
@@ -163,3 +164,72 @@ def dominant_sentence(fn: str, direction: str, d: dict[str, Any], total: int) ->
     verb = "sent" if direction == "send" else "received"
     return (f"{d['share_pct']:.1f} % of {fn} messages {verb} ({d['messages']} of {total}) "
             f"are {what}")
+
+
+def alltoall_rows(prof: Profile) -> list[dict[str, Any]]:
+    """The adaptive Alltoall's decisions (profile header `alltoall`, docs/alltoall.md):
+    one row per (communicator size, ranks per node, block size, algorithm, source),
+    with the share of calls spent learning and the runner-up among the candidates
+    (its learned time over the chosen one's: how much the choice mattered)."""
+    rows = []
+    for rec in prof.header.get("alltoall", []):
+        means = {k: float(v) for k, v in rec.get("learned_mean_s", {}).items() if v > 0}
+        alg = rec.get("algorithm")
+        runner, ratio = None, None
+        if alg in means and len(means) > 1:
+            runner = min((v, k) for k, v in means.items() if k != alg)[1]
+            ratio = means[runner] / means[alg]
+        calls = int(rec["calls"])
+        rows.append({
+            "comm_size": int(rec["comm_size"]),
+            "ranks_per_node": int(rec["ranks_per_node"]),
+            "bytes": int(rec["bytes"]),
+            "algorithm": alg,
+            "source": rec["source"],
+            "communicators": int(rec["communicators"]),
+            "calls": calls,
+            "learning_calls": int(rec["learning_calls"]),
+            "learning_pct": 100.0 * int(rec["learning_calls"]) / calls if calls else 0.0,
+            "learning_s": float(rec["learning_s"]),
+            "grouping_s": float(rec["grouping_s"]),
+            "relearns": int(rec["relearns"]),
+            "time_per_call_s": float(rec["time_per_call_s"]) or None,
+            "candidates": list(rec.get("candidates", [])),
+            "runner_up": runner,
+            "runner_up_ratio": ratio,
+        })
+    rows.sort(key=lambda r: (r["comm_size"], r["ranks_per_node"], r["bytes"], r["source"],
+                             r["algorithm"] or ""))
+    return rows
+
+
+ALLTOALL_HEAD = ["ranks", "per node", "block", "algorithm", "source", "comms", "calls",
+                 "learning calls", "learning", "grouping", "time/call", "runner-up"]
+
+
+def alltoall_table(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """alltoall_rows as text cells under ALLTOALL_HEAD (terminal and HTML report)."""
+    out = []
+    for r in rows:
+        runner = ("-" if r["runner_up"] is None
+                  else f"{r['runner_up']} x{r['runner_up_ratio']:.2f}")
+        out.append([str(r["comm_size"]), str(r["ranks_per_node"]), fmt_bytes(r["bytes"]),
+                    r["algorithm"] or "(learning)", r["source"], f"{r['communicators']:,}",
+                    f"{r['calls']:,}",
+                    f"{r['learning_calls']:,} ({fmt_pct(r['learning_pct'])})",
+                    fmt_time(r["learning_s"]), fmt_time(r["grouping_s"]),
+                    "-" if r["time_per_call_s"] is None else fmt_time(r["time_per_call_s"]),
+                    runner])
+    return out
+
+
+def alltoall_sentence(rows: list[dict[str, Any]]) -> str:
+    """What learning cost over the whole job, in one line."""
+    calls = sum(r["calls"] for r in rows)
+    lc = sum(r["learning_calls"] for r in rows)
+    cost = sum(r["learning_s"] + r["grouping_s"] for r in rows)
+    reused = sum(r["calls"] for r in rows if r["source"] in ("reused", "tuning-file"))
+    pct = 100.0 * lc / calls if calls else 0.0
+    return (f"Adaptive MPI_Alltoall: {lc:,} of {calls:,} calls ({pct:.1f} %) were learning, "
+            f"{fmt_time(cost)} per rank in Grouping and Learning; {reused:,} calls ran a "
+            f"choice reused from this run or the tuning file")

@@ -198,6 +198,14 @@ def render(prof: Profile) -> str:
                               fmt_time(r["time_s"])] for r in caution_rows]))
     else:
         caution = "<p>No function is marked caution.</p>"
+    a2a_rows = analysis.alltoall_rows(prof)
+    a2a = ("<h2 id=\"alltoall\">Adaptive MPI_Alltoall</h2>"
+           f'<p class="callout">{e(analysis.alltoall_sentence(a2a_rows))}</p>'
+           "<p>Algorithm per communicator and block size; runner-up: the next best "
+           "candidate and its learned time over the chosen one's.</p>"
+           + _table(analysis.ALLTOALL_HEAD,
+                    [[e(c) for c in row] for row in analysis.alltoall_table(a2a_rows)])
+           if a2a_rows else "")
     hists = []
     for name in histogram_functions(prof):
         img, sentences = fig_histogram(prof, name)
@@ -208,6 +216,7 @@ def render(prof: Profile) -> str:
 <style>{CSS}</style></head><body>
 <div class="banner" id="summary"><h1>{e(title)}</h1><table>{banner}</table></div>
 <h2>MPI functions by total time</h2>{ftable}
+{a2a}
 <h2>MPI time by function per rank</h2>{fig_time_per_rank(prof, rows)}
 <h2>Per-rank imbalance</h2>{fig_imbalance(prof)}
 <h2>Communication matrix</h2>{fig_heatmap(prof)}

@@ -26,6 +26,13 @@ _RANK_KEYS: dict[str, type | tuple[type, ...]] = {
     "rank": int, "wall_s": (int, float), "mpi_s": (int, float), "functions": dict,
 }
 _STAT_KEYS = ("min", "mean", "max")
+# adaptive Alltoall records (docs/alltoall.md, Profile); "algorithm" may be null
+_A2A_KEYS: dict[str, type | tuple[type, ...]] = {
+    "comm_size": int, "ranks_per_node": int, "bytes": int, "source": str,
+    "communicators": int, "calls": int, "learning_calls": int, "relearns": int,
+    "learning_s": (int, float), "grouping_s": (int, float), "time_per_call_s": (int, float),
+    "candidates": list, "learned_mean_s": dict,
+}
 
 
 @dataclass
@@ -127,6 +134,19 @@ def _parse_header(path: Path, first: str) -> dict[str, Any]:
             raise _bad(path, f"corrupted profile: header {key} needs min, mean and max")
     for name, rec in header["functions"].items():
         _check_function(path, "header", name, rec)
+    a2a = header.get("alltoall", [])
+    if not isinstance(a2a, list):
+        raise _bad(path, "corrupted profile: header alltoall is not a list")
+    for i, rec in enumerate(a2a):
+        if not isinstance(rec, dict):
+            raise _bad(path, f"corrupted profile: header alltoall[{i}] is not an object")
+        _check_fields(path, f"header alltoall[{i}]", rec, _A2A_KEYS)
+        means = rec["learned_mean_s"].values()
+        if (not isinstance(rec.get("algorithm"), (str, type(None)))
+                or not all(isinstance(c, str) for c in rec["candidates"])
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in means)):
+            raise _bad(path, f"corrupted profile: header alltoall[{i}] has a bad 'algorithm', "
+                             "'candidates' or 'learned_mean_s' value")
     return header
 
 

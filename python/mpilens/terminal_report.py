@@ -104,6 +104,17 @@ def pattern_block(cp: dict[str, Any]) -> list[Any]:
     return out
 
 
+def alltoall_block(rows: list[dict[str, Any]]) -> list[Any]:
+    t = Table(title="Adaptive MPI_Alltoall: algorithm per communicator and block size "
+                    "(runner-up: next best candidate, its time / the chosen one's)",
+              title_justify="left")
+    for i, col in enumerate(analysis.ALLTOALL_HEAD):
+        t.add_column(col, justify="left" if i in (3, 4, 11) else "right", no_wrap=True)
+    for cells in analysis.alltoall_table(rows):
+        t.add_row(*cells)
+    return [t, Text(">> " + analysis.alltoall_sentence(rows), style="bold")]
+
+
 def render(prof: Profile, top: int, function: str | None,
            console: Console | None = None) -> None:
     if console is None:
@@ -112,6 +123,9 @@ def render(prof: Profile, top: int, function: str | None,
             console = Console(width=max(console.width, 150))
     console.print(summary_panel(analysis.summary(prof)))
     console.print(functions_table(analysis.function_rows(prof), top))
+    a2a = analysis.alltoall_rows(prof)
+    for item in alltoall_block(a2a) if a2a else []:
+        console.print(item)
     if function:
         for item in histogram_table(analysis.histogram(prof, function)):
             console.print(item)

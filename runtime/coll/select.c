@@ -151,26 +151,30 @@ static __thread fast_t fast;
 static unsigned type_epoch(void) { return &ml_type_epoch ? ml_type_epoch : 0; }
 
 /* ---------------- records ---------------- */
-static void record_locked(const comm_state *cs, const size_state *e)
+/* Adds record r to table tab of *n rows (at most max): merged into the row
+ * with the same key (communicator size, ranks per node, block size, algorithm,
+ * source) by adding its counts and times, else appended.  0, or -1 if full. */
+static int merge_rec(double (*tab)[R_NFIELD], int *n, int max, const double *r)
 {
-    for (int i = 0; i < nrecs; i++) {
-        double *r = recs[i];
-        if (r[R_P] == cs->P && r[R_RPN] == cs->rpn && r[R_BYTES] == (double)e->bytes &&
-            r[R_ALG] == (e->phase == PH_RUN ? e->alg : -1) && r[R_SRC] == e->source) {
-            r[R_CALLS] += e->calls;
-            r[R_LCALLS] += e->learn_calls;
-            r[R_LS] += e->learn_s;
-            r[R_GS] += e->group_s;
-            r[R_RELEARN] += e->relearns;
-            r[R_COMMS] += 1;
-            return;
+    static const int sum[] = {R_CALLS, R_LCALLS, R_LS, R_GS, R_RELEARN, R_COMMS};
+    for (int i = 0; i < *n; i++) {
+        double *t = tab[i];
+        if (t[R_P] == r[R_P] && t[R_RPN] == r[R_RPN] && t[R_BYTES] == r[R_BYTES] &&
+            t[R_ALG] == r[R_ALG] && t[R_SRC] == r[R_SRC]) {
+            for (size_t k = 0; k < sizeof sum / sizeof *sum; k++)
+                t[sum[k]] += r[sum[k]];
+            return 0;
         }
     }
-    if (nrecs >= ML_RECS) {
-        recs_dropped++;
-        return;
-    }
-    double *r = recs[nrecs++];
+    if (*n >= max)
+        return -1;
+    memmove(tab[(*n)++], r, sizeof(double) * R_NFIELD);
+    return 0;
+}
+
+static void record_locked(const comm_state *cs, const size_state *e)
+{
+    double r[R_NFIELD];
     r[R_P] = cs->P;
     r[R_RPN] = cs->rpn;
     r[R_BYTES] = (double)e->bytes;
@@ -186,6 +190,8 @@ static void record_locked(const comm_state *cs, const size_state *e)
     r[R_COMMS] = 1;
     for (int a = 0; a < ML_A2A_NALG; a++)
         r[R_MEAN0 + a] = e->mean[a];
+    if (merge_rec(recs, &nrecs, ML_RECS, r))
+        recs_dropped++;
 }
 
 static void record(const comm_state *cs, const size_state *e)
@@ -1178,7 +1184,10 @@ void ml_coll_finalize(void)
     }
     PMPI_Gatherv(recs, mine, MPI_DOUBLE, all_recs, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        n_all_recs = total / R_NFIELD;
+        /* one record per key over the whole job (each rank merged its own) */
+        double(*tab)[R_NFIELD] = (double(*)[R_NFIELD])all_recs;
+        for (int i = 0, n = total / R_NFIELD; i < n; i++)
+            merge_rec(tab, &n_all_recs, i + 1, tab[i]); /* into the merged prefix: never full */
         if (tune_loaded && tune_path)
             write_tuning();
         free(counts);

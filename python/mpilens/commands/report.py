@@ -46,6 +46,7 @@ def report_data(args: argparse.Namespace) -> dict[str, Any]:
         "summary": analysis.summary(prof),
         "functions": rows[: args.top] if args.top else rows,
         "communication": commpattern.summary(prof),
+        "alltoall": analysis.alltoall_rows(prof),
     }
     if args.function:
         data["histogram"] = analysis.histogram(prof, args.function)
