@@ -10,13 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "a2a_pattern.h"
+
 typedef const char *(*choice_fn)(MPI_Comm, long long, long long *);
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int P, r;
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    int r;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     if (argc < 3) {
         if (r == 0)
@@ -25,20 +26,8 @@ int main(int argc, char **argv)
     }
     int calls = atoi(argv[1]), ns = argc - 2, bad = 0;
     for (int it = 0; it < calls; it++) {
-        for (int k = 0; k < ns; k++) {
-            int B = atoi(argv[2 + k]);
-            unsigned char *s = malloc((size_t)B * P + 1), *d = malloc((size_t)B * P + 1);
-            for (int p = 0; p < P; p++)
-                for (int i = 0; i < B; i++)
-                    s[(size_t)p * B + i] = (unsigned char)(r * 31 + p * 7 + i + it);
-            MPI_Alltoall(s, B, MPI_BYTE, d, B, MPI_BYTE, MPI_COMM_WORLD);
-            for (int p = 0; p < P; p++)
-                for (int i = 0; i < B; i++)
-                    if (d[(size_t)p * B + i] != (unsigned char)(p * 31 + r * 7 + i + it))
-                        bad = 1;
-            free(s);
-            free(d);
-        }
+        for (int k = 0; k < ns; k++)
+            bad |= a2a_exchange(MPI_Alltoall, MPI_COMM_WORLD, atoi(argv[2 + k]), it);
     }
     choice_fn choice = (choice_fn)dlsym(RTLD_DEFAULT, "mpilens_alltoall_choice");
     for (int k = 0; k < ns; k++) {

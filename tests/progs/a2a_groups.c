@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "a2a_pattern.h"
+
 int mlo_MPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 int ml_coll_init(void);
 extern int ml_plogp_zero_measurements;
@@ -26,20 +28,7 @@ static int bad;
 
 static void exchange(MPI_Comm comm, int B, int tag)
 {
-    int P, r;
-    PMPI_Comm_size(comm, &P);
-    PMPI_Comm_rank(comm, &r);
-    unsigned char *s = malloc((size_t)B * P), *d = malloc((size_t)B * P);
-    for (int p = 0; p < P; p++)
-        for (int i = 0; i < B; i++)
-            s[(size_t)p * B + i] = (unsigned char)(r * 31 + p * 7 + i + tag);
-    mlo_MPI_Alltoall(s, B, MPI_BYTE, d, B, MPI_BYTE, comm);
-    for (int p = 0; p < P; p++)
-        for (int i = 0; i < B; i++)
-            if (d[(size_t)p * B + i] != (unsigned char)(p * 31 + r * 7 + i + tag))
-                bad = 1;
-    free(s);
-    free(d);
+    bad |= a2a_exchange(mlo_MPI_Alltoall, comm, B, tag);
 }
 
 /* comm over the world ranks list[0..n) in that order (others: MPI_COMM_NULL) */

@@ -16,30 +16,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "a2a_pattern.h"
+
 typedef const char *(*choice_fn)(MPI_Comm, long long, long long *);
 static int K, wrank, bad;
 static choice_fn choice;
 
 static void step(const char *name, MPI_Comm c, const int *sizes, int ns)
 {
-    int P, r;
-    MPI_Comm_size(c, &P);
-    MPI_Comm_rank(c, &r);
     for (int k = 0; k < K; k++)
-        for (int j = 0; j < ns; j++) {
-            int B = sizes[j];
-            unsigned char *s = malloc((size_t)B * P), *d = malloc((size_t)B * P);
-            for (int p = 0; p < P; p++)
-                for (int i = 0; i < B; i++)
-                    s[(size_t)p * B + i] = (unsigned char)(r * 31 + p * 7 + i + k);
-            MPI_Alltoall(s, B, MPI_BYTE, d, B, MPI_BYTE, c);
-            for (int p = 0; p < P; p++)
-                for (int i = 0; i < B; i++)
-                    if (d[(size_t)p * B + i] != (unsigned char)(p * 31 + r * 7 + i + k))
-                        bad = 1;
-            free(s);
-            free(d);
-        }
+        for (int j = 0; j < ns; j++)
+            bad |= a2a_exchange(MPI_Alltoall, c, sizes[j], k);
     for (int j = 0; j < ns; j++) {
         long long lc = -1;
         const char *a = choice ? choice(c, sizes[j], &lc) : NULL;
