@@ -42,6 +42,16 @@ static void ws(parser *ps)
         ps->p++;
 }
 
+/* After an element of an array or a member of an object: ',' (1: another
+ * follows), the closing ']' or '}' (0: done), else an error (-1). */
+static int next_or_close(parser *ps, char close)
+{
+    ws(ps);
+    if (ps->p < ps->end && (*ps->p == ',' || *ps->p == close))
+        return *ps->p++ == ',';
+    return fail(ps, close == ']' ? "expected ',' or ']'" : "expected ',' or '}'");
+}
+
 static void put(char *out, size_t outlen, size_t *n, unsigned c)
 {
     if (out && *n + 1 < outlen)
@@ -168,16 +178,11 @@ static int array(parser *ps, int depth, double *arr, int max, int *n)
         } else if (value(ps, depth + 1)) {
             return -1;
         }
-        ws(ps);
-        if (ps->p < ps->end && *ps->p == ',') {
-            ps->p++;
-            continue;
-        }
-        if (ps->p < ps->end && *ps->p == ']') {
-            ps->p++;
+        int more = next_or_close(ps, ']');
+        if (more < 0)
+            return -1;
+        if (!more)
             break;
-        }
-        return fail(ps, "expected ',' or ']'");
     }
     if (n)
         *n = k;
@@ -234,16 +239,9 @@ static int object(parser *ps, int depth, int (*member)(parser *, const char *, v
         ws(ps);
         if (member ? member(ps, key, ctx) : value(ps, depth + 1))
             return -1;
-        ws(ps);
-        if (ps->p < ps->end && *ps->p == ',') {
-            ps->p++;
-            continue;
-        }
-        if (ps->p < ps->end && *ps->p == '}') {
-            ps->p++;
-            return 0;
-        }
-        return fail(ps, "expected ',' or '}'");
+        int more = next_or_close(ps, '}');
+        if (more <= 0)
+            return more;
     }
 }
 
