@@ -401,6 +401,36 @@ def test_threads_on_own_communicators(build: Path, tmp_path: Path) -> None:
         assert all(e["comm_size"] == np_ for e in recs)
 
 
+SHARE_LINE = re.compile(r"step=(\w) rank=(\d) private=(-?\d+)")
+
+
+@pytest.mark.parametrize("share,threads", [("on", "single"), ("off", "single"),
+                                           ("on", "multiple")])
+def test_private_duplicates_shared_per_group(build: Path, tmp_path: Path, share: str,
+                                             threads: str) -> None:
+    # a2a_share on 4 ranks: the engine's private communicators, counted in every
+    # rank after each step.  Sharing: A and B (world duplicates) share one, H and Y
+    # (a half and its duplicate) one per half; R (world reversed: same processes,
+    # other order) gets its own; each goes when its last user is freed.  Without
+    # sharing (off, or MPI_THREAD_MULTIPLE: two threads could use one at once)
+    # every communicator has its own.  K = 30 calls per communicator, interleaved:
+    # two communicators learn at the same time over one duplicate; every byte checked.
+    shared = share == "on" and threads == "single"
+    want = ({"A": 1, "B": 1, "H": 2, "R": 3, "a": 3, "b": 2, "h": 1, "r": 0} if shared else
+            {"A": 1, "B": 2, "H": 4, "R": 5, "a": 4, "b": 3, "h": 1, "r": 0})
+    argv = exe(build, "a2a_share") + ["30"] + (["multiple"] if threads == "multiple" else [])
+    proc = run_mpi(4, argv, env=adaptive_env(tmp_path, MPILENS_ALLTOALL_SHARE=share), timeout=180)
+    got = {(m[1], int(m[2])): int(m[3]) for m in SHARE_LINE.finditer(proc.stdout)}
+    assert got == {(s, r): n for s, n in want.items() for r in range(4)}, proc.stdout
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    # every communicator's 64 B calls are in the profile: A 30 (B) + 30 (R) + 30, B 30,
+    # H and Y 30 each on 2 ranks per half, R 30 x 4 steps
+    recs = {(e["comm_size"], e["source"]): e for e in header["alltoall"]}
+    assert sum(e["calls"] for e in header["alltoall"] if e["comm_size"] == 4) == 90 + 30 + 120
+    assert sum(e["communicators"] for e in header["alltoall"] if e["comm_size"] == 4) == 3
+    assert sum(e["calls"] for e in header["alltoall"] if e["comm_size"] == 2) == 4 * 30, recs
+
+
 REUSE_LINE = re.compile(r"step=(\w) rank=(\d) bytes=(\d+) alg=(\S+) learning_calls=(-?\d+)")
 
 

@@ -12,7 +12,8 @@
  * chunks (each chunk runs every variant for N/K calls, the order rotating), so
  * a drifting machine affects all variants alike.  Each adaptive variant starts
  * from a fresh communicator (fresh state; MPILENS_ALLTOALL_REUSE off: no choice
- * learned on another communicator is reused) and runs its N calls across the
+ * learned on another communicator is reused; MPILENS_ALLTOALL_SHARE off: it makes
+ * its own private duplicate, as the first one of a job) and runs its N calls across the
  * chunks, learning included.  Times are per call, mean over ranks (as in the
  * paper).  Rank 0 prints one JSON document on stdout:
  *   {"nranks":P,"results":[{"bytes":B,"calls":N,"learn":L,"native_s":t,"native_aa_s":t,
@@ -127,6 +128,7 @@ int main(int argc, char **argv)
      * reads a tuning file (every run learns). */
     setenv("MPILENS_ALLTOALL", "adaptive", 1);
     setenv("MPILENS_ALLTOALL_REUSE", "off", 1); /* every variant learns afresh */
+    setenv("MPILENS_ALLTOALL_SHARE", "off", 1); /* and pays its own duplicate, as a fresh run */
     if (tune) {
         setenv("MPILENS_ALLTOALL_MODEL", "off", 1);
         setenv("MPILENS_ALLTOALL_RACE", "off", 1);

@@ -54,6 +54,8 @@ int ml_a2a_parse_race(const char *v, double race[ML_A2A_RACE_POINTS]);
 void ml_a2a_set_config(int mode, int learn_n, int model, int check_every, double drift,
                        const double race[ML_A2A_RACE_POINTS]);
 const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long long *learning_calls);
+/* Private communicators the engine holds in this process (exported). */
+int mpilens_alltoall_private_comms(void);
 /* Whether this thread's last MPI_Alltoall through the engine was part of
  * Grouping or Learning (1) or ran a chosen or forced algorithm (0): lets the
  * benchmark tell learning calls from the rest without asking between calls. */

@@ -22,8 +22,11 @@
  *
  * State: one struct per communicator (attached as an MPI attribute, released
  * by its delete callback), holding a private duplicate communicator for the
- * algorithms' traffic and a fixed table of ML_SIZES message sizes (least
- * recently used entry recycled).  Finished decisions of communicators whose
+ * algorithms' traffic and a table of up to ML_SIZES message sizes (least
+ * recently used entry recycled).  Entries are allocated on a size's first
+ * call and the learning slots only while a size learns: a communicator that
+ * runs one size costs about 0.5 KB besides its duplicate, not a full table
+ * (programs with thousands of communicators).  Finished decisions of communicators whose
  * local rank is 0 go to a fixed process table; MPI_Finalize gathers them on
  * rank 0 of MPI_COMM_WORLD for the profile and the tuning file.
  *
@@ -54,11 +57,11 @@ static const char *const src_names[] = {"learned", "tuning-file", "forced", "sin
                                         "reused"};
 
 typedef struct {
-    int mode, learn_n, model, check_every, reuse;
+    int mode, learn_n, model, check_every, reuse, share;
     double drift, race[ML_A2A_RACE_POINTS];
 } config_t;
 
-static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 1, 0.5, {0}}; /* race: ML_A2A_RACE_DEFAULT, set by ml_coll_init */
+static config_t cfg = {MODE_NATIVE, 50, 1, 1000, 1, 1, 0.5, {0}}; /* race: ML_A2A_RACE_DEFAULT, set by ml_coll_init */
 
 /* Running: one call in RUN_SAMPLE is timed for the drift check (two clock
  * reads cost ~0.1 us here, a measurable share of a small Alltoall). */
@@ -78,7 +81,8 @@ typedef struct {
     int first_mask;                /* candidates of the first Grouping */
     int li;                        /* learning calls done in this round */
     int rp;                        /* this round's next race point (0..ML_A2A_RACE_POINTS) */
-    double ts[ML_A2A_NALG][NSLOT]; /* local learning time per candidate and slot of blocks */
+    double (*ts)[NSLOT];           /* local learning time per candidate and slot of blocks
+                                      (ML_A2A_NALG rows, allocated while learning) */
     double tmin[ML_A2A_NALG];      /* local fastest call per candidate in its first turn */
     double mean[ML_A2A_NALG];      /* agreed mean per call per algorithm (last learning), <0 unknown */
     double group_local, learn_local;
@@ -103,16 +107,35 @@ static int range_of(long long bytes)
     return k;
 }
 
+/* A private communicator for the algorithms' traffic, shared by every user
+ * communicator over the same processes in the same order (below
+ * MPI_THREAD_MULTIPLE).  Sharing is safe there: each engine call completes
+ * all of its messages before it returns, and MPI requires all ranks to call
+ * blocking collectives on overlapping communicators in one order, so calls on
+ * two such communicators are as calls in sequence on one.  Under
+ * MPI_THREAD_MULTIPLE two threads may run them at once: no sharing.  Equal
+ * uids on all ranks mean the same duplicate (see get_state).  Under tab_lock. */
+typedef struct shared_dup {
+    MPI_Comm comm;
+    int P, *wr, uid, refs;         /* uid: of the communicator that made it */
+    struct shared_dup *next;
+} shared_dup;
+static shared_dup *shared;
+static int next_uid; /* this process's next communicator uid (agreed in get_state) */
+static int priv_live; /* private communicators held (shared or not) */
+
 typedef struct comm_state {
     MPI_Comm dup;
+    shared_dup *sd;                /* dup's sharing entry, NULL if dup is its own */
     int P, rank, rpn;
+    int uid;                       /* agreed, unique per process (see get_state) */
     signed char reuse[ML_RANGES];  /* per size range: algorithm to reuse (agreed), -1 none */
     int *wr;                       /* world ranks in comm order, NULL if unknown */
     int have_p0;                   /* p0 holds the group's zero-byte P-LogP part */
     ml_plogp0 p0;
     unsigned long long tick;
     size_state *last;              /* entry of the previous call */
-    size_state s[ML_SIZES];
+    size_state *s[ML_SIZES];       /* allocated on first use of a size */
     struct comm_state *next, *prev;
 } comm_state;
 
@@ -204,11 +227,45 @@ static void record(const comm_state *cs, const size_state *e)
 }
 
 /* ---------------- communicator state ---------------- */
+/* Under tab_lock: the sharing entry of group wr, or NULL. */
+static shared_dup *shared_find(const int *wr, int P)
+{
+    for (shared_dup *d = shared; d; d = d->next)
+        if (d->P == P && memcmp(d->wr, wr, sizeof(int) * (size_t)P) == 0)
+            return d;
+    return NULL;
+}
+
+/* Drops one user of sd; 1 if it was the last (sd is then unlinked: the
+ * caller frees its communicator and sd). */
+static int shared_unref(shared_dup *sd)
+{
+    pthread_mutex_lock(&tab_lock);
+    int gone = --sd->refs == 0;
+    if (gone) {
+        shared_dup **p = &shared;
+        while (*p != sd)
+            p = &(*p)->next;
+        *p = sd->next;
+    }
+    pthread_mutex_unlock(&tab_lock);
+    return gone;
+}
+
+static void entry_free(const comm_state *cs, size_state *e)
+{
+    if (!e)
+        return;
+    record(cs, e);
+    free(e->ts);
+    free(e);
+}
+
 static void state_release(comm_state *cs)
 {
     __atomic_add_fetch(&cs_gen, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < ML_SIZES; i++)
-        record(cs, &cs->s[i]);
+        entry_free(cs, cs->s[i]);
     pthread_mutex_lock(&tab_lock);
     if (cs->prev)
         cs->prev->next = cs->next;
@@ -217,10 +274,20 @@ static void state_release(comm_state *cs)
     if (cs->next)
         cs->next->prev = cs->prev;
     pthread_mutex_unlock(&tab_lock);
-    int fin = 0;
+    shared_dup *last = cs->sd && shared_unref(cs->sd) ? cs->sd : NULL;
+    int fin = 0, own = !cs->sd || last;
+    if (own) {
+        pthread_mutex_lock(&tab_lock);
+        priv_live--;
+        pthread_mutex_unlock(&tab_lock);
+    }
     PMPI_Finalized(&fin);
-    if (!fin && cs->dup != MPI_COMM_NULL)
+    if (!fin && own && cs->dup != MPI_COMM_NULL)
         PMPI_Comm_free(&cs->dup);
+    if (last) {
+        free(last->wr);
+        free(last);
+    }
     free(cs->wr);
     free(cs);
 }
@@ -334,10 +401,12 @@ static int rpn_from_table(const int *wr, int P)
  * ranks in communicator order): measured on the group's first Grouping,
  * reused by its later message sizes and by every communicator over the same
  * processes (a duplicate, a re-created one).  A communicator uses it only if
- * all its ranks still hold it (agreed in get_state), so all measure or none. */
+ * all its ranks still hold the same measurement (agreed in get_state), so
+ * all measure or none, and all predict from the same values. */
 #define P0_CACHE 8
 typedef struct {
     int P, *wr;
+    int uid;                       /* of the communicator that measured it */
     ml_plogp0 z;
     unsigned long long used;
 } p0_entry;
@@ -355,7 +424,7 @@ static p0_entry *p0_find(const int *wr, int P)
     return NULL;
 }
 
-static void p0_store(const int *wr, int P, const ml_plogp0 *z)
+static void p0_store(const int *wr, int P, int uid, const ml_plogp0 *z)
 {
     p0_entry *c = p0_find(wr, P);
     if (!c) {
@@ -372,20 +441,23 @@ static void p0_store(const int *wr, int P, const ml_plogp0 *z)
         c->P = P;
     }
     c->z = *z;
+    c->uid = uid;
     c->used = ++p0_tick;
 }
 
-/* The kept zero-byte part of group wr into z: 1 if held, else 0. */
+/* The kept zero-byte part of group wr into z: the uid of the communicator
+ * that measured it, or -1 if none is held. */
 static int p0_get(const int *wr, int P, ml_plogp0 *z)
 {
     pthread_mutex_lock(&tab_lock);
     p0_entry *c = p0_find(wr, P);
+    int uid = c ? c->uid : -1;
     if (c) {
         *z = c->z;
         c->used = ++p0_tick;
     }
     pthread_mutex_unlock(&tab_lock);
-    return c != NULL;
+    return uid;
 }
 
 /* Choices learned in this run, per communicator size and ranks per node (the
@@ -444,35 +516,86 @@ static comm_state *get_state(MPI_Comm comm)
     comm_state *cs = calloc(1, sizeof *cs);
     if (!cs)
         return NULL; /* only this rank; collectives below would hang others: abort */
-    PMPI_Comm_dup(comm, &cs->dup);
     PMPI_Comm_size(comm, &cs->P);
     PMPI_Comm_rank(comm, &cs->rank);
-    /* ranks per node: from the world table; a rank that cannot use it (-1:
-     * ranks from another MPI_COMM_WORLD) makes everybody split by node.
-     * In the same reduction: does every rank hold the group's zero-byte P-LogP
-     * part?  Which kept choices do all ranks hold alike (max = min per range)? */
+    /* One reduction on comm itself (every rank is in this call on comm, so
+     * it is ordered like any collective on comm), before the private
+     * duplicate exists, agrees on (max, and max of the negated = min):
+     * - the communicator's uid: the largest of the ranks' next uids, so a uid
+     *   names the same communicator set-up on all its ranks and no other;
+     * - ranks per node: from the world table; a rank that cannot use it (-1:
+     *   ranks from another MPI_COMM_WORLD) makes everybody split by node;
+     * - the group's kept zero-byte P-LogP part: used only if every rank holds
+     *   the one measured on the same communicator (same uid).  Threads on
+     *   other communicators over the group may have replaced it in a
+     *   different order on each rank;
+     * - the kept choices all ranks hold alike, per size range;
+     * - the shared duplicate: used only if every rank holds the same one. */
     cs->wr = world_ranks(comm, cs->P);
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    int share = cfg.share && cs->wr && level < MPI_THREAD_MULTIPLE;
     ml_plogp0 z0;
-    enum { N_HEAD = 3, N_RED = N_HEAD + 2 * ML_RANGES };
-    int nsz[N_RED] = {rpn_from_table(cs->wr, cs->P), 0, p0_get(cs->wr, cs->P, &z0) ? -1 : 0},
-        agreed[N_RED], *row = nsz + N_HEAD;
-    nsz[1] = -nsz[0];
-    kept_row(cs->P, nsz[0], row);
-    if (!cfg.reuse || nsz[0] < 0)
+    enum { H_UID, H_RPN, H_NRPN, H_P0, H_NP0, H_DUP, H_NDUP, N_HEAD,
+           N_RED = N_HEAD + 2 * ML_RANGES };
+    int nsz[N_RED], agreed[N_RED], *row = nsz + N_HEAD;
+    shared_dup *sd = NULL;
+    nsz[H_RPN] = rpn_from_table(cs->wr, cs->P);
+    nsz[H_P0] = p0_get(cs->wr, cs->P, &z0);
+    nsz[H_DUP] = -1;
+    pthread_mutex_lock(&tab_lock);
+    nsz[H_UID] = next_uid;
+    if (share && (sd = shared_find(cs->wr, cs->P))) {
+        sd->refs++; /* held while the others are asked */
+        nsz[H_DUP] = sd->uid;
+    }
+    pthread_mutex_unlock(&tab_lock);
+    kept_row(cs->P, nsz[H_RPN], row);
+    if (!cfg.reuse || nsz[H_RPN] < 0)
         memset(row, -1, sizeof(int) * ML_RANGES);
     for (int j = 0; j < ML_RANGES; j++)
         row[ML_RANGES + j] = -row[j];
-    PMPI_Allreduce(nsz, agreed, N_RED, MPI_INT, MPI_MAX, cs->dup);
-    cs->rpn = agreed[0];
+    for (int j = H_RPN; j < N_HEAD; j += 2)
+        nsz[j + 1] = -nsz[j];
+    PMPI_Allreduce(nsz, agreed, N_RED, MPI_INT, MPI_MAX, comm);
+    cs->uid = agreed[H_UID];
+    cs->rpn = agreed[H_RPN];
+    int rpn_ok = agreed[H_RPN] > 0 && agreed[H_RPN] == -agreed[H_NRPN];
     for (int j = 0; j < ML_RANGES; j++) {
         int hi = agreed[N_HEAD + j], lo = -agreed[N_HEAD + ML_RANGES + j];
-        cs->reuse[j] = (signed char)(agreed[1] <= 0 && hi == lo ? hi : -1);
+        cs->reuse[j] = (signed char)(rpn_ok && hi == lo ? hi : -1);
     }
-    if (agreed[2] == -1) {
+    if (agreed[H_P0] >= 0 && agreed[H_P0] == -agreed[H_NP0]) {
         cs->have_p0 = 1;
         cs->p0 = z0;
     }
-    if (agreed[1] > 0) { /* someone had -1 */
+    pthread_mutex_lock(&tab_lock);
+    if (cs->uid >= next_uid)
+        next_uid = cs->uid + 1;
+    if (agreed[H_DUP] >= 0 && agreed[H_DUP] == -agreed[H_NDUP]) { /* everybody holds sd */
+        cs->sd = sd;
+        cs->dup = sd->comm;
+    } else {
+        if (sd)
+            sd->refs--; /* back to its other users' count */
+        priv_live++;
+    }
+    pthread_mutex_unlock(&tab_lock);
+    if (!cs->sd) {
+        PMPI_Comm_dup(comm, &cs->dup);
+        shared_dup *n = share ? calloc(1, sizeof *n) : NULL;
+        int *w = n ? malloc(sizeof(int) * (size_t)cs->P) : NULL;
+        if (w) {
+            memcpy(w, cs->wr, sizeof(int) * (size_t)cs->P);
+            *n = (shared_dup){cs->dup, cs->P, w, cs->uid, 1, NULL};
+            pthread_mutex_lock(&tab_lock);
+            n->next = shared;
+            shared = cs->sd = n;
+            pthread_mutex_unlock(&tab_lock);
+        } else
+            free(n); /* no memory: this duplicate is not shared */
+    }
+    if (!rpn_ok) { /* someone had -1 */
         MPI_Comm node;
         int n = 1;
         if (PMPI_Comm_split_type(cs->dup, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
@@ -492,26 +615,35 @@ static comm_state *get_state(MPI_Comm comm)
     return cs;
 }
 
+/* The entry of block size bytes: found, or new in the first free slot (slots
+ * fill in order and are only emptied all together), or recycled from the
+ * least recently used one.  NULL: no memory. */
 static size_state *lookup(comm_state *cs, long long bytes)
 {
-    size_state *victim = &cs->s[0];
     cs->tick++;
     if (cs->last && cs->last->bytes == bytes && cs->last->used) {
         cs->last->used = cs->tick;
         return cs->last;
     }
+    int v = 0;
     for (int i = 0; i < ML_SIZES; i++) {
-        size_state *e = &cs->s[i];
+        size_state *e = cs->s[i];
+        if (!e) {
+            v = i;
+            break;
+        }
         if (e->used && e->bytes == bytes) {
             e->used = cs->tick;
             return cs->last = e;
         }
-        if (e->used < victim->used)
-            victim = e;
+        if (e->used < cs->s[v]->used)
+            v = i;
     }
     /* deterministic on every rank: same call sequence, same table */
-    record(cs, victim);
-    memset(victim, 0, sizeof *victim);
+    entry_free(cs, cs->s[v]);
+    size_state *victim = cs->s[v] = calloc(1, sizeof *victim);
+    if (!victim)
+        return cs->last = NULL;
     victim->bytes = bytes;
     victim->used = cs->tick;
     victim->phase = PH_NEW;
@@ -533,15 +665,27 @@ static int tuned_choice(const comm_state *cs, long long bytes)
     return -1;
 }
 
-static void start_learning(size_state *e)
+/* Memory for the engine's state ran out on this rank: the other ranks are
+ * inside the same collective and cannot be told, so the job ends (as an MPI
+ * does when it runs out of memory inside a collective). */
+static int out_of_memory(MPI_Comm comm)
 {
+    fprintf(stderr, "mpilens: out of memory for the adaptive Alltoall state; aborting\n");
+    return PMPI_Abort(comm, 1);
+}
+
+static int start_learning(comm_state *cs, size_state *e)
+{
+    if (!e->ts && !(e->ts = malloc(sizeof(double[ML_A2A_NALG][NSLOT]))))
+        return out_of_memory(cs->dup);
     e->phase = PH_LEARN;
     e->li = 0;
     e->rp = 0;
     e->learn_local = 0;
-    memset(e->ts, 0, sizeof e->ts);
+    memset(e->ts, 0, sizeof(double[ML_A2A_NALG][NSLOT]));
     for (int a = 0; a < ML_A2A_NALG; a++)
         e->tmin[a] = 1e300;
+    return MPI_SUCCESS;
 }
 
 static int grouping(comm_state *cs, size_state *e)
@@ -573,7 +717,7 @@ static int grouping(comm_state *cs, size_state *e)
                 cs->p0 = z;
                 if (cs->wr) {
                     pthread_mutex_lock(&tab_lock);
-                    p0_store(cs->wr, cs->P, &z);
+                    p0_store(cs->wr, cs->P, cs->uid, &z);
                     pthread_mutex_unlock(&tab_lock);
                 }
             }
@@ -606,8 +750,7 @@ static int grouping(comm_state *cs, size_state *e)
         e->ref = -1;
         return MPI_SUCCESS;
     }
-    start_learning(e);
-    return MPI_SUCCESS;
+    return start_learning(cs, e);
 }
 
 /* Learning runs the candidates in turn, learn_block() consecutive calls each:
@@ -721,6 +864,8 @@ static int finish_learning(comm_state *cs, size_state *e, int each)
     }
     e->alg = e->cand[best];
     e->ref = e->mean[e->alg];
+    free(e->ts); /* the learned means stay, the slots go */
+    e->ts = NULL;
     if (cfg.reuse) { /* agreed by construction: every rank finishes at this call */
         cs->reuse[range_of(e->bytes)] = (signed char)e->alg;
         keep_choice(cs->P, cs->rpn, e->bytes, e->alg);
@@ -771,8 +916,7 @@ static int check_drift(comm_state *cs, size_state *e)
         e->mean[e->alg] = mean;
         return MPI_SUCCESS;
     }
-    start_learning(e);
-    return MPI_SUCCESS;
+    return start_learning(cs, e);
 }
 
 static __thread int last_learning;
@@ -860,6 +1004,8 @@ int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                         type_epoch(), bytes, cs};
     }
     size_state *e = lookup(cs, (long long)bytes);
+    if (!e)
+        return out_of_memory(cs->dup);
     if (cfg.mode >= 0) {
         e->calls++;
         e->phase = PH_RUN;
@@ -882,9 +1028,9 @@ static const size_state *find_size(MPI_Comm comm, long long block_bytes)
     if (!flag)
         return NULL;
     comm_state *cs = val;
-    for (int i = 0; i < ML_SIZES; i++)
-        if (cs->s[i].used && cs->s[i].bytes == block_bytes)
-            return &cs->s[i];
+    for (int i = 0; i < ML_SIZES && cs->s[i]; i++)
+        if (cs->s[i]->used && cs->s[i]->bytes == block_bytes)
+            return cs->s[i];
     return NULL;
 }
 
@@ -899,6 +1045,18 @@ const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long l
     if (learning_calls)
         *learning_calls = e->learn_calls;
     return e->phase == PH_RUN ? ml_a2a_names[e->alg] : NULL;
+}
+
+/* Public query (exported): how many private communicators the engine holds
+ * in this process (one per group of processes while sharing, else one per
+ * communicator that called MPI_Alltoall in an engine mode). */
+__attribute__((visibility("default")))
+int mpilens_alltoall_private_comms(void)
+{
+    pthread_mutex_lock(&tab_lock);
+    int n = priv_live;
+    pthread_mutex_unlock(&tab_lock);
+    return n;
 }
 
 int ml_a2a_state_info(MPI_Comm comm, long long block_bytes, ml_a2a_info *out)
@@ -982,7 +1140,8 @@ static int read_env(config_t *c)
                   "an integer >= 0 (calls between drift checks, 0 = never)"))
         return -1;
     if (on_off("alltoall_model", "MPILENS_ALLTOALL_MODEL", &c->model) ||
-        on_off("alltoall_reuse", "MPILENS_ALLTOALL_REUSE", &c->reuse))
+        on_off("alltoall_reuse", "MPILENS_ALLTOALL_REUSE", &c->reuse) ||
+        on_off("alltoall_share", "MPILENS_ALLTOALL_SHARE", &c->share))
         return -1;
     if ((v = setting("alltoall_race", "MPILENS_ALLTOALL_RACE")) && ml_a2a_parse_race(v, c->race)) {
         fprintf(stderr, "mpilens: MPILENS_ALLTOALL_RACE='%s' is invalid: expected off, a factor F, "
@@ -1155,9 +1314,9 @@ void ml_coll_finalize(void)
 {
     while (live) { /* communicators still alive (COMM_WORLD, leaked ones) */
         comm_state *cs = live;
-        for (int i = 0; i < ML_SIZES; i++) {
-            record(cs, &cs->s[i]);
-            cs->s[i].used = 0;
+        for (int i = 0; i < ML_SIZES && cs->s[i]; i++) {
+            record(cs, cs->s[i]);
+            cs->s[i]->used = 0;
         }
         live = cs->next;
         if (live)
