@@ -9,8 +9,10 @@ import json
 import math
 import os
 import re
+import struct
 import subprocess
 import sys
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -399,6 +401,25 @@ def test_threads_on_own_communicators(build: Path, tmp_path: Path) -> None:
         assert sum(e["calls"] for e in recs) == T * R * K, recs
         assert sum(e["communicators"] for e in recs) == T * R, recs
         assert all(e["comm_size"] == np_ for e in recs)
+
+
+def _ps(x: float) -> int:
+    """C's llround(x * 1e12): the double product to the nearest integer, halves away from zero."""
+    return int(Decimal(x * 1e12).to_integral_value(rounding=ROUND_HALF_UP))
+
+
+@pytest.mark.parametrize("np_", [3, 5] if FLAVOUR == "openmpi" else [3])
+def test_decision_sums_exact_and_identical_on_every_rank(build: Path, np_: int) -> None:
+    # Every engine decision comes from ml_sum_exact: 64-bit integer picoseconds,
+    # summed exactly, so each rank gets the same bits whatever order the MPI adds
+    # in.  Expected bits computed here from the same inputs.
+    proc = run_mpi(np_, exe(build, "a2a_sum_exact"))
+    vals = [[0.1 * (r + 1), 1e-7 * (r + 3), (-1 if r % 2 else 1) * 12345.678901234 + r / 3.0, 0.0]
+            for r in range(np_)]
+    want = ",".join(struct.pack(">d", sum(_ps(v[i]) for v in vals) / 1e12).hex()
+                    for i in range(4))
+    got = sorted(l for l in proc.stdout.splitlines() if l.startswith("rank="))
+    assert got == sorted(f"rank={r} sums={want}" for r in range(np_)), proc.stdout
 
 
 SHARE_LINE = re.compile(r"step=(\w) rank=(\d) private=(-?\d+)")

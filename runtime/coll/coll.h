@@ -91,6 +91,13 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out, const ml_plogp0 *kn
                      ml_plogp0 *zero);
 /* Predicted time (s) of algorithm alg for P ranks with the given parameters. */
 double ml_plogp_predict(int alg, int P, const ml_plogp *p);
+/* Sums n doubles (times, counts) over comm into out, bitwise identical on
+ * every rank: summed as 64-bit integers of picoseconds (exact, associative),
+ * whatever order the MPI's Allreduce adds in.  Every engine decision is
+ * computed from such sums, so no rounding can make ranks decide differently.
+ * n <= ML_SUM_MAX. */
+#define ML_SUM_MAX 256
+int ml_sum_exact(const double *v, double *out, int n, MPI_Comm comm);
 
 /* ---- netmodel.c ---- */
 /* The network model file of `mpilens bench logp --model FILE` (MPILENS_NETWORK_MODEL). */

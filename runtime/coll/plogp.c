@@ -4,8 +4,8 @@
  * Measurement (collective over the communicator, done once per message size
  * in the Grouping phase): ranks r < P/2 pair with r + P/2 and measure in
  * parallel, so the parameters include the contention of a loaded network;
- * the values are averaged over all pairs with one PMPI_Allreduce, so every
- * rank predicts identically.
+ * the values are averaged over all pairs with one exact sum (ml_sum_exact), so
+ * every rank predicts identically.
  *   RTT(0)   zero-byte ping-pong            L = RTT(0)/2 - g(0)  (>= 0)
  *   os(x)    time of PMPI_Send(x) in a burst of R sends
  *   g(x)     (burst of R sends + zero-byte ack - RTT(0)) / R, at least os(x)
@@ -29,6 +29,7 @@
 #include "coll.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,7 +142,7 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out, const ml_plogp0 *kn
         }
     }
     double s[11];
-    int rc = PMPI_Allreduce(v, s, 11, MPI_DOUBLE, MPI_SUM, comm);
+    int rc = ml_sum_exact(v, s, 11, comm);
     if (rc != MPI_SUCCESS)
         return rc;
     double ns = s[8] > 0 ? s[8] : 1, nr = s[9] > 0 ? s[9] : 1;
@@ -163,6 +164,23 @@ int ml_plogp_measure(MPI_Comm comm, size_t m, ml_plogp *out, const ml_plogp0 *kn
         *zero = (ml_plogp0){s[10] / ns, out->L, out->g0, out->os0, out->or0};
     }
     return MPI_SUCCESS;
+}
+
+/* MPI requires identical Allreduce results on all ranks, but floating-point
+ * sums depend on the order of additions, and MPI libraries have shipped
+ * algorithms that add in a different order on different ranks (MPICH's
+ * recursive exchange, pmodels/mpich#6538).  Integers cannot round. */
+int ml_sum_exact(const double *v, double *out, int n, MPI_Comm comm)
+{
+    if (n < 1 || n > ML_SUM_MAX)
+        return n == 0 ? MPI_SUCCESS : MPI_ERR_COUNT;
+    int64_t q[n], s[n]; /* n <= ML_SUM_MAX */
+    for (int i = 0; i < n; i++)
+        q[i] = llround(v[i] * 1e12);
+    int rc = PMPI_Allreduce(q, s, n, MPI_INT64_T, MPI_SUM, comm);
+    for (int i = 0; rc == MPI_SUCCESS && i < n; i++)
+        out[i] = (double)s[i] / 1e12;
+    return rc;
 }
 
 static double dmin(double a, double b) { return a < b ? a : b; }

@@ -17,8 +17,9 @@
  *             the learned time; beyond MPILENS_ALLTOALL_DRIFT (default 0.5 =
  *             +-50 %) Learning restarts without the candidates that were
  *             >= 20 % slower than the best.
- * Every decision is taken from values reduced with PMPI_Allreduce over the
- * communicator, so all ranks always run the same algorithm at the same call.
+ * Every decision is taken from values reduced over the communicator with
+ * integer (exact) sums or max, so all ranks always run the same algorithm at
+ * the same call, whatever order the MPI's Allreduce adds in.
  *
  * State: one struct per communicator (attached as an MPI attribute, released
  * by its delete callback), holding a private duplicate communicator for the
@@ -798,7 +799,7 @@ static int agreed_times(comm_state *cs, size_state *e, int k, double *t, double 
     memcpy(v, e->ts, sizeof(double) * (size_t)n); /* rows of the first ncand candidates */
     for (int j = 0; j < nx; j++)
         v[n + j] = x[j];
-    int rc = PMPI_Allreduce(v, S, n + nx, MPI_DOUBLE, MPI_SUM, cs->dup);
+    int rc = ml_sum_exact(v, S, n + nx, cs->dup);
     if (rc != MPI_SUCCESS)
         return rc;
     for (int j = 0; j < nx; j++)
@@ -883,7 +884,7 @@ static int finish_learning(comm_state *cs, size_state *e, int each)
 static int check_drift(comm_state *cs, size_state *e)
 {
     double s;
-    int rc = PMPI_Allreduce(&e->run_sum, &s, 1, MPI_DOUBLE, MPI_SUM, cs->dup);
+    int rc = ml_sum_exact(&e->run_sum, &s, 1, cs->dup);
     if (rc != MPI_SUCCESS)
         return rc;
     double mean = s / cs->P / (e->run_n > 0 ? e->run_n : 1);
