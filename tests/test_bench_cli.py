@@ -141,6 +141,14 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
             assert r["adaptive"][v]["total_s"] == sorted(a["total_s"] for a in ad)[1]
             assert r["adaptive"][v]["algorithm"] == "/".join(a["algorithm"] for a in ad)
         assert r["adaptive"]["nomodel"]["grouping_s"] == 0
+        m, n = r["adaptive"]["model"], r["adaptive"]["nomodel"]
+        # after learning: against the forced times of the same chunks (medians too)
+        w = m["window"]["forced_s"]
+        for a in w:
+            assert w[a] == sorted(x["adaptive"]["model"]["window"]["forced_s"][a] for x in runs)[1]
+        assert m["after_s"] > 0 and r["targets"]["after_ratio"] == m["after_s"] / min(w.values())
+        assert r["targets"]["decide_ratio"] == (
+            None if r["bytes"] < 4096 else (m["grouping_s"] + m["learning_s"]) / n["learning_s"])
         met = r["targets"]["runs_meeting"]
         assert met["runs"] == 3
         assert met["after"] == sum(x["targets"]["after_ok"] for x in runs)
@@ -148,6 +156,7 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
     s = doc["summary"]
     assert s["repeat"] == 3 and s["points"] == 2 and s["points_from_4KiB"] == 1
     assert s["aa_spread_max"] == max(r["targets"]["aa_spread"] for r in run["results"])
+    assert s["model_decides_cheaper_from_4KiB"] == int(run["results"][1]["targets"]["decide_ratio"] < 1)
     assert s["total_misses_within_aa"] == sum(
         not r["targets"]["total_ok"] and r["targets"]["total_within_aa"] for r in run["results"])
     for key in ("after_within_5pct", "total_within_10pct"):

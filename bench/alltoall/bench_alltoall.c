@@ -18,10 +18,15 @@
  * paper).  Rank 0 prints one JSON document on stdout:
  *   {"nranks":P,"results":[{"bytes":B,"calls":N,"learn":L,"native_s":t,"native_aa_s":t,
  *     "forced_s":{"spread":t,...},
- *     "adaptive":{"model":{"total_s":t,"after_s":t,"algorithm":"...","learning_calls":n},
+ *     "adaptive":{"model":{"total_s":t,"after_s":t,"algorithm":"...","learning_calls":n,
+ *                          "window":{"native_s":t,"forced_s":{"spread":t,...}}},
  *                 "nomodel":{...}}}]}
  * total_s = mean per call over all N calls (learning included); after_s =
- * mean per call of the calls made after learning had finished.  --race: the
+ * mean per call over the chunks after the last one with a learning call, and
+ * window the other variants' times over the same chunks: after learning,
+ * adaptive is compared with the forced algorithms in the same stretch of the
+ * run, not with their whole-run times (learning takes the first chunks, and
+ * a drifting machine would otherwise bias the comparison).  --race: the
  * adaptive variants' early-elimination factors (as MPILENS_ALLTOALL_RACE).
  *
  * MPILENS_NETWORK_MODEL set: the adaptive variants' Grouping predicts from that
@@ -176,11 +181,16 @@ int main(int argc, char **argv)
         MPI_Comm comm[NV];
         for (int v = 0; v < NV; v++)
             PMPI_Comm_dup(MPI_COMM_WORLD, &comm[v]);
-        double tot[2 * NV + 1] = {0}; /* [0,NV) total, [NV,2NV) after learning, 2NV: after count(model)... */
-        double after_cnt[2] = {0, 0};
+        double tot[NV] = {0};
+        double *tc = calloc((size_t)chunks * NV, sizeof *tc); /* per chunk and variant */
+        long *nchunk = calloc((size_t)chunks, sizeof *nchunk);
+        int last_learn[2] = {-1, -1}; /* last chunk with a learning call (model, nomodel) */
+        if (!tc || !nchunk)
+            die(rank, "out of memory");
         long per = N / chunks, done = 0;
         for (int c = 0; c < chunks; c++) {
             long n = c == chunks - 1 ? N - done : per;
+            nchunk[c] = n;
             for (int j = 0; j < NV; j++) {
                 int v = (j + c) % NV;
                 PMPI_Barrier(MPI_COMM_WORLD);
@@ -196,20 +206,35 @@ int main(int argc, char **argv)
                         mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
                     double dt = PMPI_Wtime() - t0;
                     tot[v] += dt;
+                    tc[(size_t)c * NV + v] += dt;
                     /* the engine's flag, not a query between calls: in a collective one
                      * rank's work outside the call is its peers' wait inside (asking
                      * mpilens_alltoall_choice before every call, as before, made the
-                     * forced and adaptive variants 3-7 % slower than native at 64 B) */
-                    if ((v == V_MODEL || v == V_NOMODEL) && !ml_a2a_last_call_learning()) {
-                        tot[NV + v] += dt;
-                        after_cnt[v - V_MODEL] += 1;
-                    }
+                     * forced and adaptive variants 3-7 % slower than native at 64 B);
+                     * agreed: learning ends at the same call on every rank */
+                    if ((v == V_MODEL || v == V_NOMODEL) && ml_a2a_last_call_learning())
+                        last_learn[v - V_MODEL] = c;
                 }
             }
             done += n;
         }
-        double sum[2 * NV + 1];
-        PMPI_Allreduce(tot, sum, 2 * NV + 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        double sum[NV];
+        PMPI_Allreduce(tot, sum, NV, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        PMPI_Allreduce(MPI_IN_PLACE, tc, chunks * NV, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        /* each adaptive variant's after window: the chunks after its last learning
+         * call; every variant's mean per call over it (win[a][v]) */
+        double win[2][NV], wcalls[2] = {0, 0};
+        for (int a = 0; a < 2; a++) {
+            for (int v = 0; v < NV; v++)
+                win[a][v] = 0;
+            for (int c = last_learn[a] + 1; c < chunks; c++) {
+                wcalls[a] += (double)nchunk[c];
+                for (int v = 0; v < NV; v++)
+                    win[a][v] += tc[(size_t)c * NV + v];
+            }
+            for (int v = 0; v < NV; v++)
+                win[a][v] = wcalls[a] > 0 ? win[a][v] / P / wcalls[a] : 0.0;
+        }
         const char *alg[2];
         long long lc[2];
         ml_a2a_info info[2];
@@ -229,13 +254,15 @@ int main(int argc, char **argv)
             printf("},\"adaptive\":{");
             for (int a = 0; a < 2; a++) {
                 int v = V_MODEL + a;
-                double ac = after_cnt[a];
                 printf("%s\"%s\":{\"total_s\":%.9g,\"after_s\":%.9g,\"after_calls\":%.0f,"
                        "\"algorithm\":\"%s\",\"learning_calls\":%lld,\"grouping_s\":%.9g,"
-                       "\"learning_s\":%.9g,\"learned_s\":{",
-                       a ? "," : "", a ? "nomodel" : "model", sum[v] / P / N,
-                       ac > 0 ? sum[NV + v] / P / ac : 0.0, ac, alg[a], lc[a],
-                       info[a].grouping_s, info[a].learning_s);
+                       "\"learning_s\":%.9g,\"window\":{\"native_s\":%.9g,\"forced_s\":{",
+                       a ? "," : "", a ? "nomodel" : "model", sum[v] / P / N, win[a][v],
+                       wcalls[a], alg[a], lc[a], info[a].grouping_s, info[a].learning_s,
+                       win[a][V_NATIVE]);
+                for (int b = 0; b < ML_A2A_NALG; b++)
+                    printf("%s\"%s\":%.9g", b ? "," : "", ml_a2a_names[b], win[a][1 + b]);
+                printf("}},\"learned_s\":{");
                 for (int b = 0, first = 1; b < ML_A2A_NALG; b++)
                     if (info[a].cand_mask & 1 << b) {
                         printf("%s\"%s\":%.9g", first ? "" : ",", ml_a2a_names[b],
@@ -249,6 +276,8 @@ int main(int argc, char **argv)
         }
         for (int v = 0; v < NV; v++)
             PMPI_Comm_free(&comm[v]);
+        free(tc);
+        free(nchunk);
         free(sb);
         free(rb);
     }

@@ -7,9 +7,15 @@ interleaved inside each run.  Every figure is the median over the runs; the
 targets are checked on the medians and counted per run.  Prints a table per
 rank count and whether the targets hold:
   after   adaptive (model), after learning, within 5 % of the best forced algorithm
+          in the same stretch of the run (the chunks after its last learning call)
   total   adaptive (model), learning included, within 10 % of the best of native
           and every forced algorithm
   prune   model pruning cheaper in total than no pruning (checked from 4 KiB up)
+Column decide (information, not a target): what deciding cost with the model
+(Grouping + Learning) over what it cost without (Learning), from 4 KiB up:
+what pruning saves, without the noise of the running calls that the total
+adds (the race already drops clear losers early, so pruning saves a few per
+cent of a 2000-call total, within this noise on a shared machine).
 Column A/A: native MPI_Alltoall run twice in the same run, on two communicators
 (max/min of the two): how far two identical variants land apart, the noise
 floor of every ratio.  A miss marked "no~" is within it (ratio <= target x A/A):
@@ -74,13 +80,20 @@ def targets(res: dict[str, Any]) -> dict[str, Any]:
     best = forced[best_alg]
     base = min(best, res["native_s"])
     model, nomodel = res["adaptive"]["model"], res["adaptive"]["nomodel"]
+    # after learning: against the forced algorithms timed in the same chunks
+    wf = model.get("window", {}).get("forced_s") or forced
+    wbest = min(wf.values())
     out = {"best_forced": best_alg, "best_forced_s": best,
-           "after_ratio": model["after_s"] / best if model["after_s"] > 0 else None,
+           "best_forced_after": min(wf, key=wf.get),
+           "after_ratio": model["after_s"] / wbest if model["after_s"] > 0 and wbest > 0 else None,
            "total_ratio": model["total_s"] / base,
            "model_vs_nomodel": model["total_s"] / nomodel["total_s"]}
     out["after_ok"] = out["after_ratio"] is not None and out["after_ratio"] <= 1.05
     out["total_ok"] = out["total_ratio"] <= 1.10
     out["prune_ok"] = None if res["bytes"] < 4096 else out["model_vs_nomodel"] < 1.0
+    decide = model.get("grouping_s", 0) + model.get("learning_s", 0)
+    out["decide_ratio"] = None if res["bytes"] < 4096 or not nomodel.get("learning_s") else \
+        decide / nomodel["learning_s"]
     if "native_aa_s" in res:  # the A/A control: identical variants this far apart
         a, b = res["native_s"], res["native_aa_s"]
         aa = out["aa_spread"] = max(a, b) / min(a, b) if min(a, b) > 0 else 1.0
@@ -97,7 +110,7 @@ def us(x: float) -> str:
 
 def table(run: dict[str, Any]) -> str:
     head = ["bytes", "native", "A/A", *ALGOS, "model tot", "after", "choice", "nomodel tot",
-            "after", "choice", "after<=5%", "tot<=10%", "prune"]
+            "after", "choice", "after<=5%", "tot<=10%", "prune", "decide"]
     rows = [head]
     for r in run["results"]:
         t, m, n = r["targets"], r["adaptive"]["model"], r["adaptive"]["nomodel"]
@@ -115,7 +128,8 @@ def table(run: dict[str, Any]) -> str:
                      us(m["total_s"]), us(m["after_s"]), m["algorithm"], us(n["total_s"]),
                      us(n["after_s"]), n["algorithm"], verdict("after", t["after_ratio"]),
                      verdict("total", t["total_ratio"]),
-                     "-" if t["prune_ok"] is None else verdict("prune", t["model_vs_nomodel"])])
+                     "-" if t["prune_ok"] is None else verdict("prune", t["model_vs_nomodel"]),
+                     "-" if t.get("decide_ratio") is None else f"{t['decide_ratio']:.2f}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [f"{run['nranks']} ranks, microseconds per call (mean over ranks; median of "
              f"{run.get('repeat', 1)} runs, targets met in how many runs in brackets; "
@@ -184,6 +198,10 @@ def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
                 "after_s": median([a["after_s"] for a in ad]),
                 "algorithm": "/".join(a["algorithm"] for a in ad),
                 "learning_calls": median([a["learning_calls"] for a in ad]),
+                **({"window": {"native_s": median([a["window"]["native_s"] for a in ad]),
+                               "forced_s": {k: median([a["window"]["forced_s"][k] for a in ad])
+                                            for k in ad[0]["window"]["forced_s"]}}}
+                   if all("window" in a for a in ad) else {}),
                 **{key: median([a[key] for a in ad]) for key in ("grouping_s", "learning_s")
                    if all(key in a for a in ad)}}
         res["targets"] = targets(res)
@@ -222,6 +240,8 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out = {"after_within_5pct": sum(r["targets"]["after_ok"] for r in res),
            "total_within_10pct": sum(r["targets"]["total_ok"] for r in res),
            "model_cheaper_from_4KiB": sum(bool(r["targets"]["prune_ok"]) for r in pr),
+           "model_decides_cheaper_from_4KiB": sum(
+               (r["targets"].get("decide_ratio") or 2) < 1 for r in pr),
            "points": len(res), "points_from_4KiB": len(pr), "repeat": nrep}
     if res and "aa_spread" in res[0]["targets"]:
         # misses no bigger than the same run's A/A spread: indistinguishable from hits
