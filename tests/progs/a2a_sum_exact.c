@@ -20,13 +20,15 @@ int main(int argc, char **argv)
     double v[4] = {0.1 * (r + 1), 1e-7 * (r + 3), (r % 2 ? -1 : 1) * 12345.678901234 + r / 3.0, 0},
            s[4];
     int rc = ml_sum_exact(v, s, 4, MPI_COMM_WORLD);
-    printf("rank=%d sums=", r);
+    char line[128]; /* one write per line: launchers interleave partial lines */
+    int n = snprintf(line, sizeof line, "rank=%d sums=", r);
     for (int i = 0; i < 4; i++) {
         uint64_t bits;
         memcpy(&bits, &s[i], sizeof bits);
-        printf("%s%016" PRIx64, i ? "," : "", bits);
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s%016" PRIx64, i ? "," : "", bits);
     }
-    printf("\n");
+    printf("%s\n", line);
+    fflush(stdout);
     MPI_Finalize();
     return rc != MPI_SUCCESS;
 }
