@@ -1,10 +1,17 @@
 ! The published example (REFERENCE 4) through the Fortran bindings: every rank
 ! contributes 2**-60 except rank 1 (+1) and rank P-1 (-1).  Rank 0 prints
 ! "<name> <raw bits in hex>" for DOUBLE PRECISION, REAL and DOUBLE COMPLEX sums.
+! Built with `use mpi`, or with mpif.h (-DMPIF_H) where the compiler cannot read
+! the MPI's module (gfortran with Intel MPI).
 program repro_fortran
+#ifndef MPIF_H
   use mpi
+#endif
   use iso_fortran_env, only: int32, int64, real32, real64
   implicit none
+#ifdef MPIF_H
+  include 'mpif.h'
+#endif
   integer :: ierr, rank, np
   real(real64) :: x, s, v(2)
   real(real32) :: xr, sr

@@ -11,10 +11,17 @@
 ! 20 h^2), the global sum of u^2 or a transpose is wrong.
 !
 ! Usage: heat2d_f [N [STEPS [EVERY [WRONG]]]]   (defaults 64 100 25 0)
+! Built with `use mpi`, or with mpif.h (-DMPIF_H) where the compiler cannot read
+! the MPI's module (Intel MPI's mpi.mod is for ifx, not gfortran).
 ! WRONG=1 adds 1e-6 to one grid value on rank 0: the checks must then fail.
 program heat2d_f
+#ifdef MPIF_H
+  implicit none
+  include 'mpif.h'
+#else
   use mpi
   implicit none
+#endif
   integer, parameter :: dp = kind(1.0d0)
   integer, parameter :: kx = 1, ky = 2
   real(dp), parameter :: r = 0.2_dp
