@@ -23,6 +23,27 @@ FLAVOUR = paths.mpi_flavour()
 BUILD = paths.build_dir()
 
 
+def _stray_profiles() -> set[str]:
+    """Profiles in the repository root: a test that writes one there (a profiled job
+    without MPILENS_OUTPUT, run from the root) litters the checkout."""
+    return {p.name for p in REPO.glob("mpilens-*.prof")}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STRAY] = _stray_profiles()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    new = sorted(_stray_profiles() - session.config.stash.get(_STRAY, set()))
+    if new:
+        print(f"\nconftest: the tests wrote {len(new)} profile(s) into {REPO}: "
+              f"{', '.join(new[:5])}; give their jobs MPILENS_OUTPUT or cwd=tmp_path")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_STRAY = pytest.StashKey[set]()
+
+
 def launcher(np_: int) -> list[str]:
     """The launcher command line for np_ ranks, oversubscribed, runnable as root."""
     if FLAVOUR == "openmpi":
