@@ -423,6 +423,23 @@ def test_decision_sums_exact_and_identical_on_every_rank(build: Path, np_: int) 
     assert got == [(str(r), want) for r in range(np_)], proc.stdout
 
 
+@pytest.mark.parametrize("share", ["on", "off"])
+def test_engine_errors_reach_the_users_error_handler(build: Path, tmp_path: Path,
+                                                     share: str) -> None:
+    # a2a_errhandler on 2 ranks, forced pair: an error inside the engine's traffic
+    # (rank 1 receives 8 bytes where it expects 4: MPI_ERR_TRUNCATE) is raised on the
+    # user's communicator B, whose counting handler sees B itself and the error class,
+    # once, and the call returns it; rank 0 is not affected.  With sharing, B's private
+    # duplicate was made by A, which has MPI_ERRORS_ARE_FATAL: the job must not abort.
+    proc = run_mpi(2, exe(build, "a2a_errhandler"),
+                   env={"MPILENS_ALLTOALL": "pair", "MPILENS_ALLTOALL_SHARE": share,
+                        "MPILENS_OUTPUT": str(tmp_path / "e.prof")}, timeout=120)
+    got = sorted(re.findall(r"rank=\d .*", proc.stdout))
+    assert got == ["rank=0 class=success calls=0 handler_comm=none handler_class=none",
+                   "rank=1 class=truncate calls=1 handler_comm=ident handler_class=truncate"], \
+        proc.stdout
+
+
 SHARE_LINE = re.compile(r"step=(\w) rank=(\d) private=(-?\d+)")
 
 

@@ -584,6 +584,9 @@ static comm_state *get_state(MPI_Comm comm)
     pthread_mutex_unlock(&tab_lock);
     if (!cs->sd) {
         PMPI_Comm_dup(comm, &cs->dup);
+        /* errors come back to mlo_MPI_Alltoall, which raises them on the user's
+         * communicator (whose handler the duplicate may not have: shared) */
+        PMPI_Comm_set_errhandler(cs->dup, MPI_ERRORS_RETURN);
         shared_dup *n = share ? calloc(1, sizeof *n) : NULL;
         int *w = n ? malloc(sizeof(int) * (size_t)cs->P) : NULL;
         if (w) {
@@ -1007,15 +1010,19 @@ int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     size_state *e = lookup(cs, (long long)bytes);
     if (!e)
         return out_of_memory(cs->dup);
+    int rc;
     if (cfg.mode >= 0) {
         e->calls++;
         e->phase = PH_RUN;
         e->alg = cfg.mode;
         e->source = SRC_FORCED;
-        return ml_a2a_algos[cfg.mode](sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                      cs->dup);
-    }
-    return adaptive(cs, e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+        rc = ml_a2a_algos[cfg.mode](sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                    cs->dup);
+    } else
+        rc = adaptive(cs, e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+    if (rc != MPI_SUCCESS) /* as the MPI would for its own MPI_Alltoall on comm */
+        PMPI_Comm_call_errhandler(comm, rc);
+    return rc;
 }
 
 /* The state of (comm, block size), or NULL (no engine state, unknown size). */
