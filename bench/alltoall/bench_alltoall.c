@@ -181,7 +181,6 @@ int main(int argc, char **argv)
         MPI_Comm comm[NV];
         for (int v = 0; v < NV; v++)
             PMPI_Comm_dup(MPI_COMM_WORLD, &comm[v]);
-        double tot[NV] = {0};
         double *tc = calloc((size_t)chunks * NV, sizeof *tc); /* per chunk and variant */
         long *nchunk = calloc((size_t)chunks, sizeof *nchunk);
         int last_learn[2] = {-1, -1}; /* last chunk with a learning call (model, nomodel) */
@@ -205,7 +204,6 @@ int main(int argc, char **argv)
                     else
                         mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, comm[v]);
                     double dt = PMPI_Wtime() - t0;
-                    tot[v] += dt;
                     tc[(size_t)c * NV + v] += dt;
                     /* the engine's flag, not a query between calls: in a collective one
                      * rank's work outside the call is its peers' wait inside (asking
@@ -218,9 +216,11 @@ int main(int argc, char **argv)
             }
             done += n;
         }
-        double sum[NV];
-        PMPI_Allreduce(tot, sum, NV, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         PMPI_Allreduce(MPI_IN_PLACE, tc, chunks * NV, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        double sum[NV] = {0}; /* whole run */
+        for (int c = 0; c < chunks; c++)
+            for (int v = 0; v < NV; v++)
+                sum[v] += tc[(size_t)c * NV + v];
         /* each adaptive variant's after window: the chunks after its last learning
          * call; every variant's mean per call over it (win[a][v]) */
         double win[2][NV], wcalls[2] = {0, 0};

@@ -228,29 +228,26 @@ static void record(const comm_state *cs, const size_state *e)
 }
 
 /* ---------------- communicator state ---------------- */
+/* Groups of processes as world ranks in communicator order (the key of the
+ * kept P-LogP parts and of the shared duplicates). */
+static int same_group(const int *a, int P, const int *b, int Q)
+{
+    return P == Q && memcmp(a, b, sizeof(int) * (size_t)P) == 0;
+}
+
+static int *copy_group(const int *wr, int P)
+{
+    int *c = malloc(sizeof(int) * (size_t)P);
+    return c ? memcpy(c, wr, sizeof(int) * (size_t)P) : NULL;
+}
+
 /* Under tab_lock: the sharing entry of group wr, or NULL. */
 static shared_dup *shared_find(const int *wr, int P)
 {
     for (shared_dup *d = shared; d; d = d->next)
-        if (d->P == P && memcmp(d->wr, wr, sizeof(int) * (size_t)P) == 0)
+        if (same_group(d->wr, d->P, wr, P))
             return d;
     return NULL;
-}
-
-/* Drops one user of sd; 1 if it was the last (sd is then unlinked: the
- * caller frees its communicator and sd). */
-static int shared_unref(shared_dup *sd)
-{
-    pthread_mutex_lock(&tab_lock);
-    int gone = --sd->refs == 0;
-    if (gone) {
-        shared_dup **p = &shared;
-        while (*p != sd)
-            p = &(*p)->next;
-        *p = sd->next;
-    }
-    pthread_mutex_unlock(&tab_lock);
-    return gone;
 }
 
 static void entry_free(const comm_state *cs, size_state *e)
@@ -274,20 +271,24 @@ static void state_release(comm_state *cs)
         live = cs->next;
     if (cs->next)
         cs->next->prev = cs->prev;
-    pthread_mutex_unlock(&tab_lock);
-    shared_dup *last = cs->sd && shared_unref(cs->sd) ? cs->sd : NULL;
-    int fin = 0, own = !cs->sd || last;
-    if (own) {
-        pthread_mutex_lock(&tab_lock);
-        priv_live--;
-        pthread_mutex_unlock(&tab_lock);
+    /* the duplicate goes with its last user */
+    int own = !cs->sd || --cs->sd->refs == 0;
+    if (own && cs->sd) {
+        shared_dup **p = &shared;
+        while (*p != cs->sd)
+            p = &(*p)->next;
+        *p = cs->sd->next;
     }
+    if (own)
+        priv_live--;
+    pthread_mutex_unlock(&tab_lock);
+    int fin = 0;
     PMPI_Finalized(&fin);
     if (!fin && own && cs->dup != MPI_COMM_NULL)
         PMPI_Comm_free(&cs->dup);
-    if (last) {
-        free(last->wr);
-        free(last);
+    if (own && cs->sd) {
+        free(cs->sd->wr);
+        free(cs->sd);
     }
     free(cs->wr);
     free(cs);
@@ -419,7 +420,7 @@ static p0_entry *p0_find(const int *wr, int P)
 {
     for (int i = 0; wr && i < P0_CACHE; i++) {
         p0_entry *c = &p0_cache[i];
-        if (c->used && c->P == P && memcmp(c->wr, wr, sizeof(int) * (size_t)P) == 0)
+        if (c->used && same_group(c->wr, c->P, wr, P))
             return c;
     }
     return NULL;
@@ -433,10 +434,9 @@ static void p0_store(const int *wr, int P, int uid, const ml_plogp0 *z)
         for (int i = 1; i < P0_CACHE; i++)
             if (p0_cache[i].used < c->used)
                 c = &p0_cache[i];
-        int *copy = malloc(sizeof(int) * (size_t)P);
+        int *copy = copy_group(wr, P);
         if (!copy)
             return;
-        memcpy(copy, wr, sizeof(int) * (size_t)P);
         free(c->wr);
         c->wr = copy;
         c->P = P;
@@ -587,17 +587,16 @@ static comm_state *get_state(MPI_Comm comm)
         /* errors come back to mlo_MPI_Alltoall, which raises them on the user's
          * communicator (whose handler the duplicate may not have: shared) */
         PMPI_Comm_set_errhandler(cs->dup, MPI_ERRORS_RETURN);
-        shared_dup *n = share ? calloc(1, sizeof *n) : NULL;
-        int *w = n ? malloc(sizeof(int) * (size_t)cs->P) : NULL;
-        if (w) {
-            memcpy(w, cs->wr, sizeof(int) * (size_t)cs->P);
+        int *w = share ? copy_group(cs->wr, cs->P) : NULL;
+        shared_dup *n = w ? malloc(sizeof *n) : NULL;
+        if (n) {
             *n = (shared_dup){cs->dup, cs->P, w, cs->uid, 1, NULL};
             pthread_mutex_lock(&tab_lock);
             n->next = shared;
             shared = cs->sd = n;
             pthread_mutex_unlock(&tab_lock);
         } else
-            free(n); /* no memory: this duplicate is not shared */
+            free(w); /* no memory: this duplicate is not shared */
     }
     if (!rpn_ok) { /* someone had -1 */
         MPI_Comm node;
