@@ -78,8 +78,8 @@ def test_bad_driver_options_without_launching(args: list[str], contains: str) ->
     _one_error_line(cli(args, launch=False), contains)
 
 
-@pytest.mark.parametrize("family,module", [("alltoall", "mpilens.bench_alltoall"),
-                                           ("repro", "mpilens.bench_repro")])
+@pytest.mark.parametrize("family,module", [("alltoall", "mpilens.bench.alltoall"),
+                                           ("repro", "mpilens.bench.repro")])
 def test_engine_families_dispatch(family: str, module: str) -> None:
     if importlib.util.find_spec(module) is None:
         _one_error_line(cli([family], launch=False), f"{module} is missing")

@@ -5,8 +5,8 @@ mpilens-bench under the launcher given after `--` (default: the launcher of the
 MPI mpilens was built with, --np ranks).  Options this command does not know are
 passed to mpilens-bench, which validates them (see docs/bench.md).  The result
 is printed as a table, saved with --json and drawn with --plot.  Families
-alltoall and repro are run by their own modules (mpilens.bench_alltoall,
-mpilens.bench_repro) with the remaining arguments.
+alltoall and repro are run by their own modules (mpilens.bench.alltoall,
+mpilens.bench.repro) with the remaining arguments.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import bench_launch, bench_tables, outfile
+from .. import outfile
+from ..bench import launch as bench_launch
+from ..bench import tables as bench_tables
 from ..errors import UserError
 
 C_FAMILIES = ("p2p", "coll", "halo", "logp", "io", "memory", "overhead")
-MODULE_FAMILIES = {"alltoall": "mpilens.bench_alltoall", "repro": "mpilens.bench_repro"}
+MODULE_FAMILIES = {"alltoall": "mpilens.bench.alltoall", "repro": "mpilens.bench.repro"}
 PLOT_FORMATS = (".png", ".svg", ".pdf")
 
 
@@ -155,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     if not opts.quiet:
         bench_tables.show(doc)
     if opts.plot is not None:
-        from .. import bench_plots  # matplotlib is slow to import: only when drawing
+        from ..bench import plots as bench_plots  # matplotlib is slow to import: only when drawing
 
         bench_plots.save(doc, opts.plot)
     return 1 if doc.get("errors") else 0

@@ -11,9 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import paths, terminal_report
+from .. import paths
+from ..report import terminal
 from ..errors import UserError
-from ..profile import load
+from ..report.profile import load
 from . import html as html_cmd
 from . import run as run_cmd
 
@@ -92,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
     if rc != 0:
         print(f"mpilens demo: the example failed (exit status {rc})", file=sys.stderr)
         return rc
-    from ..htmlreport import histogram_functions  # matplotlib: import only when needed
+    from ..report.html import histogram_functions  # matplotlib: import only when needed
 
     prof = load(prof_path)
     hist = histogram_functions(prof)
-    terminal_report.render(prof, top=10, function=hist[0] if hist else None)
+    terminal.render(prof, top=10, function=hist[0] if hist else None)
     html_cmd.write_html(prof_path, html_path, force=True)
     print(f"\nmpilens demo: profile      {prof_path}\n"
           f"mpilens demo: HTML report  {html_path}\n"

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..comparison import compare
-from ..profile import load
+from ..report.comparison import compare
+from ..report.profile import load
 from ..units import fmt_time
 from .report import positive_int
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import outfile
 from ..errors import UserError
-from ..profile import load
+from ..report.profile import load
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def write_html(profile: str | Path, output: str | Path | None, force: bool) -> P
     if out.resolve() == prof.path.resolve():
         raise UserError(f"{out}: the output would overwrite the profile itself")
     outfile.check_output(out, force, "HTML report")
-    from ..htmlreport import render  # matplotlib is slow to import: only when needed
+    from ..report.html import render  # matplotlib is slow to import: only when needed
 
     text = render(prof)
     outfile.write_text(out, text)

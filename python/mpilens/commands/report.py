@@ -8,9 +8,9 @@ import json
 import sys
 from typing import Any
 
-from .. import analysis, commpattern, terminal_report
+from ..report import analysis, commpattern, terminal
 from ..errors import UserError
-from ..profile import load
+from ..report.profile import load
 
 DEFAULT_TOP = 15
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         prof = load(args.profile)
         if args.function:
             analysis.resolve_function(prof, args.function)  # fail before printing anything
-        terminal_report.render(prof, args.top or DEFAULT_TOP, args.function)
+        terminal.render(prof, args.top or DEFAULT_TOP, args.function)
         return 0
     data = report_data(args)
     if args.format == "json":

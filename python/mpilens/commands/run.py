@@ -19,9 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from .. import analysis, launch, paths
+from .. import launch, paths
+from ..report import analysis
 from ..errors import UserError
-from ..profile import load
+from ..report.profile import load
 from ..units import fmt_pct, fmt_time
 
 DEFAULT_OUTPUT = "mpilens-%j.prof"

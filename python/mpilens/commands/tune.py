@@ -18,8 +18,8 @@ import subprocess
 from pathlib import Path
 
 from .. import paths
-from ..bench_alltoall import DEFAULT_SIZES, parse_ints, parse_size
-from ..bench_launch import launcher_for
+from ..bench.alltoall import DEFAULT_SIZES, parse_ints, parse_size
+from ..bench.launch import launcher_for
 from ..errors import UserError
 
 

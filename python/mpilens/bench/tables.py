@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .units import fmt_bytes, fmt_time
+from ..units import fmt_bytes, fmt_time
 
 Doc = dict[str, Any]
 

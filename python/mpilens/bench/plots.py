@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
-from . import outfile
+from .. import outfile
 
 Doc = dict[str, Any]
 

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from . import analysis, commpattern
 from .profile import Profile
-from .units import fmt_bytes, fmt_pct, fmt_time, fmt_times
+from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
 
 BAR_WIDTH = 40
 

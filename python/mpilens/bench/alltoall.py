@@ -32,9 +32,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import outfile, paths
-from .bench_launch import launcher_for
-from .errors import UserError
+from .. import outfile, paths
+from .launch import launcher_for
+from ..errors import UserError
 
 ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring", "mpi"]
 DEFAULT_SIZES = "64,256,1K,4K,16K,64K,256K,1M"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from ..errors import UserError
 
 FORMAT = "mpilens-profile"
 VERSION = 1  # the newest format version this reader understands

@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import bench_launch, outfile, paths
-from .errors import UserError
+from .. import outfile, paths
+from . import launch as bench_launch
+from ..errors import UserError
 
 TARGETS = {1: 2.0, 16: 2.0, 1 << 20: 4.0}
 

@@ -20,8 +20,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import paths
-from .errors import UserError
+from .. import paths
+from ..errors import UserError
 
 PROGRESS = "MLB-PROGRESS "
 ERROR = "mpilens-bench: "
