@@ -1,8 +1,45 @@
-# mpilens — top-level driver.  MPI=openmpi|mpich selects the MPI to build against.
-MPI ?= $(shell if command -v mpicc.openmpi >/dev/null 2>&1; then echo openmpi; elif command -v mpicc.mpich >/dev/null 2>&1; then echo mpich; else echo default; fi)
-BUILD ?= build/$(MPI)
-PYTHON ?= python3
+# mpilens — top-level driver (docs/install.md).
+#
+#   make demo | test | build | install PREFIX=P   [MPI=openmpi|mpich|intelmpi]
+#
+# Set-up runs first (apt packages a fresh Debian lacks, the Python virtual
+# environment .venv); the MPI is chosen after it, so a fresh machine works the
+# first time: MPI= if given, else the MPI whose mpirun/mpiexec comes first on
+# PATH (python -m mpilens.mpi_env flavour).  Each MPI builds in build/<mpi>.
+VENV ?= .venv
+PY := $(VENV)/bin/python
 JOBS ?= 2
+export PYTHONPATH := $(CURDIR)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+.PHONY: all setup setup-test build demo test install clean distclean _build _demo _test _install
+
+all: build
+
+# apt packages and .venv (idempotent; seconds when done).  `test` adds pytest and chromium.
+setup:
+	@bash .ci/setup
+setup-test:
+	@bash .ci/setup --test
+
+# The targets below re-read this Makefile after set-up, when the MPIs exist.
+build: setup
+	@$(MAKE) --no-print-directory _build
+demo: setup
+	@$(MAKE) --no-print-directory _demo
+test: setup-test
+	@$(MAKE) --no-print-directory _test
+install: setup
+	@$(MAKE) --no-print-directory _install
+
+# ---- after set-up -------------------------------------------------------------
+ifneq ($(filter _%,$(MAKECMDGOALS)),)
+ifeq ($(MPI),)
+  MPI := $(shell $(PY) -m mpilens.mpi_env flavour)
+  ifeq ($(MPI),)
+    $(error no MPI found: the set-up above should have installed Open MPI and MPICH)
+  endif
+endif
+BUILD ?= build/$(MPI)
 
 ifeq ($(MPI),openmpi)
   MPICC ?= mpicc.openmpi
@@ -11,44 +48,53 @@ else ifeq ($(MPI),mpich)
   MPICC ?= mpicc.mpich
   MPIFC ?= mpifort.mpich
 else ifeq ($(MPI),intelmpi)
-  # Intel MPI, e.g. from PyPI (pip install "impi-devel<2021.19"): I_MPI_ROOT is its prefix.
+  # Intel MPI, e.g. from PyPI (.ci/setup --intel, or pip install "impi-devel<2021.19"):
+  # I_MPI_ROOT is its prefix, else the directory above its mpirun on PATH.
+  I_MPI_ROOT ?= $(shell $(PY) -m mpilens.mpi_env prefix)
   ifeq ($(I_MPI_ROOT),)
-    $(error MPI=intelmpi needs I_MPI_ROOT set to the Intel MPI prefix)
+    $(error MPI=intelmpi: Intel MPI not found; set I_MPI_ROOT to its prefix)
   endif
+  export I_MPI_ROOT
   MPICC ?= $(I_MPI_ROOT)/bin/mpicc
   MPIFC ?= $(I_MPI_ROOT)/bin/mpif90
   export LD_LIBRARY_PATH := $(I_MPI_ROOT)/lib:$(I_MPI_ROOT)/lib/libfabric$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
-else
+else ifeq ($(MPI),default)
   MPICC ?= mpicc
   MPIFC ?= mpifort
+else
+  $(error MPI=$(MPI) is invalid: expected openmpi, mpich or intelmpi)
 endif
 
+# The tests and the CLI use this build (paths.py: MPILENS_PREFIX comes first).
 export MPILENS_MPI := $(MPI)
-export MPILENS_BUILD := $(abspath $(BUILD))
+export MPILENS_PREFIX := $(abspath $(BUILD))
+endif
 
-.PHONY: all setup build python demo test clean
-
-all: build
-
-# Installs apt/pip packages a fresh Debian machine lacks (idempotent, fast when done).
-setup:
-	@bash .ci/setup
-
-python: setup
-
-build:
+_build:
 	@mkdir -p $(dir $(BUILD))
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(abspath $(PY)) \
 	    -DCMAKE_C_COMPILER=$(MPICC) -DCMAKE_Fortran_COMPILER=$(MPIFC) >$(BUILD).configure.log 2>&1 \
 	    || { cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# `mpilens demo` from this checkout's python/ (works even where the editable install could not be made)
-demo: python build
-	PYTHONPATH=$(CURDIR)/python$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) -m mpilens.cli demo
+_demo: _build
+	$(PY) -m mpilens.cli demo
 
-test: python build
-	$(PYTHON) -m pytest -q tests
+_test: _build
+	$(PY) -m pytest -q tests
+
+# The runtime (cmake --install) and the mpilens command (a virtual environment in
+# PREFIX/lib/mpilens/venv, linked as PREFIX/bin/mpilens).  One PREFIX per MPI.
+_install: _build
+	@test -n "$(PREFIX)" || { echo "make install: give PREFIX=/path (one prefix per MPI, e.g. /opt/mpilens/$(MPI))"; exit 2; }
+	cmake --install $(BUILD) --prefix $(PREFIX)
+	$(PY) -m venv --clear $(PREFIX)/lib/mpilens/venv
+	$(PREFIX)/lib/mpilens/venv/bin/python -m pip install -q --disable-pip-version-check .
+	ln -sf ../lib/mpilens/venv/bin/mpilens $(PREFIX)/bin/mpilens
+	@echo "installed to $(PREFIX): module use $(PREFIX)/share/modulefiles && module load mpilens"
 
 clean:
 	rm -rf build
+
+distclean: clean
+	rm -rf $(VENV)

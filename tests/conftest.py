@@ -17,10 +17,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
+from mpilens import mpi_env as _menv  # noqa: E402
 from mpilens import paths  # noqa: E402
+from mpilens.errors import UserError  # noqa: E402
 
 FLAVOUR = paths.mpi_flavour()
-BUILD = paths.build_dir()
+try:  # make test sets MPILENS_PREFIX to build/<mpi>
+    BUILD = paths.runtime().root
+except UserError:
+    BUILD = paths.build_dir()
 
 
 def _stray_profiles() -> set[str]:
@@ -45,24 +50,17 @@ _STRAY = pytest.StashKey[set]()
 
 
 def launcher(np_: int) -> list[str]:
-    """The launcher command line for np_ ranks, oversubscribed, runnable as root."""
-    if FLAVOUR == "openmpi":
-        return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(np_)]
-    if FLAVOUR == "mpich":
-        return ["mpiexec.mpich", "-n", str(np_)]
-    if FLAVOUR == "intelmpi":
-        return [os.path.join(os.environ["I_MPI_ROOT"], "bin", "mpiexec.hydra"), "-n", str(np_)]
-    return ["mpirun", "-np", str(np_)]
+    """The launcher command line for np_ ranks, oversubscribed, runnable as root
+    (the same line mpilens demo uses: mpilens.mpi_env.launcher_line)."""
+    return _menv.launcher_line(np_, FLAVOUR)
 
 
 def mpi_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+    env = _menv.job_env(FLAVOUR, allow_root=True)
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     # Open MPI 4.1's UCX one-sided component fails MPI_Win_create intermittently in this
     # container (3 of 6 plain runs, without mpilens); the others are reliable.
     env.setdefault("OMPI_MCA_osc", "sm,rdma,pt2pt")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     if FLAVOUR == "intelmpi":  # one node, no fabric: Intel MPI's shared-memory transport
         env.setdefault("I_MPI_FABRICS", "shm")
         env.setdefault("FI_PROVIDER", "shm")
@@ -74,10 +72,12 @@ def mpi_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def run_mpi(np_: int, argv: list[str], env: dict[str, str] | None = None,
             timeout: float = 180, check: bool = True, cwd: str | Path | None = None
             ) -> subprocess.CompletedProcess:
-    """Launch argv on np_ ranks with the selected MPI; returns the completed process."""
+    """Launch argv on np_ ranks with the selected MPI; returns the completed process
+    (returncode 128 + N when killed by signal N).  A job past its timeout is stopped
+    with SIGTERM, then SIGKILL, so that no rank is left behind."""
     cmd = launcher(np_) + [str(a) for a in argv]
-    proc = subprocess.run(cmd, env=mpi_env(env), capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
+    proc = _menv.run_job(cmd, env=mpi_env(env), capture_output=True, text=True,
+                         timeout=timeout, cwd=cwd)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
                              f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")

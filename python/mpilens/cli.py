@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shutil
 import sys
+from pathlib import Path
 
-from .errors import UserError
+from . import __version__
+from .errors import JobStopped, UserError
 
 # Each module in mpilens.commands defines register(subparsers) -> None and sets
 # the parser's `func` default to a callable(args) -> int.
@@ -16,6 +19,8 @@ COMMANDS = ["run", "report", "diff", "html", "demo", "bench", "tune"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mpilens", description=__doc__)
+    parser.add_argument("--version", action="store_true",
+                        help="the versions of this command and of the runtime it finds")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -29,10 +34,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 
+def version_text() -> str:
+    """`mpilens --version`: this command, and the runtime paths.runtime() finds."""
+    from . import paths
+
+    lines = [f"mpilens {__version__} (Python {sys.version.split()[0]}, {Path(__file__).parent})"]
+    try:
+        rt = paths.runtime()
+    except UserError as exc:
+        lines.append(f"runtime: not found ({exc})")
+    else:
+        info = rt.info()
+        built = info.get("mpi_library") or info.get("mpi") or "an unknown MPI"
+        lines.append(f"runtime: mpilens {info.get('version', '?')} built for {built}, "
+                     f"{rt.root} (found by {rt.found_by})")
+    return "\n".join(lines)
+
+
+def command_name() -> str:
+    """How to run this mpilens in a command printed for the user to copy: `mpilens` when
+    that is the one on PATH, else the full path of this installation's script."""
+    here = Path(sys.executable).parent / "mpilens"
+    on_path = shutil.which("mpilens")
+    if on_path and (not here.exists() or Path(on_path).resolve() == here.resolve()):
+        return "mpilens"
+    if here.exists():
+        return str(here)
+    return f"PYTHONPATH={Path(__file__).resolve().parents[1]} {sys.executable} -m mpilens.cli"
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.version:
+        print(version_text())
+        return 0
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -41,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"mpilens: {exc}", file=sys.stderr)
         return 2
+    except JobStopped as exc:
+        print(f"mpilens: {exc}", file=sys.stderr)
+        return exc.status
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

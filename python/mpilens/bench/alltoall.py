@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from .. import outfile, paths
-from .launch import launcher_for
 from ..errors import UserError
+from . import launch
+from .launch import launcher_for
 
 ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring", "mpi"]
 DEFAULT_SIZES = "64,256,1K,4K,16K,64K,256K,1M"
@@ -142,24 +141,11 @@ def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list
             chunks: int, timeout: float | None, race: str,
             network_model: Path | None = None) -> dict[str, Any]:
     exe = paths.artifact("bin/mpilens-bench-alltoall")
-    cmd = [*launcher, str(exe), "--sizes", ",".join(map(str, sizes)),
-           "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),
-           "--chunks", str(chunks), "--race", race]
-    env = dict(os.environ)
-    env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-    env.pop("MPILENS_NETWORK_MODEL", None)
-    if network_model:
-        env["MPILENS_NETWORK_MODEL"] = str(network_model)
-    if os.geteuid() == 0:
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    try:
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env,
-                              timeout=timeout)
-    except FileNotFoundError:
-        raise UserError(f"launcher '{launcher[0]}' not found") from None
-    except subprocess.TimeoutExpired:
-        raise UserError(f"benchmark did not finish within {timeout} s") from None
+    argv = [str(exe), "--sizes", ",".join(map(str, sizes)),
+            "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),
+            "--chunks", str(chunks), "--race", race]
+    model = str(network_model) if network_model else None
+    proc = launch.run_program(launcher, argv, {"MPILENS_NETWORK_MODEL": model}, timeout)
     for line in proc.stderr.splitlines():
         if line.startswith(("mpilens-bench-alltoall: ", "mpilens: ")):
             raise UserError(line.split(": ", 1)[1])

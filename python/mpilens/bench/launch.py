@@ -20,7 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import paths
+from .. import mpi_env, paths, profiled
 from ..errors import UserError
 
 PROGRESS = "MLB-PROGRESS "
@@ -33,18 +33,7 @@ class BenchFailed(Exception):
 
 def default_launcher(np_: int) -> list[str]:
     """The launcher of the MPI mpilens was built with, for np_ ranks on this host."""
-    flavour = paths.mpi_flavour()
-    if flavour == "openmpi" and shutil.which("mpirun.openmpi"):
-        cmd = ["mpirun.openmpi", "--oversubscribe"]
-        if os.geteuid() == 0:
-            cmd.append("--allow-run-as-root")
-        return cmd + ["-np", str(np_)]
-    if flavour == "mpich" and shutil.which("mpiexec.mpich"):
-        return ["mpiexec.mpich", "-n", str(np_)]
-    for prog in ("mpiexec", "mpirun"):
-        if shutil.which(prog):
-            return [prog, "-n", str(np_)]
-    raise UserError("no MPI launcher found: give one after --, e.g. -- mpirun -np 2")
+    return mpi_env.launcher_line(np_, paths.mpi_flavour())
 
 
 def launcher_for(user: list[str], np_: int) -> list[str]:
@@ -52,6 +41,25 @@ def launcher_for(user: list[str], np_: int) -> list[str]:
     if not user:
         return default_launcher(np_)
     return [a.replace("{np}", str(np_)) for a in user]
+
+
+def run_program(launcher: list[str], argv: list[str], env: dict[str, str] | None = None,
+                timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a benchmark program under a launcher line, output captured, signals passed
+    on (a stopped job raises JobStopped); env: variables to set (None value: unset)."""
+    if shutil.which(launcher[0]) is None:
+        raise UserError(f"launcher '{launcher[0]}' not found")
+    job_env = mpi_env.job_env(paths.mpi_flavour(), allow_root=True)
+    for k, v in (env or {}).items():
+        if v is None:
+            job_env.pop(k, None)
+        else:
+            job_env[k] = v
+    try:
+        return mpi_env.run_job([*launcher, *argv], env=job_env, timeout=timeout,
+                               stop_raises=True, capture_output=True, text=True)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"benchmark did not finish within {timeout} s") from None
 
 
 def run_bench(launcher: list[str], family: str, options: list[str], *,
@@ -62,21 +70,20 @@ def run_bench(launcher: list[str], family: str, options: list[str], *,
     The overhead family runs under the profiler (mpilens-exec prefix); its
     profile goes to a temporary file unless MPILENS_OUTPUT is set."""
     exe = paths.artifact("bin/mpilens-bench")
-    with tempfile.TemporaryDirectory(prefix="mpilens-bench-") as tmp:
+    if shutil.which(launcher[0]) is None:
+        raise UserError(f"launcher '{launcher[0]}' not found")
+    env = mpi_env.job_env(paths.mpi_flavour(), allow_root=True)
+    with tempfile.TemporaryDirectory(prefix="mpilens-bench-") as tmp, \
+            mpi_env.forwarding() as fw:
         out = Path(tmp) / "result.json"
-        prefix = [str(paths.artifact("bin/mpilens-exec"))] if family == "overhead" else []
-        cmd = [*launcher, *prefix, str(exe), family, *options, "--out", str(out), "--progress"]
-        env = dict(os.environ)
-        if prefix:
-            env.setdefault("MPILENS_OUTPUT", str(Path(tmp) / "overhead.prof"))
-        if os.geteuid() == 0:
-            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    text=True, env=env)
-        except FileNotFoundError:
-            raise UserError(f"launcher '{launcher[0]}' not found") from None
+        cmd = [*launcher, str(exe), family, *options, "--out", str(out), "--progress"]
+        if family == "overhead":  # under the profiler, its profile in tmp unless asked
+            job = profiled.prepare(cmd, os.environ.get("MPILENS_OUTPUT")
+                                   or str(Path(tmp) / "overhead.prof"))
+            cmd = job.argv
+            env.update(job.settings)
+        proc = mpi_env.popen(fw, cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, env=env)
         other: list[str] = []
         console = Console(stderr=True)
         bar = Progress(TextColumn(f"[bold]{family}[/] {label}"), BarColumn(),
@@ -92,10 +99,11 @@ def run_bench(launcher: list[str], family: str, options: list[str], *,
                 else:
                     other.append(line)
             try:
-                rc = proc.wait(timeout=timeout)
+                rc = mpi_env.exit_status(proc.wait(timeout=timeout))
             except subprocess.TimeoutExpired:
-                proc.kill()
+                mpi_env.stop(proc)
                 raise UserError(f"benchmark did not finish within {timeout} s") from None
+        fw.raise_if_stopped(rc)
         usage = [ln[len(ERROR):].strip() for ln in other if ln.startswith(ERROR)]
         if rc == 2 and usage:
             raise UserError(usage[0])

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from .. import outfile, paths
-from . import launch as bench_launch
 from ..errors import UserError
+from . import launch as bench_launch
 
 TARGETS = {1: 2.0, 16: 2.0, 1 << 20: 4.0}
 
@@ -39,15 +37,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def run(np_: int, samples: int, launcher: list[str]) -> dict[str, Any]:
     exe = paths.artifact("bin/mpilens-bench-repro")
-    cmd = [*bench_launch.launcher_for(launcher, np_), str(exe), "--samples", str(samples)]
-    env = dict(os.environ)
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-    try:
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
-    except FileNotFoundError:
-        raise UserError(f"launcher '{cmd[0]}' not found") from None
+    proc = bench_launch.run_program(bench_launch.launcher_for(launcher, np_),
+                                    [str(exe), "--samples", str(samples)])
+    cmd = proc.args
     start = proc.stdout.find("{")
     if proc.returncode != 0 or start < 0:
         sys.stderr.write(proc.stderr[-2000:])

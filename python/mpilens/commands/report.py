@@ -8,8 +8,8 @@ import json
 import sys
 from typing import Any
 
-from ..report import analysis, commpattern, terminal
 from ..errors import UserError
+from ..report import analysis, commpattern, terminal
 from ..report.profile import load
 
 DEFAULT_TOP = 15

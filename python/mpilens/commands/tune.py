@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 from pathlib import Path
 
 from .. import paths
 from ..bench.alltoall import DEFAULT_SIZES, parse_ints, parse_size
-from ..bench.launch import launcher_for
+from ..bench.launch import launcher_for, run_program
 from ..errors import UserError
 
 
@@ -47,18 +45,10 @@ def run(args: argparse.Namespace) -> int:
     if not out.parent.is_dir():
         raise UserError(f"--output {args.output}: directory {out.parent} does not exist")
     exe = paths.artifact("bin/mpilens-bench-alltoall")
-    env = dict(os.environ)
-    env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-    if os.geteuid() == 0:
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     for np_ in nps:
-        cmd = [*launcher_for(user, np_), str(exe), "--sizes", ",".join(map(str, sizes)),
-               "--calls", "1", "--learn", str(args.learn), "--tune", str(out)]
-        try:
-            proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
-        except FileNotFoundError:
-            raise UserError(f"launcher '{cmd[0]}' not found") from None
+        proc = run_program(launcher_for(user, np_),
+                           [str(exe), "--sizes", ",".join(map(str, sizes)), "--calls", "1",
+                            "--learn", str(args.learn), "--tune", str(out)])
         for line in proc.stderr.splitlines():
             if line.startswith(("mpilens: ", "mpilens-bench-alltoall: ")):
                 raise UserError(line.split(": ", 1)[1])

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UserError
-from .profile import Profile
 from ..units import fmt_bytes, fmt_pct, fmt_time
+from .profile import Profile
 
 DOMINANT_SHARE = 0.90  # call out the fewest size classes that hold this share of messages
 # Start-up and shut-down: outside the wall-time window (MPI_Init -> MPI_Finalize) and not

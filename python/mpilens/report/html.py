@@ -19,9 +19,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
 from . import analysis, commpattern
 from .profile import Profile
-from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
 
 MAX_HISTOGRAMS = 6
 MAX_STACKED = 7  # functions drawn separately in the per-rank chart; the rest is "other"

@@ -9,9 +9,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
 from . import analysis, commpattern
 from .profile import Profile
-from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
 
 BAR_WIDTH = 40
 

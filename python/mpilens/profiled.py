@@ -1,0 +1,139 @@
+"""Run an MPI job under the profiler and find its profile: what `mpilens run`,
+`mpilens demo`, `mpilens bench overhead` and the tests share.
+
+`run_profiled(command, output)` inserts mpilens-exec before the application of a
+launcher line (launch.wrap), sets MPILENS_OUTPUT and the other MPILENS_*
+settings for the job, runs it with every signal passed on to the launcher
+(mpi_env.run_job), and returns the job's exit status with the profile it
+wrote, if any.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import launch, mpi_env, paths
+from .errors import UserError
+
+DEFAULT_OUTPUT = "mpilens-%j.prof"
+PLACEHOLDER = re.compile(r"%[jtph]")
+SETTING = re.compile(r"MPILENS_[A-Z0-9_]+")
+
+
+@dataclass
+class ProfiledRun:
+    status: int               # the job's exit status (128 + N when killed by signal N)
+    profile: Path | None      # the profile it wrote, None if it wrote none
+    stdout: str | None = None  # captured output (capture=True)
+    stderr: str | None = None
+    signals: list[str] = field(default_factory=list)  # signals passed on to the launcher
+
+    def why_none(self) -> str:
+        """Why there is no profile, for a one-line message."""
+        after = f" after {', '.join(self.signals)}" if self.signals else ""
+        if self.status > 128 and self.status - 128 in signal.valid_signals():
+            return f"the job was killed by {signal.Signals(self.status - 128).name}{after}"
+        if self.status:
+            return f"the job exited with status {self.status}{after}"
+        return f"the job exited normally{after}"
+
+
+def check_settings(settings: dict[str, str]) -> None:
+    for name in settings:
+        if not SETTING.fullmatch(name):
+            raise UserError(f"'{name}' is not a profiler setting: expected MPILENS_NAME=VALUE")
+
+
+def claim_output(output: str, force: bool) -> None:
+    """An existing profile at output (no placeholders) is an error unless force, which
+    removes it before the job starts (the library itself never overwrites)."""
+    if PLACEHOLDER.search(output) or not Path(output).exists():
+        return
+    if not force:
+        raise UserError(f"{output} exists: choose another --output or add --force to "
+                        f"overwrite it")
+    try:
+        Path(output).unlink()
+    except OSError as e:
+        raise UserError(f"--force: cannot remove the old profile {output}: "
+                        f"{e.strerror}") from None
+
+
+def find_profile(pattern: str, since: float) -> Path | None:
+    """The newest complete file matching the output pattern written after `since`."""
+    if not PLACEHOLDER.search(pattern):
+        p = Path(pattern)
+        return p if p.exists() and p.stat().st_mtime >= since - 1 else None
+    found = [Path(f) for f in glob.glob(PLACEHOLDER.sub("*", glob.escape(pattern)))]
+    found = [f for f in found if ".tmp-" not in f.name and f.stat().st_mtime >= since - 1]
+    return max(found, key=lambda f: f.stat().st_mtime) if found else None
+
+
+@dataclass
+class Prepared:
+    argv: list[str]            # the launcher line with mpilens-exec before each application
+    settings: dict[str, str]   # MPILENS_* for the job, MPILENS_OUTPUT included
+    output: str
+
+
+def prepare(command: list[str], output: str = DEFAULT_OUTPUT, *,
+            settings: dict[str, str] | None = None, force: bool = False,
+            launcher_kind: str | None = None, cwd: str | Path | None = None) -> Prepared:
+    """The profiled form of a launcher line (or of a program, run as a singleton).
+
+    settings: MPILENS_* variables for the job (forwarded with -x to Open MPI's ranks)."""
+    if not command or not command[0].strip():
+        raise UserError("nothing to run: give the launcher line after --, "
+                        "e.g. mpilens run -- mpirun -np 4 ./app")
+    if shutil.which(command[0]) is None:
+        raise UserError(f"{command[0]}: command not found")
+    settings = dict(settings or {})
+    check_settings(settings)
+    if cwd is not None and not Path(output).is_absolute():
+        output = str(Path(cwd) / output)
+    claim_output(output, force)
+    settings["MPILENS_OUTPUT"] = output
+    runtime = paths.runtime()
+    exec_path = str(runtime.path(paths.EXEC).resolve())
+    wrapped = launch.wrap(command, exec_path, sorted(settings), launcher_kind)
+    _check_same_mpi(runtime, wrapped)
+    return Prepared(wrapped.argv, settings, output)
+
+
+def run_profiled(command: list[str], output: str = DEFAULT_OUTPUT, *,
+                 settings: dict[str, str] | None = None, force: bool = False,
+                 launcher_kind: str | None = None, env: dict[str, str] | None = None,
+                 capture: bool = False, timeout: float | None = None,
+                 cwd: str | Path | None = None) -> ProfiledRun:
+    """Run a launcher line under the profiler (prepare), passing signals on to it.
+
+    env: the job's base environment (default os.environ); timeout: stop the job
+    (SIGTERM) and raise subprocess.TimeoutExpired after that many seconds."""
+    job = prepare(command, output, settings=settings, force=force,
+                  launcher_kind=launcher_kind, cwd=cwd)
+    job_env = dict(os.environ if env is None else env)
+    job_env.update(job.settings)
+    start = time.time()
+    done = mpi_env.run_job(job.argv, env=job_env, timeout=timeout, cwd=cwd,
+                           capture_output=capture, text=True)
+    return ProfiledRun(done.returncode, find_profile(job.output, start), done.stdout,
+                       done.stderr, done.signals)
+
+
+def _check_same_mpi(runtime: paths.Runtime, wrapped: launch.Wrapped) -> None:
+    """A library built for one MPI preloaded under another crashes in MPI_Init: say so."""
+    built = runtime.info().get("mpi")
+    if wrapped.kind == "singleton" or built not in mpi_env.FLAVOURS:
+        return
+    used = mpi_env.flavour_of(wrapped.argv[0])
+    if used and used != built:
+        raise UserError(f"the mpilens runtime at {runtime.root} was built for {built}, but "
+                        f"{wrapped.argv[0]} is {used}'s launcher: use a runtime built for "
+                        f"{used} (MPILENS_PREFIX, docs/install.md)")

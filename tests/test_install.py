@@ -1,0 +1,156 @@
+"""mpilens installed like an HPC tool: `cmake --install` to a prefix (library, launcher
+prefix, benchmarks, header, pkg-config, modulefile, examples, docs), a CLI that finds
+the runtime without a checkout, and the lookup order MPILENS_PREFIX > mpilens-exec on
+PATH > build tree, with one line when there is none (docs/install.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FLAVOUR, REPO, launcher, mpi_env, read_profile
+from test_cli_support import per_rank_calls
+
+from mpilens import __version__
+
+NP, N, STEPS, EVERY = 4, 32, 20, 5
+
+
+def _cli(args: list[str], env: dict[str, str], site: Path, cwd: Path
+         ) -> subprocess.CompletedProcess:
+    """The mpilens command from a package directory (site) with exactly env."""
+    return subprocess.run([sys.executable, "-m", "mpilens.cli", *map(str, args)],
+                          env={**env, "PYTHONPATH": str(site)}, cwd=cwd,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def _clean_env(path_first: list[Path] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in mpi_env().items()
+           if not k.startswith("MPILENS_") and k != "PYTHONPATH"}
+    dirs = [str(p) for p in path_first or []]
+    env["PATH"] = os.pathsep.join([*dirs, *(d for d in env["PATH"].split(os.pathsep)
+                                            if not Path(d, "mpilens-exec").exists())])
+    return env
+
+
+@pytest.fixture(scope="module")
+def installed(build: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(prefix, site): cmake --install of this build, and a copy of the Python package
+    outside the checkout (what pip install puts in site-packages)."""
+    tmp = tmp_path_factory.mktemp("install")
+    prefix, site = tmp / "prefix", tmp / "site"
+    subprocess.run(["cmake", "--install", str(build), "--prefix", str(prefix)],
+                   check=True, capture_output=True, text=True)
+    shutil.copytree(REPO / "python" / "mpilens", site / "mpilens",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return prefix, site
+
+
+def test_install_layout(installed: tuple[Path, Path]) -> None:
+    prefix, _ = installed
+    for rel in ("lib/libmpilens.so", "bin/mpilens-exec", "bin/mpilens-bench",
+                "bin/mpilens-bench-alltoall", "bin/mpilens-bench-repro", "include/mpilens.h",
+                "lib/pkgconfig/mpilens.pc", f"share/modulefiles/mpilens/{__version__}",
+                "share/mpilens/runtime.json", "share/mpilens/examples/heat2d.c",
+                "share/mpilens/examples/heat2d_f.F90", "share/mpilens/docs/install.md",
+                "libexec/mpilens/heat2d", "libexec/mpilens/heat2d_f"):
+        assert (prefix / rel).exists(), rel
+    info = json.loads((prefix / "share/mpilens/runtime.json").read_text())
+    assert info["version"] == __version__ and info["mpi"] == FLAVOUR
+    out = subprocess.run([str(prefix / "bin/mpilens-exec"), "--version"], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.startswith(f"mpilens-exec {__version__} (built for ")
+
+
+def test_profile_from_the_prefix_with_the_build_tree_gone(
+        build: Path, installed: tuple[Path, Path], tmp_path: Path) -> None:
+    """The installed runtime, found by the mpilens-exec on PATH, profiles the installed
+    example with the build tree renamed away; exact counts per rank."""
+    prefix, site = installed
+    away = build.with_name(build.name + f".away-{os.getpid()}")
+    build.rename(away)
+    try:
+        env = _clean_env([prefix / "bin"])
+        ver = _cli(["--version"], env, site, tmp_path)
+        assert ver.returncode == 0 and f"runtime: mpilens {__version__} built for " in ver.stdout
+        assert f"{prefix} (found by PATH)" in ver.stdout, ver.stdout
+        prof = tmp_path / "installed.prof"
+        r = _cli(["run", "-o", prof, "--", *launcher(NP), prefix / "libexec/mpilens/heat2d",
+                  N, STEPS, EVERY], env, site, tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert "heat2d: " in r.stdout and " OK" in r.stdout
+    finally:
+        away.rename(build)
+    _, ranks = read_profile(prof)
+    want = per_rank_calls(STEPS, EVERY)
+    assert [{f: r["functions"][f]["calls"] for f in want} for r in ranks] == [want] * NP
+
+
+def test_lookup_order_and_its_one_line_error(build: Path, installed: tuple[Path, Path],
+                                             tmp_path: Path) -> None:
+    prefix, site = installed
+    # 1. MPILENS_PREFIX wins over PATH
+    r = _cli(["--version"], {**_clean_env([prefix / "bin"]), "MPILENS_PREFIX": str(build)},
+             site, tmp_path)
+    assert f"{build} (found by MPILENS_PREFIX)" in r.stdout, r.stdout
+    # 2. then the mpilens-exec on PATH
+    r = _cli(["--version"], _clean_env([prefix / "bin"]), site, tmp_path)
+    assert f"{prefix} (found by PATH)" in r.stdout, r.stdout
+    # 3. then this checkout's build tree (the package run from the checkout)
+    if build == REPO / "build" / FLAVOUR:
+        r = _cli(["--version"], {**_clean_env(), "MPILENS_MPI": FLAVOUR}, REPO / "python",
+                 tmp_path)
+        assert f"{build} (found by build tree)" in r.stdout, r.stdout
+    # none: an installed package without a runtime says what to set, in one line
+    r = _cli(["run", "--", "true"], _clean_env(), site, tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("mpilens: the mpilens runtime (libmpilens.so, mpilens-exec) "
+                               "was not found: set MPILENS_PREFIX"), r.stderr
+    # a wrong MPILENS_PREFIX is named
+    r = _cli(["run", "--", "true"], {**_clean_env(), "MPILENS_PREFIX": str(tmp_path)},
+             site, tmp_path)
+    assert r.returncode == 2 and r.stderr == (
+        f"mpilens: MPILENS_PREFIX='{tmp_path}' is invalid: {tmp_path}/bin/mpilens-exec not "
+        f"found (expected the prefix mpilens was installed to, or a build directory)\n")
+
+
+def test_pkg_config_links_a_program(installed: tuple[Path, Path], tmp_path: Path) -> None:
+    """mpicc app.c $(pkg-config --cflags --libs mpilens): linked, not preloaded."""
+    prefix, _ = installed
+    src = tmp_path / "linked.c"
+    src.write_text('#include <mpilens.h>\n#include <stdio.h>\n'
+                   'int main(int c, char **v) { MPI_Init(&c, &v);\n'
+                   '  printf("record bytes %zu\\n", mpilens_record_bytes ? mpilens_record_bytes()'
+                   ' : 0);\n  MPI_Finalize(); return 0; }\n')
+    env = {**_clean_env(), "PKG_CONFIG_PATH": str(prefix / "lib/pkgconfig")}
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "mpilens"], env=env,
+                           capture_output=True, text=True, check=True).stdout.split()
+    info = json.loads((prefix / "share/mpilens/runtime.json").read_text())
+    subprocess.run([info["c_compiler"], str(src), "-o", str(tmp_path / "linked"), *flags],
+                   env=env, check=True, capture_output=True)
+    r = subprocess.run(launcher(1) + [str(tmp_path / "linked")], capture_output=True,
+                       text=True, cwd=tmp_path, env={**env, "MPILENS_OUTPUT":
+                                                     str(tmp_path / "linked.prof")})
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.split("record bytes ")[1]) > 0
+    header, _ = read_profile(tmp_path / "linked.prof")
+    assert header["nranks"] == 1
+
+
+@pytest.mark.skipif(not Path("/usr/share/modules/init/bash").exists(),
+                    reason="Environment Modules not installed (.ci/setup --test installs it)")
+def test_modulefile_sets_up_the_prefix(installed: tuple[Path, Path]) -> None:
+    prefix, _ = installed
+    script = (f"source /usr/share/modules/init/bash; module use {prefix}/share/modulefiles; "
+              "module load mpilens || exit 1; echo PREFIX=$MPILENS_PREFIX; "
+              "echo EXEC=$(command -v mpilens-exec); echo PKG=$(pkg-config --modversion mpilens)")
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                       env=_clean_env())
+    assert r.returncode == 0, r.stderr
+    assert f"PREFIX={prefix}\n" in r.stdout and f"EXEC={prefix}/bin/mpilens-exec\n" in r.stdout
+    assert f"PKG={__version__}\n" in r.stdout
