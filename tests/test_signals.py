@@ -93,13 +93,16 @@ def _finish(proc: subprocess.Popen, pids: list[int]) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
-# A launcher (LAUNCHER_PROG) behind a script that records the launcher's exit status (hydra's status
-# after SIGTERM is 0 or 15 depending on timing, so it is read, not predicted).  The script
-# passes SIGTERM on to the launcher and exits with its status.
+# The launcher (LAUNCHER_PROG) behind a script that records what reaches it: each signal
+# mpilens passes on (SIGNAL_LOG), sent on to the launcher, and the launcher's exit status
+# (STATUS_FILE; hydra's status after SIGTERM is 0 or 15 depending on timing, so it is
+# read, not predicted).  The script exits with the launcher's status.
 RECORDER = """#!/bin/sh
 "$LAUNCHER_PROG" "$@" &
 pid=$!
-trap 'kill -TERM $pid' TERM
+for sig in TERM INT USR1 TSTP CONT; do
+    trap "echo $sig >> \\"\\$SIGNAL_LOG\\"; kill -$sig $pid" $sig
+done
 wait $pid
 s=$?
 while kill -0 $pid 2>/dev/null; do wait $pid; s=$?; done
@@ -108,27 +111,39 @@ exit $s
 """
 
 
-def test_sigterm_to_run_ends_the_job(build: Path, tmp_path: Path) -> None:
-    prof, status = tmp_path / "job.prof", tmp_path / "launcher.status"
-    rec = tmp_path / "record-status"
+def _start_recorded(build: Path, tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
+    """mpilens run of sig_wait behind the recording launcher script; (process, rank pids)."""
+    rec = tmp_path / "record-launcher"
     rec.write_text(RECORDER)
     rec.chmod(0o755)
     kind = "openmpi" if "mpirun" in Path(launcher(NP)[0]).name else "hydra"
-    proc = subprocess.Popen([sys.executable, "-m", "mpilens.cli", "run", "-o", str(prof),
-                             "--launcher", kind, "--", str(rec), *launcher(NP)[1:],
-                             str(build / "tests" / "sig_wait"), str(tmp_path)],
-                            env=cli_env({"STATUS_FILE": str(status),
-                                         "LAUNCHER_PROG": launcher(NP)[0]}), cwd=tmp_path,
+    env = cli_env({"STATUS_FILE": str(tmp_path / "launcher.status"),
+                   "SIGNAL_LOG": str(tmp_path / "signals.log"),
+                   "LAUNCHER_PROG": launcher(NP)[0]})
+    proc = subprocess.Popen([sys.executable, "-m", "mpilens.cli", "run", "-o",
+                             str(tmp_path / "job.prof"), "--launcher", kind, "--", str(rec),
+                             *launcher(NP)[1:], str(build / "tests" / "sig_wait"),
+                             str(tmp_path)], env=env, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    pids = _rank_pids(tmp_path, proc)
+    return proc, _rank_pids(tmp_path, proc)
+
+
+def _received(tmp_path: Path) -> list[str]:
+    log = tmp_path / "signals.log"
+    return log.read_text().split() if log.exists() else []
+
+
+def test_sigterm_to_run_ends_the_job(build: Path, tmp_path: Path) -> None:
+    proc, pids = _start_recorded(build, tmp_path)
     job = descendants(proc.pid)
     proc.send_signal(signal.SIGTERM)
     _wait_for(lambda: all(_state(p) is None for p in pids), GRACE, "the ranks to end")
     rc, _, err = _finish(proc, pids)
     assert all(_state(p) is None for p in job)
+    assert _received(tmp_path) == ["TERM"]
     # the launcher's status; 143 where it says 0 (hydra may, depending on timing)
-    assert rc == (int(status.read_text()) or 128 + signal.SIGTERM), err
-    assert "after SIGTERM" in err and not prof.exists()
+    assert rc == (int((tmp_path / "launcher.status").read_text()) or 128 + signal.SIGTERM), err
+    assert "after SIGTERM" in err and not (tmp_path / "job.prof").exists()
     assert not list(tmp_path.glob("job.prof.tmp-*"))
 
 
@@ -157,26 +172,27 @@ def test_sigusr1_reaches_the_ranks_and_the_profile_is_complete(build: Path,
 
 
 def test_sigtstp_stops_and_sigcont_resumes(build: Path, tmp_path: Path) -> None:
-    proc = _start(["run", "-o", tmp_path / "job.prof", "--", *launcher(NP),
-                   build / "tests" / "sig_wait", tmp_path], tmp_path)
-    pids = _rank_pids(tmp_path, proc)
-    launcher_pid = descendants(proc.pid)[0]
+    """SIGTSTP reaches the launcher and mpilens stops, as a job in a shell; SIGCONT reaches
+    the launcher and mpilens runs again.  (What the launcher then does is its own: Open
+    MPI's mpirun stops the ranks, MPICH's mpiexec stops itself.)"""
+    proc, pids = _start_recorded(build, tmp_path)
     try:
         proc.send_signal(signal.SIGTSTP)
-        # mpilens stops like a job in a shell; the launcher got SIGTSTP: Open MPI's
-        # mpirun stops the ranks, MPICH's mpiexec stops itself
         _wait_for(lambda: _state(proc.pid) == "T", GRACE, "mpilens to stop")
-        _wait_for(lambda: _state(launcher_pid) == "T" or all(_state(p) == "T" for p in pids),
-                  GRACE, "the launcher or the ranks to stop")
+        _wait_for(lambda: _received(tmp_path) == ["TSTP"], GRACE, "the launcher's SIGTSTP")
         proc.send_signal(signal.SIGCONT)
-        _wait_for(lambda: all(_state(p) not in ("T", None)
-                              for p in [proc.pid, launcher_pid, *pids]),
-                  GRACE, "everything to run again")
-    finally:
-        proc.send_signal(signal.SIGCONT)
+        _wait_for(lambda: _state(proc.pid) not in ("T", None), GRACE, "mpilens to run again")
+        _wait_for(lambda: _received(tmp_path) == ["TSTP", "CONT"], GRACE,
+                  "the launcher's SIGCONT")
         proc.send_signal(signal.SIGUSR1)
-    rc, out, err = _finish(proc, pids)
+        rc, out, err = _finish(proc, pids)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.send_signal(signal.SIGTERM)
+            _finish(proc, pids)
     assert rc == 0 and "SIGUSR1 received" in out, err
+    assert _received(tmp_path) == ["TSTP", "CONT", "USR1"]
 
 
 @pytest.mark.parametrize("command", ["bench", "tune"])
