@@ -75,9 +75,11 @@ _build:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(abspath $(PY)) \
 	    -DCMAKE_C_COMPILER=$(MPICC) -DCMAKE_Fortran_COMPILER=$(MPIFC) >$(BUILD).configure.log 2>&1 \
 	    || { cat $(BUILD).configure.log; exit 1; }
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) $(if $(TARGETS),--target $(TARGETS))
 
-_demo: _build
+# the demo needs the library and the examples only (make test builds everything)
+_demo:
+	@$(MAKE) --no-print-directory _build TARGETS="mpilens heat2d heat2d_f"
 	$(PY) -m mpilens.cli demo
 
 _test: _build
