@@ -11,7 +11,12 @@ PY := $(VENV)/bin/python
 JOBS ?= 2
 export PYTHONPATH := $(CURDIR)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup setup-test build demo test install clean distclean _build _demo _test _install
+.PHONY: all setup setup-test build demo test install install-targets clean distclean \
+        _build _demo _test _install
+# what `cmake --install` installs (the test programs are not built for it)
+INSTALL_TARGETS := mpilens heat2d heat2d_f mpilens-bench mpilens-bench-alltoall mpilens-bench-repro
+install-targets:
+	@echo $(INSTALL_TARGETS)
 
 all: build
 
@@ -87,8 +92,9 @@ _test: _build
 
 # The runtime (cmake --install) and the mpilens command (a virtual environment in
 # PREFIX/lib/mpilens/venv, linked as PREFIX/bin/mpilens).  One PREFIX per MPI.
-_install: _build
+_install:
 	@test -n "$(PREFIX)" || { echo "make install: give PREFIX=/path (one prefix per MPI, e.g. /opt/mpilens/$(MPI))"; exit 2; }
+	@$(MAKE) --no-print-directory _build TARGETS="$(INSTALL_TARGETS)"
 	cmake --install $(BUILD) --prefix $(PREFIX)
 	$(PY) -m venv --clear $(PREFIX)/lib/mpilens/venv
 	$(PREFIX)/lib/mpilens/venv/bin/python -m pip install -q --disable-pip-version-check .
