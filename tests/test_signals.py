@@ -180,6 +180,7 @@ def test_sigtstp_stops_and_sigcont_resumes(build: Path, tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTSTP)
         _wait_for(lambda: _state(proc.pid) == "T", GRACE, "mpilens to stop")
         _wait_for(lambda: _received(tmp_path) == ["TSTP"], GRACE, "the launcher's SIGTSTP")
+        time.sleep(0.5)  # stopped for a while (CPython's sigtimedwait broke across a stop)
         proc.send_signal(signal.SIGCONT)
         _wait_for(lambda: _state(proc.pid) not in ("T", None), GRACE, "mpilens to run again")
         _wait_for(lambda: _received(tmp_path) == ["TSTP", "CONT"], GRACE,

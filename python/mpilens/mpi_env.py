@@ -45,6 +45,7 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signa
 # in our group, has had them already when they come from the kernel.
 _FROM_TTY = frozenset({signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGHUP})
 _SI_KERNEL = 0x80
+_WAITED = (*FORWARDED, signal.SIGCHLD)
 # Signals that ask a job to end (SIGUSR1/2 are the application's: Slurm's --signal).
 _ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
@@ -181,7 +182,7 @@ class _Forwarder:
     """Passes the FORWARDED signals this process receives on to one child process.
 
     The signals are blocked in the calling thread (and in threads it starts) and
-    collected by a thread with sigtimedwait, which knows where each came from: a
+    collected by a thread with sigwaitinfo, which knows where each came from: a
     signal the terminal sent to the whole foreground process group has reached the
     launcher already and is not sent twice (a second Ctrl-C makes mpirun kill its
     job without clean-up).  SIGTSTP also stops this process, as a shell expects."""
@@ -194,7 +195,7 @@ class _Forwarder:
         self._old_mask: set[int] | None = None
 
     def __enter__(self) -> Self:
-        self._old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+        self._old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
         return self
 
     def child_setup(self) -> None:
@@ -208,9 +209,12 @@ class _Forwarder:
         self._thread.start()
 
     def _loop(self) -> None:
+        # sigwaitinfo, not sigtimedwait: CPython's sigtimedwait returns an uninitialised
+        # siginfo when it was interrupted past its deadline, as it is when this process
+        # stops on SIGTSTP.  SIGCHLD (the launcher ended) and __exit__ wake the loop.
         while not self._stop.is_set():
-            info = signal.sigtimedwait(FORWARDED, 0.1)
-            if info is not None:
+            info = signal.sigwaitinfo(_WAITED)
+            if info.si_signo in FORWARDED and not self._stop.is_set():
                 self._deliver(info.si_signo, info.si_code)
 
     def _deliver(self, sig: int, code: int) -> None:
@@ -248,10 +252,12 @@ class _Forwarder:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
+            if self._thread.ident is not None and self._thread.is_alive():
+                signal.pthread_kill(self._thread.ident, signal.SIGCHLD)
             self._thread.join()
         # Signals that arrived after the launcher ended: the job is over, nothing to pass on.
-        while signal.sigtimedwait(FORWARDED, 0) is not None:
-            pass
+        for sig in signal.sigpending() & set(_WAITED):
+            signal.sigtimedwait([sig], 0)
         if self._old_mask is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
 
