@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BUILD, launcher, mpi_env, read_profile
+from conftest import launcher, read_profile
 from test_cli_support import cli_env
 
 NP = 3
