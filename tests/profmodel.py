@@ -176,6 +176,7 @@ def expected(r: int, P: int) -> tuple[dict[str, Rec], dict[int, list[int]], dict
     call("MPI_Barrier")
     if r == 0:
         call("MPI_File_delete")
+    call("MPI_Finalize")  # its record: the wait for the last rank (docs/runtime.md)
     return dict(f), dict(sent), dict(recv)
 
 

@@ -223,8 +223,9 @@ int ml_write_profile(void)
     ml_slot_t *m = ml_merge();
     const int NF = ML_NFUNC, ND = ML_NDATA, NW = 2 * ML_NBINS + 3;
     double wall = ml_ticks_to_s(ml_t_final - ml_t_init), mpi = 0;
-    for (int i = 1; i < NF; i++) /* MPI_Init* lies before the wall-time window */
-        if (strncmp(ml_func_name[i], "MPI_Init", 8) != 0) mpi += ml_est_s(&m->f[i]);
+    for (int i = 1; i < NF; i++) /* MPI_Init* and MPI_Finalize lie outside the wall-time window */
+        if (strncmp(ml_func_name[i], "MPI_Init", 8) != 0 && strcmp(ml_func_name[i], "MPI_Finalize") != 0)
+            mpi += ml_est_s(&m->f[i]);
 
     /* ---- cross-rank aggregates, reduced to rank 0 ---- */
     uint64_t *u = calloc((size_t)(NF + ND * NW), sizeof(uint64_t)), *us = calloc((size_t)(NF + ND * NW), sizeof(uint64_t));
