@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -19,9 +20,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
 from . import analysis, commpattern
 from .profile import Profile
-from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
 
 MAX_HISTOGRAMS = 6
 MAX_STACKED = 7  # functions drawn separately in the per-rank chart; the rest is "other"
@@ -72,24 +73,45 @@ def fig_time_per_rank(prof: Profile, rows: list[dict[str, Any]]) -> str:
     return _png(fig, "MPI time by function per rank")
 
 
-def fig_imbalance(prof: Profile) -> str:
+@dataclass
+class Imbalance:
+    """What the imbalance figure draws, per rank: time in MPI (bars from 0, so that the
+    dashed line of their mean is on their scale) and the rest of the wall time above them."""
+
+    in_mpi: list[float]
+    outside: list[float]
+    mean_in_mpi: float
+
+
+def imbalance_data(prof: Profile) -> Imbalance | None:
+    mpi = analysis.comm_time_per_rank(prof)
+    if not mpi:
+        return None
+    outside = [max(0.0, float(r["wall_s"]) - m) for r, m in zip(prof.ranks, mpi)]
+    return Imbalance(in_mpi=mpi, outside=outside, mean_in_mpi=sum(mpi) / len(mpi))
+
+
+def imbalance_figure(prof: Profile) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    if prof.ranks:
+    d = imbalance_data(prof)
+    if d is not None:
         ranks = list(range(prof.nranks))
-        mpi = analysis.comm_time_per_rank(prof) or []
-        comp = [max(0.0, float(r["wall_s"]) - m) for r, m in zip(prof.ranks, mpi)]
-        ax.bar(ranks, comp, label="outside MPI", color="#9ecae1")
-        ax.bar(ranks, mpi, bottom=comp, label="in MPI", color="#de2d26")
-        mean = sum(mpi) / len(mpi)
-        ax.axhline(mean, color="black", lw=1, ls="--", label=f"mean MPI {fmt_time(mean)}")
+        ax.bar(ranks, d.in_mpi, label="in MPI", color="#de2d26")
+        ax.bar(ranks, d.outside, bottom=d.in_mpi, label="outside MPI", color="#9ecae1")
+        mean = d.mean_in_mpi
+        ax.axhline(mean, color="black", lw=1, ls="--", label=f"mean in MPI {fmt_time(mean)}")
         ax.set_xlabel("rank")
         ax.set_xticks(_rank_ticks(prof.nranks))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     else:
         _no_data(ax, "no rank lines in this profile (MPILENS_DETAIL=off)")
     ax.set_ylabel("wall time (s)")
-    ax.set_title("Per-rank wall time: inside vs outside MPI")
-    return _png(fig, "per-rank imbalance")
+    ax.set_title("Per-rank wall time: in MPI (from 0) and outside MPI")
+    return fig
+
+
+def fig_imbalance(prof: Profile) -> str:
+    return _png(imbalance_figure(prof), "per-rank imbalance")
 
 
 def fig_heatmap(prof: Profile) -> str:
@@ -98,7 +120,8 @@ def fig_heatmap(prof: Profile) -> str:
     if m is None or not any(map(any, m)):
         _no_data(ax, "no point-to-point traffic recorded")
     else:
-        im = ax.imshow(m, cmap="viridis", origin="upper")
+        # floats: a count up to 2^64-1 does not fit the C long matplotlib would make of it
+        im = ax.imshow([[float(v) for v in row] for row in m], cmap="viridis", origin="upper")
         fig.colorbar(im, ax=ax, label="bytes sent")
         ax.set_xlabel("destination rank")
         ax.set_ylabel("source rank")
@@ -127,7 +150,7 @@ def fig_histogram(prof: Profile, name: str) -> tuple[str, list[str]]:
     sentences = []
     for k, (direction, d) in enumerate(h["directions"].items()):
         xs = [i - lo + (k - (len(h["directions"]) - 1) / 2) * width for i in range(lo, hi + 1)]
-        ax.bar(xs, d["bins"][lo:hi + 1], width=width, label=direction)
+        ax.bar(xs, [float(c) for c in d["bins"][lo:hi + 1]], width=width, label=direction)
         sentences.append(analysis.dominant_sentence(name, direction, d["dominant"],
                                                     d["messages"]))
     ax.set_xticks(range(hi - lo + 1))
