@@ -112,7 +112,7 @@ def test_text_report_shows_the_callout(prof4) -> None:
     label = header["hist_labels"][(N * 8).bit_length()]
     assert (f"100.0 % of MPI_Isend messages sent ({4 * 2 * STEPS} of {4 * 2 * STEPS}) "
             f"are {label} B") in out
-    assert "nearest-neighbour" in out
+    assert "1-D stencil on a ring of 4 ranks" in out  # the halo exchange with rank +-1
     for name in per_rank_calls():
         assert name in out
     assert f"{4 * 2 * STEPS:,}" in out  # Isend calls
@@ -120,7 +120,10 @@ def test_text_report_shows_the_callout(prof4) -> None:
 
 def test_communication_pattern(prof4) -> None:
     comm = report_json(prof4)["communication"]
-    assert comm["pattern"] == "nearest-neighbour"
+    assert comm["pattern"] == "stencil"
+    assert (comm["stencil"]["dims"], comm["stencil"]["periods"], comm["stencil"]["grid"]) == (
+        [4], [True], "inferred")
+    assert comm["self_traffic"] == {"bytes": 0, "ranks": []}
     pair = 2 * STEPS * N * 8  # both directions between ring neighbours
     assert comm["heaviest_pairs"] == [{"a": 0, "b": 1, "bytes": pair},
                                       {"a": 0, "b": 3, "bytes": pair},

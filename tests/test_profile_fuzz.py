@@ -186,6 +186,12 @@ BOUNDARY: list[tuple[str, Callable[[dict], None], bool]] = [
     ("a slowest rank out of range", lambda h: h["functions"]["MPI_Isend"]["rank_time_s"]
      .update(max_rank=4), False),
     ("markup in the command", lambda h: h.update(command="./app [/bold] [x]"), True),
+    ("a recorded 2 x 2 grid", lambda h: h.update(topologies=[
+        {"kind": "cart", "dims": [2, 2], "periods": [True, False], "ranks": [3, 2, 1, 0]}]), True),
+    ("a grid of the wrong size", lambda h: h.update(topologies=[
+        {"kind": "cart", "dims": [2, 3], "periods": [True, False], "ranks": [0, 1, 2, 3]}]), False),
+    ("a topology rank out of the job", lambda h: h.update(topologies=[
+        {"kind": "dist_graph", "ranks": [0, 1, 2, 7], "edges": [[1], [0], [3], [2]]}]), False),
 ]
 
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ml.h"
+#include "topo.h"
 #include "../overrides.h"
 
 ml_slot_t *ml_first_slot(void);
@@ -277,6 +278,7 @@ int ml_write_profile(void)
     char *hosts = ml_world_rank == 0 ? calloc((size_t)ml_world_size, 256) : NULL;
     PMPI_Gather(host, 256, MPI_CHAR, hosts, 256, MPI_CHAR, 0, MPI_COMM_WORLD);
 
+    char *topo = ml_topo_json(); /* collective: the application's process topologies (topo.c) */
     ml_buf_t b = {0};
     char path[4300] = {0}, tmp[4300] = {0};
     if (ml_world_rank == 0) {
@@ -382,6 +384,7 @@ int ml_write_profile(void)
             ml_put(&b, ",\"caution\":%s}", mean_call * 1e9 < 5.0 * ovh_max ? "true" : "false");
         }
         ml_put(&b, "}");
+        if (topo) ml_put(&b, ",%s", topo);
         if (ml_coll_profile_json) {
             char *a2a = ml_coll_profile_json();
             if (a2a) {
@@ -439,6 +442,7 @@ int ml_write_profile(void)
         }
     }
     free(b.p);
+    free(topo);
     free(u); free(us); free(cmin); free(cmax); free(rcmin); free(rcmax); free(t); free(ts);
     free(tmn); free(tmns); free(tl); free(tls); free(rt); free(rts);
     free(m->peers);

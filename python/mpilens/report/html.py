@@ -182,6 +182,18 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f'<table class="data"><tr>{th}</tr>{body}</table>'
 
 
+def pattern_html(cp: dict[str, Any]) -> str:
+    """The traffic pattern, the application's topologies and the self-traffic, as text."""
+    e = html.escape
+    out = [f"<p><b>Point-to-point pattern: {e(cp['pattern'])}</b> ({e(cp['reason'])})</p>"]
+    if cp["topologies"]:
+        out.append("<p>Topologies the application created: "
+                   + e("; ".join(commpattern.topology_line(t) for t in cp["topologies"])) + "</p>")
+    if cp["self_traffic"]["bytes"]:
+        out.append(f"<p>{e(commpattern.self_traffic_sentence(cp['self_traffic']))}</p>")
+    return "".join(out)
+
+
 def render(prof: Profile) -> str:
     """The complete HTML document for a profile."""
     e = html.escape
@@ -189,7 +201,7 @@ def render(prof: Profile) -> str:
     rows = analysis.function_rows(prof)
     cp = commpattern.summary(prof)
     banner_rows = [
-        ("Job", f"{s['job_id']} &nbsp; <code>{e(s['command'])}</code>"),
+        ("Job", f"{e(s['job_id'])} &nbsp; <code>{e(s['command'])}</code>"),
         ("Ranks / hosts", f"{s['nranks']} / {len(s['hosts'])} ({e(', '.join(s['hosts'][:8]))})"),
         ("MPI library", e(s["mpi_library"])),
         ("Wall time", fmt_times([s["wall_s"][k] for k in ("min", "mean", "max")])
@@ -242,7 +254,7 @@ def render(prof: Profile) -> str:
 {a2a}
 <h2>MPI time by function per rank</h2>{fig_time_per_rank(prof, rows)}
 <h2>Per-rank imbalance</h2>{fig_imbalance(prof)}
-<h2>Communication matrix</h2>{fig_heatmap(prof)}
+<h2>Communication matrix</h2>{pattern_html(cp)}{fig_heatmap(prof)}
 <h2>Message-size histograms</h2>{''.join(hists) or '<p>No messages recorded.</p>'}
 <h2 id="caution">Caution list</h2>{caution}
 <p><small>profile {e(str(prof.path))}, created {e(s['created'])}</small></p>

@@ -92,6 +92,11 @@ def histogram_table(hist: dict[str, Any]) -> list[Any]:
 def pattern_block(cp: dict[str, Any]) -> list[Any]:
     out: list[Any] = [Text.assemble(("Point-to-point pattern: ", "bold"),
                                     (cp["pattern"], "bold cyan"), f"  ({cp['reason']})")]
+    if cp["topologies"]:
+        more = cp["topologies_dropped"]
+        out.append(Text("Topologies the application created: "
+                        + "; ".join(commpattern.topology_line(t) for t in cp["topologies"])
+                        + (f"; {more} more not recorded" if more else "")))
     if cp["heaviest_pairs"]:
         t = Table(title="Heaviest peer pairs (point-to-point, both ways)",
                   title_justify="left", min_width=50)
@@ -100,6 +105,9 @@ def pattern_block(cp: dict[str, Any]) -> list[Any]:
         for p in cp["heaviest_pairs"]:
             t.add_row(f"{p['a']} <-> {p['b']}", fmt_bytes(p["bytes"]))
         out.append(t)
+    st = cp.get("self_traffic", {})
+    if st.get("bytes"):
+        out.append(Text(commpattern.self_traffic_sentence(st)))
     cb = cp["collective_bytes"]
     out.append(Text(f"Collective bytes sent: all-to-all kind {fmt_bytes(cb['all-to-all'])}, "
                     f"rooted (Bcast, Reduce, Gather, Scatter) {fmt_bytes(cb['rooted'])}"))
