@@ -147,3 +147,16 @@ def test_graph_topology_recorded_and_followed(build: Path, tmp_path: Path, mode:
     assert cp["pattern"] == "graph-neighbour"
     assert cp["reason"] == (f"100 % of the bytes follow the edges of the application's {maker} "
                             "topology (topologies[0], 4 ranks)")
+
+
+def test_topologies_beyond_the_limit_are_counted(build: Path, tmp_path: Path) -> None:
+    """At most 16 topologies are written; the others are counted (docs/profile-format.md)."""
+    out = tmp_path / "many.prof"
+    run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "stencil_halo", "cart", "2x2",
+                "1,1", "noself", "20"], env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1"})
+    header, lines = read_profile(out)
+    cart = {"kind": "cart", "dims": [2, 2], "periods": [True, True], "ranks": [0, 1, 2, 3]}
+    assert header["topologies"] == [cart] * 16 and header["topologies_dropped"] == 4
+    assert all(ln["functions"]["MPI_Cart_create"]["calls"] == 20 for ln in lines)
+    proc = mpilens_inproc("report", out)
+    assert proc.returncode == 0 and "4 more not recorded" in proc.stdout

@@ -1,7 +1,7 @@
 /* A halo exchange on a Cartesian grid of the ranks, for the pattern tests
  * (tests/test_stencil_pattern.py).
  *
- * usage: stencil_halo MODE DIMS PERIODS [self]
+ * usage: stencil_halo MODE DIMS PERIODS [self|noself [REPEAT]]
  *   MODE     manual     neighbours computed from row-major coordinates, on MPI_COMM_WORLD
  *            cart       MPI_Cart_create(reorder = 0) and MPI_Cart_shift
  *            graph      MPI_Graph_create with the grid's neighbours (reorder = 0)
@@ -10,6 +10,7 @@
  *   DIMS     e.g. 3x3 or 2x2x2 (product = number of ranks)
  *   PERIODS  e.g. 1,0 (one flag per dimension)
  *   self     each rank also sends SELF_BYTES to itself in every iteration
+ *   REPEAT   create (and free) the topology REPEAT - 1 more times first
  *
  * ITER iterations; in each, for every dimension k and both directions, one
  * message of 64 * (k + 1) bytes to the neighbour (none past a non-periodic
@@ -69,7 +70,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     if (argc < 4) {
-        if (wrank == 0) fprintf(stderr, "usage: stencil_halo MODE DIMS PERIODS [self]\n");
+        if (wrank == 0) fprintf(stderr, "usage: stencil_halo MODE DIMS PERIODS [self|noself [REPEAT]]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *mode = argv[1];
@@ -86,6 +87,7 @@ int main(int argc, char **argv)
         if (*s == ',') s++;
     }
     int self = argc > 4 && strcmp(argv[4], "self") == 0;
+    int repeat = argc > 5 ? atoi(argv[5]) : 1;
     if (prod != wsize) {
         if (wrank == 0) fprintf(stderr, "stencil_halo: %s needs %d ranks, not %d\n", argv[2], prod, wsize);
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -94,6 +96,10 @@ int main(int argc, char **argv)
     MPI_Comm comm = MPI_COMM_WORLD;
     int nb[2 * MAXD], w[2 * MAXD] = {1, 1, 1, 1, 1, 1}; /* weighted graphs: w */
     if (strcmp(mode, "cart") == 0) {
+        for (int i = 1; i < repeat; i++) {
+            MPI_Cart_create(MPI_COMM_WORLD, nd, dims, periods, 0, &comm);
+            MPI_Comm_free(&comm);
+        }
         MPI_Cart_create(MPI_COMM_WORLD, nd, dims, periods, 0, &comm);
     } else if (strcmp(mode, "graph") == 0) {
         int *index = malloc(sizeof(int) * (size_t)wsize), *edges = malloc(sizeof(int) * 2 * MAXD * (size_t)wsize);
