@@ -43,7 +43,7 @@ def check_header(header: dict, ranks: list[dict], P: int) -> None:
         assert agg["calls"] == sum(p.get("calls", 0) for p in per)
         assert agg["calls_per_rank"] == {"min": min(p.get("calls", 0) for p in per),
                                          "max": max(p.get("calls", 0) for p in per)}
-        for key in ("bytes_sent", "bytes_recv"):
+        for key in ("bytes_sent", "bytes_recv", "hist_send_bytes"):
             assert agg.get(key, 0) == sum(p.get(key, 0) for p in per), (name, key)
         for key in ("hist_send", "hist_recv"):
             if key in agg:
