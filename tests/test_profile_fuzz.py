@@ -11,6 +11,7 @@ a valid profile must give the report of what the file now says.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import random
 from collections.abc import Callable, Iterator
@@ -107,6 +108,28 @@ def mutations(text: str) -> Iterator[tuple[str, bytes]]:
         yield f"line {k + 1} {'.'.join(map(str, path))} {what}", ("\n".join(out) + "\n").encode()
 
 
+def deletions(text: str) -> Iterator[tuple[str, bytes]]:
+    """Each key of the header, of one header function entry, of one rank line and of one of
+    its function entries deleted in turn: absent fields are zero or refused, never a crash."""
+    lines = text.splitlines()
+    docs = [json.loads(ln) for ln in lines]
+    fn = min(docs[0]["functions"])
+    rank_fn = min(docs[1]["functions"])
+    targets = [(0, ()), (0, ("functions", fn)), (0, ("functions", fn, "rank_time_s")),
+               (1, ()), (1, ("functions", rank_fn)), (1, ("peers",))]
+    for k, base in targets:
+        obj = docs[k]
+        for key in base:
+            obj = obj[key]
+        for key in list(obj):
+            doc = copy.deepcopy(docs[k])
+            _set(doc, base + (key,), None, delete=True)
+            out = [json.dumps(d, separators=(",", ":")) for d in docs]
+            out[k] = json.dumps(doc, separators=(",", ":"))
+            yield (f"line {k + 1} {'.'.join(base + (key,))} deleted",
+                   ("\n".join(out) + "\n").encode())
+
+
 def _one_line_error(proc: Any) -> bool:
     lines = proc.stderr.splitlines()
     return (proc.returncode == 2 and proc.stdout == "" and len(lines) == 1
@@ -157,13 +180,13 @@ def test_corrupted_profiles_give_a_report_or_one_line(original: Path, tmp_path: 
     outcomes = {"loaded": 0, "refused": 0}
     html_left = 4  # matplotlib is slow: draw the first accepted ones (the boundary test draws more)
     n = 0
-    for label, data in mutations(text):
+    for label, data in itertools.chain(mutations(text), deletions(text)):
         path.write_bytes(data)
         loaded = check_commands(label, path, original, html, with_html=html_left > 0)
         html_left -= loaded
         outcomes["loaded" if loaded else "refused"] += 1
         n += 1
-    assert n == 330
+    assert n >= 330 + 60
     # both kinds occur: the test exercises the refusals and the reports of valid changes
     assert outcomes["loaded"] >= 20 and outcomes["refused"] >= 200, outcomes
 
