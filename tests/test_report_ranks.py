@@ -107,3 +107,19 @@ def test_shortest_and_longest_call_per_function(prof4) -> None:
         assert f["time_max_s"] == max(p["time_max_s"] for p in per)
         row = next(ln for ln in text.splitlines() if ln.startswith(f"│ {r['function']} "))
         assert fmt_times([r["time_min_s"], r["time_max_s"]]) in row
+
+
+def test_html_has_the_rank_table_and_call_extremes(prof4) -> None:
+    from mpilens.report.html import render
+    from mpilens.report.profile import load
+
+    prof = load(prof4)
+    page = render(prof)
+    rows = json.loads(report(prof4, "--format", "json"))
+    for r in rows["ranks"]:
+        cells = [str(r["rank"]), r["host"], fmt_time(r["wall_s"]), fmt_time(r["mpi_s"]),
+                 fmt_pct(r["mpi_pct"]), f"{r['calls']:,}", fmt_bytes(r["bytes_sent"]),
+                 fmt_bytes(r["bytes_recv"])]
+        assert "<tr>" + "".join(f"<td>{c}</td>" for c in cells) in page
+    for f in rows["functions"]:
+        assert f"<td>{fmt_times([f['time_min_s'], f['time_max_s']])}</td>" in page

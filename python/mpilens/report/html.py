@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, commpattern
+from . import analysis, commpattern, ranks
 from .profile import Profile
 
 MAX_HISTOGRAMS = 6
@@ -182,6 +182,23 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f'<table class="data"><tr>{th}</tr>{body}</table>'
 
 
+def ranks_html(prof: Profile) -> str:
+    """The per-rank table (as `mpilens report --ranks`)."""
+    rows = ranks.rank_rows(prof)
+    if rows is None:
+        return ""
+    e = html.escape
+    return ("<p>Per rank (time in MPI and calls without MPI_Init/Finalize):</p>" + _table(
+        ["rank", "host", "wall", "in MPI", "% wall", "calls", "bytes sent", "bytes recv",
+         "top function"],
+        [[str(r["rank"]), e(r["host"]), fmt_time(r["wall_s"]), fmt_time(r["mpi_s"]),
+          fmt_pct(r["mpi_pct"]), f"{r['calls']:,}", fmt_bytes(r["bytes_sent"]),
+          fmt_bytes(r["bytes_recv"]),
+          "-" if r["top_function"] is None else
+          e(f"{r['top_function']} {fmt_time(r['top_function_s'])} "
+            f"({fmt_pct(r['top_function_pct'])})")] for r in rows]))
+
+
 def pattern_html(cp: dict[str, Any]) -> str:
     """The traffic pattern, the application's topologies and the self-traffic, as text."""
     e = html.escape
@@ -215,9 +232,10 @@ def render(prof: Profile) -> str:
     ]
     banner = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in banner_rows)
     ftable = _table(
-        ["function", "calls", "total", "mean", "% MPI", "% wall", "rank min/mean/max",
-         "slowest rank", "bytes", "caution"],
+        ["function", "calls", "total", "mean", "call min/max", "% MPI", "% wall",
+         "rank min/mean/max", "slowest rank", "bytes", "caution"],
         [[e(r["function"]), f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_time(r["mean_s"]),
+          fmt_times([r["time_min_s"], r["time_max_s"]]),
           fmt_pct(r["pct_mpi"]), fmt_pct(r["pct_wall"]),
           fmt_times([r["rank_time_min_s"], r["rank_time_mean_s"], r["rank_time_max_s"]]),
           "" if r["slowest_rank"] is None else str(r["slowest_rank"]),
@@ -253,7 +271,7 @@ def render(prof: Profile) -> str:
 <h2>MPI functions by total time</h2>{ftable}
 {a2a}
 <h2>MPI time by function per rank</h2>{fig_time_per_rank(prof, rows)}
-<h2>Per-rank imbalance</h2>{fig_imbalance(prof)}
+<h2>Per-rank imbalance</h2>{fig_imbalance(prof)}{ranks_html(prof)}
 <h2>Communication matrix</h2>{pattern_html(cp)}{fig_heatmap(prof)}
 <h2>Message-size histograms</h2>{''.join(hists) or '<p>No messages recorded.</p>'}
 <h2 id="caution">Caution list</h2>{caution}
