@@ -22,10 +22,12 @@ class Rec:
         self.br = 0
         self.hs: Counter[int] = Counter()
         self.hr: Counter[int] = Counter()
+        self.hsb = 0  # sum of the sizes the send histogram counts
 
     def send(self, n: int, block: int | None = None) -> None:
         self.bs += n
         self.hs[hbin(n if block is None else block)] += 1
+        self.hsb += n if block is None else block
 
     def recv(self, n: int, block: int | None = None) -> None:
         self.br += n
@@ -176,6 +178,7 @@ def expected(r: int, P: int) -> tuple[dict[str, Rec], dict[int, list[int]], dict
     call("MPI_Barrier")
     if r == 0:
         call("MPI_File_delete")
+    call("MPI_Finalize")  # its record: the wait for the last rank (docs/runtime.md)
     return dict(f), dict(sent), dict(recv)
 
 
@@ -191,6 +194,7 @@ def check_rank(line: dict, P: int) -> None:
         assert g["calls"] == e.calls, f"rank {r} {name}: calls {g['calls']} != {e.calls}"
         assert g.get("bytes_sent", 0) == e.bs, f"rank {r} {name}: bytes_sent {g.get('bytes_sent')} != {e.bs}"
         assert g.get("bytes_recv", 0) == e.br, f"rank {r} {name}: bytes_recv {g.get('bytes_recv')} != {e.br}"
+        assert g.get("hist_send_bytes", 0) == e.hsb, f"rank {r} {name}: hist_send_bytes {g.get('hist_send_bytes')} != {e.hsb}"
         hs = {i: v for i, v in enumerate(g.get("hist_send", [])) if v}
         hr = {i: v for i, v in enumerate(g.get("hist_recv", [])) if v}
         assert hs == dict(e.hs), f"rank {r} {name}: hist_send {hs} != {dict(e.hs)}"

@@ -131,15 +131,24 @@ def test_adaptive_nomodel_learns_every_algorithm(build: Path, tmp_path: Path) ->
     assert (e["learning_calls"], e["grouping_s"], sorted(e["candidates"])) == (3 * len(ALGOS), 0, sorted(ALGOS))
 
 
-@pytest.mark.parametrize("race,learning_calls", [
-    ("1.000001", 1 * 8), ("1000,1.000001", 5 * 8), ("1000,1.000001,1000", 2 * 8),
-    ("off", 10 * 8)])
-def test_race_drops_slower_candidates(build: Path, tmp_path: Path, race: str,
-                                      learning_calls: int) -> None:
+# Learning calls for each number k of candidates (of 8) that survive a 1000x check.  That
+# check "drops nobody" (k = 8) unless one candidate's calls of a turn were 1000 times slower
+# than the best's, which a descheduled rank on this oversubscribed 2-core machine can cause
+# (a time slice against a few microseconds): any k is a correct race, the formula is not luck.
+RACE_CASES = {
+    "1.000001": {8},                                  # only the fastest after one turn
+    "1000,1.000001": {2 * 8 + 3 * k for k in range(1, 9)},  # points at 2 and 5 calls: 40 if k = 8
+    "1000,1.000001,1000": {8 + k for k in range(1, 9)},     # points at 1 and 2 calls: 16 if k = 8
+    "off": {10 * 8},                                  # every candidate N calls (the paper)
+}
+
+
+@pytest.mark.parametrize("race", sorted(RACE_CASES))
+def test_race_drops_slower_candidates(build: Path, tmp_path: Path, race: str) -> None:
     # N = 10 (turns of 1 call): the race points are after one turn (1 call each), N/5 = 2
     # and N/2 = 5 calls each; a factor of 1.000001 leaves only the fastest (it wins at
-    # once), 1000 drops nobody, two factors leave out the first point, "off" learns all
-    # eight for N calls each (the paper).
+    # once), 1000 drops only the grossly slow, two factors leave out the first point, "off"
+    # learns all eight for N calls each (the paper).
     proc = run_mpi(NP, exe(build, "a2a_adaptive") + ["100", "512"],
                    env=adaptive_env(tmp_path, MPILENS_ALLTOALL_MODEL="off",
                                     MPILENS_ALLTOALL_LEARN="10", MPILENS_ALLTOALL_RACE=race))
@@ -147,8 +156,9 @@ def test_race_drops_slower_candidates(build: Path, tmp_path: Path, race: str,
     assert len(set(per_rank.values())) == 1, per_rank
     header, _ = read_profile(tmp_path / "a2a.prof")
     [e] = header["alltoall"]
-    assert (e["learning_calls"], e["calls"], e["source"]) == (learning_calls, 100, "learned")
-    assert per_rank[0] == (e["algorithm"], learning_calls)
+    assert e["learning_calls"] in RACE_CASES[race], e["learning_calls"]
+    assert (e["calls"], e["source"]) == (100, "learned")
+    assert per_rank[0] == (e["algorithm"], e["learning_calls"])
     assert set(e["learned_mean_s"]) == set(ALGOS)  # the dropped keep their partial mean
     assert e["learned_mean_s"][e["algorithm"]] == min(e["learned_mean_s"].values())
 

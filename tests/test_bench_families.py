@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import FLAVOUR, mpi_env
+import pytest
+from conftest import FLAVOUR, mpi_env, run_mpi
 from test_bench_common import check_env, check_stats, fnv1a, pattern, run_family
 
 
@@ -88,6 +89,34 @@ def test_halo_1d_partners(tmp_path: Path) -> None:
         doc["topology"]["partners"], 8, 1)
 
 
+def check_logp_model(m: dict) -> None:
+    """The model's rules, whatever the timings were: a gap is its train median unless that
+    median is not above the clock resolution (noise), then os(m) and a not_measured entry;
+    L = RTT(0)/2 - g(0) unless that is not above the resolution, then RTT(0)/2 and an entry."""
+    res = m["clock_resolution_s"]
+    n = len(m["sizes"])
+    for key in ("rtt_s", "os_s", "or_s", "g_s", "g_raw_s"):
+        assert len(m[key]) == n
+    assert min(m["rtt_s"]) > 0 and min(m["g_s"]) > 0
+    assert min(m["os_s"]) >= 0 and min(m["or_s"]) >= 0  # a call may be shorter than a clock tick
+    bounds = {e["size"]: e for e in m["not_measured"] if e["param"] == "g_s"}
+    assert m["g_clamped"] == len(bounds)
+    for i, size in enumerate(m["sizes"]):
+        raw, g = m["g_raw_s"][i], m["g_s"][i]
+        if size in bounds:
+            assert raw <= res and g == max(m["os_s"][i], res)
+            assert bounds[size]["raw_s"] == raw and bounds[size]["value_s"] == g
+        else:
+            assert raw > res and g == raw
+    ls = [e for e in m["not_measured"] if e["param"] == "L_s"]
+    assert m["L_raw_s"] == pytest.approx(m["rtt_s"][0] / 2 - m["g_s"][0], rel=1e-7, abs=1e-15)
+    if m["L_clamped"]:
+        assert m["L_raw_s"] <= res and m["L_s"] == pytest.approx(m["rtt_s"][0] / 2, rel=1e-7)
+        assert len(ls) == 1 and ls[0]["value_s"] == m["L_s"]
+    else:
+        assert m["L_s"] == m["L_raw_s"] > res and ls == []
+
+
 def test_logp_parameters_and_model_file(tmp_path: Path) -> None:
     model = tmp_path / "netmodel.json"
     doc = run_family(2, "logp", ["--max-size", "64K", "--samples", "3", "--iters", "3",
@@ -96,11 +125,28 @@ def test_logp_parameters_and_model_file(tmp_path: Path) -> None:
     assert m == doc["model"]
     assert (m["format"], m["version"], m["model"]) == ("mpilens-netmodel", 1, "plogp")
     assert m["sizes"] == [0] + [1 << k for k in range(17)]
-    assert m["L_s"] > 0
-    for key in ("rtt_s", "os_s", "or_s", "g_s"):
-        assert len(m[key]) == len(m["sizes"]) and min(m[key]) > 0
-    assert m["g_s"][-1] > m["g_s"][0]
-    assert m["g_s"][-1] > m["g_s"][-3]
+    assert [r["size"] for r in doc["results"]] == m["sizes"]
+    for key in ("rtt_s", "os_s", "or_s"):  # the model holds the medians of the samples
+        assert m[key] == [r[key]["median"] for r in doc["results"]]
+    assert m["g_raw_s"] == [r["g_s"]["median"] for r in doc["results"]]
+    check_logp_model(m)
+
+
+def test_logp_model_rules_on_chosen_medians(build: Path) -> None:
+    """ml_logp_model (bench/src/logp.c) on medians chosen so that every rule fires
+    (tests/progs/logp_model.c): a gap at or below the clock resolution is not a
+    measurement; the file holds os(m) and says so, and likewise for L."""
+    proc = run_mpi(1, [build / "tests" / "logp_model"])
+    a, b = (json.loads(ln) for ln in proc.stdout.splitlines())
+    for m in (a, b):
+        check_logp_model(m)
+    assert (a["g_s"], a["g_clamped"], a["L_s"], a["L_clamped"]) == ([3e-7, 5e-7, 4e-7], 2, 7e-7, False)
+    assert [(e["param"], e["size"], e["raw_s"], e["value_s"]) for e in a["not_measured"]] == [
+        ("g_s", 0, -1e-8, 3e-7), ("g_s", 64, 1e-9, 4e-7)]
+    assert (b["g_s"], b["g_clamped"], b["L_s"], b["L_raw_s"], b["L_clamped"]) == (
+        [3.5e-7, 5e-7, 6e-7], 0, 2.5e-7, -1e-7, True)
+    assert [(e["param"], e["raw_s"], e["value_s"]) for e in b["not_measured"]] == [
+        ("L_s", -1e-7, 2.5e-7)]
 
 
 def test_io_files_hold_the_pattern(tmp_path: Path) -> None:

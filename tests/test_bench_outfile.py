@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import time
 from pathlib import Path
 
 from conftest import run_mpi
@@ -82,16 +81,14 @@ def test_out_in_missing_directory_one_line(tmp_path: Path) -> None:
 def test_logp_model_in_missing_directory_fails_before_measuring(tmp_path: Path) -> None:
     model = tmp_path / "no-such-dir" / "model.json"
     out = tmp_path / "logp.json"
-    # these options would measure for minutes; --progress reports each size done
-    t0 = time.monotonic()
+    # these options would measure for minutes; --progress reports each size done, so no
+    # MLB-PROGRESS line proves that nothing was measured (the timeout only guards a hang)
     proc = run_mpi(2, [bench_exe(), "logp", "--max-size", "1M", "--samples", "1000",
                        "--iters", "100", "--model", model, "--out", out, "--progress"],
                    check=False, timeout=60)
-    elapsed = time.monotonic() - t0
     _one_error_line(proc, f"--model '{model}'", "cannot write")
     assert proc.returncode == 2
     assert "MLB-PROGRESS" not in proc.stderr
-    assert elapsed < 20, elapsed
     assert os.listdir(tmp_path) == []
 
 

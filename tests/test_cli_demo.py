@@ -23,7 +23,7 @@ def test_demo(build, tmp_path: Path) -> None:
         assert header["functions"][name]["calls"] == 4 * calls
     # the report was printed, and the user is told where the HTML is
     assert "mpilens report" in proc.stdout and "MPI_Alltoall" in proc.stdout
-    assert "nearest-neighbour" in proc.stdout
+    assert "1-D stencil on a ring of 4 ranks" in proc.stdout
     assert f"file://{html}" in proc.stdout
     assert html.stat().st_size > 10_000 and "data:image/png;base64," in html.read_text()
     # a second demo into the same directory does not overwrite without --force

@@ -112,7 +112,7 @@ def test_text_report_shows_the_callout(prof4) -> None:
     label = header["hist_labels"][(N * 8).bit_length()]
     assert (f"100.0 % of MPI_Isend messages sent ({4 * 2 * STEPS} of {4 * 2 * STEPS}) "
             f"are {label} B") in out
-    assert "nearest-neighbour" in out
+    assert "1-D stencil on a ring of 4 ranks" in out  # the halo exchange with rank +-1
     for name in per_rank_calls():
         assert name in out
     assert f"{4 * 2 * STEPS:,}" in out  # Isend calls
@@ -120,7 +120,10 @@ def test_text_report_shows_the_callout(prof4) -> None:
 
 def test_communication_pattern(prof4) -> None:
     comm = report_json(prof4)["communication"]
-    assert comm["pattern"] == "nearest-neighbour"
+    assert comm["pattern"] == "stencil"
+    assert (comm["stencil"]["dims"], comm["stencil"]["periods"], comm["stencil"]["grid"]) == (
+        [4], [True], "inferred")
+    assert comm["self_traffic"] == {"bytes": 0, "ranks": []}
     pair = 2 * STEPS * N * 8  # both directions between ring neighbours
     assert comm["heaviest_pairs"] == [{"a": 0, "b": 1, "bytes": pair},
                                       {"a": 0, "b": 3, "bytes": pair},
@@ -171,10 +174,10 @@ def test_diff_2_vs_4_ranks(prof2, prof4) -> None:
         assert rows[name]["calls_change_pct"] == 100.0
     # halo bytes double with the ranks; per-rank Alltoall bytes stay N*N*8/ranks each
     assert rows["MPI_Isend"]["bytes_sent_change"] == 2 * 2 * STEPS * N * 8
-    # MPI_Init (outside the wall-time window) comes last and explains nothing
-    assert d["functions"][-1]["function"] == "MPI_Init"
-    assert d["functions"][-1]["explains_pct"] is None
-    comm = d["functions"][:-1]
+    # MPI_Init and MPI_Finalize (outside the wall-time window) come last and explain nothing
+    assert {r["function"] for r in d["functions"][-2:]} == {"MPI_Init", "MPI_Finalize"}
+    assert all(r["explains_pct"] is None for r in d["functions"][-2:])
+    comm = d["functions"][:-2]
     assert all(r["explains_pct"] is not None for r in comm)
     changes = [abs(r["time_change_s"]) for r in comm]
     assert changes == sorted(changes, reverse=True)

@@ -93,7 +93,7 @@ def test_browser_renders_plots_and_summary(report, tmp_path: Path) -> None:
     # the job summary, as the browser shows it
     assert f"mpilens report: {header['job_id']}" in dom
     assert "Ranks / hosts</td><td>4 / 1" in dom
-    assert "nearest-neighbour" in dom
+    assert "1-D stencil on a ring of 4 ranks" in dom
     for name in per_rank_calls():
         assert f"<td>{name}</td>" in dom
     assert f"<td>{4 * 2 * STEPS:,}</td>" in dom  # MPI_Isend calls

@@ -3,9 +3,17 @@
  *   os(m)   time of MPI_Send at the sender (receiver acknowledges each message);
  *   or(m)   time of MPI_Recv at the receiver after waiting longer than RTT(m),
  *           so the message has already arrived;
- *   g(m)    gap per message in a train of n back-to-back sends:
- *           (T(n) - RTT(0)) / n, T(n) ending with a zero-byte acknowledgement;
+ *   g(m)    gap per message in a train of back-to-back sends:
+ *           (T(n) - T(1)) / (n - 1), where T(k) is a train of k sends ended by
+ *           a zero-byte acknowledgement; T(n) and T(1) are measured one after
+ *           the other in every sample, so what they share (latency, the
+ *           acknowledgement, the drift of a noisy machine) cancels;
  *   L       = RTT(0)/2 - g(0)  (Kielmann: RTT(0) = 2 (L + g(0))).
+ * A median g(m) not above the clock's resolution (zero or negative: the
+ * noise of a busy machine exceeded the train's length) is not a
+ * measurement: the model then holds os(m), the least time per message of a
+ * train of blocking sends, and lists the entry under "not_measured"; so does
+ * an L that RTT(0)/2 - g(0) leaves at or below the resolution.
  * Optionally writes the network model JSON (--model FILE) read by other parts. */
 #define _POSIX_C_SOURCE 200809L
 #include "mlb.h"
@@ -21,6 +29,78 @@ static void spin(double secs)
 {
     double t0 = MPI_Wtime();
     while (MPI_Wtime() - t0 < secs) {}
+}
+
+/* The network model from the medians (med[q * ns + i]: q = rtt, os, or, g).
+ * Entries that are bounds rather than measurements are listed in
+ * "not_measured" (parameter, size, raw median, value used, reason). */
+ml_json *ml_logp_model(const double *med, const long long *sz, int ns, double res)
+{
+    const double *rtt = med, *os = med + ns, *orr = med + 2 * ns, *graw = med + 3 * ns;
+    double *g = malloc((size_t)ns * sizeof *g);
+    int *bound = calloc((size_t)ns, sizeof *bound);
+    int nbound = 0;
+    for (int i = 0; i < ns; i++) {
+        g[i] = graw[i];
+        if (!(graw[i] > res)) {
+            g[i] = os[i] > res ? os[i] : res;
+            bound[i] = 1;
+            nbound++;
+        }
+    }
+    double Lraw = rtt[0] / 2 - g[0];
+    int Lbound = !(Lraw > res);
+    ml_json *m = ml_json_new();
+    ml_json_obj(m, NULL);
+    ml_json_str(m, "format", "mpilens-netmodel");
+    ml_json_int(m, "version", 1);
+    ml_json_str(m, "model", "plogp");
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len;
+    MPI_Get_library_version(lib, &len);
+    lib[strcspn(lib, "\n")] = 0;
+    ml_json_str(m, "mpi_library", lib);
+    ml_json_num(m, "L_s", Lbound ? rtt[0] / 2 : Lraw);
+    ml_json_num(m, "L_raw_s", Lraw);
+    ml_json_bool(m, "L_clamped", Lbound);
+    ml_json_arr(m, "sizes");
+    for (int i = 0; i < ns; i++) ml_json_int(m, NULL, sz[i]);
+    ml_json_end(m);
+    const char *keys[5] = {"rtt_s", "os_s", "or_s", "g_s", "g_raw_s"};
+    const double *arrs[5] = {rtt, os, orr, g, graw};
+    for (int q = 0; q < 5; q++) {
+        ml_json_arr(m, keys[q]);
+        for (int i = 0; i < ns; i++) ml_json_num(m, NULL, arrs[q][i]);
+        ml_json_end(m);
+    }
+    ml_json_int(m, "g_clamped", nbound);
+    ml_json_num(m, "clock_resolution_s", res);
+    ml_json_arr(m, "not_measured");
+    for (int i = 0; i < ns; i++) {
+        if (!bound[i]) continue;
+        ml_json_obj(m, NULL);
+        ml_json_str(m, "param", "g_s");
+        ml_json_int(m, "size", sz[i]);
+        ml_json_num(m, "raw_s", graw[i]);
+        ml_json_num(m, "value_s", g[i]);
+        ml_json_str(m, "reason", "train median not above the clock resolution: os(m), the least "
+                                 "time per message of a train of blocking sends, is used");
+        ml_json_end(m);
+    }
+    if (Lbound) {
+        ml_json_obj(m, NULL);
+        ml_json_str(m, "param", "L_s");
+        ml_json_int(m, "size", 0);
+        ml_json_num(m, "raw_s", Lraw);
+        ml_json_num(m, "value_s", rtt[0] / 2);
+        ml_json_str(m, "reason", "RTT(0)/2 - g(0) not above the clock resolution: RTT(0)/2 is used");
+        ml_json_end(m);
+    }
+    ml_json_end(m);
+    ml_json_end(m);
+    free(g);
+    free(bound);
+    return m;
 }
 
 int ml_logp(ml_json *out, int argc, char **argv)
@@ -60,7 +140,6 @@ int ml_logp(ml_json *out, int argc, char **argv)
         ml_json_end(out);
         ml_json_arr(out, "results");
     }
-    double rtt0 = 0;
     for (int i = 0; i < ns; i++) {
         int n = (int)sz[i];
         unsigned seed = (unsigned)i + 1;
@@ -82,7 +161,6 @@ int ml_logp(ml_json *out, int argc, char **argv)
             if (j >= 0) x[j] = (MPI_Wtime() - t0) / reps;
         }
         double rtt = ml_median(x, samples);
-        if (i == 0 || sz[i] == 0) rtt0 = rtt;
         double wait = 1.5 * rtt + 5e-6;
         /* os(m) at rank 0, or(m) at rank 1 */
         for (int j = 0; j < samples; j++) {
@@ -109,18 +187,23 @@ int ml_logp(ml_json *out, int argc, char **argv)
             x[2 * samples + j] = sor / reps;
         }
         if (role == 1 && n && ml_check(buf, (size_t)n, 0, seed)) errors++;
-        /* g(m): message train */
+        /* g(m): a train of `train` sends, then a train of one, each ended by an acknowledgement */
         for (int j = 0; j < samples; j++) {
             if (role == 0) {
                 double t0 = MPI_Wtime();
                 for (int k = 0; k < train; k++) MPI_Send(buf, n, MPI_BYTE, o, T_G, MPI_COMM_WORLD);
                 MPI_Recv(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                x[3 * samples + j] = (MPI_Wtime() - t0 - rtt0) / train;
+                double t1 = MPI_Wtime();
+                MPI_Send(buf, n, MPI_BYTE, o, T_G, MPI_COMM_WORLD);
+                MPI_Recv(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double t2 = MPI_Wtime();
+                x[3 * samples + j] = ((t1 - t0) - (t2 - t1)) / (train - 1);
             } else {
                 if (n) memset(buf, 0, (size_t)n);
-                for (int k = 0; k < train; k++)
+                for (int k = 0; k < train + 1; k++) {
                     MPI_Recv(buf, n, MPI_BYTE, o, T_G, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD);
+                    if (k == train - 1 || k == train) MPI_Send(&ack, 0, MPI_BYTE, o, T_ACK, MPI_COMM_WORLD);
+                }
             }
         }
         if (role == 1 && n && ml_check(buf, (size_t)n, 0, seed)) errors++;
@@ -140,37 +223,7 @@ int ml_logp(ml_json *out, int argc, char **argv)
     }
     if (me == 0) {
         ml_json_end(out);
-        double res = ml_clock_resolution();
-        double g0 = med[3 * ns], Lraw = med[0] / 2 - g0;
-        ml_json *m = ml_json_new();
-        ml_json_obj(m, NULL);
-        ml_json_str(m, "format", "mpilens-netmodel");
-        ml_json_int(m, "version", 1);
-        ml_json_str(m, "model", "plogp");
-        char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len;
-        MPI_Get_library_version(lib, &len);
-        lib[strcspn(lib, "\n")] = 0;
-        ml_json_str(m, "mpi_library", lib);
-        ml_json_num(m, "L_s", Lraw > res ? Lraw : med[0] / 2);
-        ml_json_num(m, "L_raw_s", Lraw);
-        ml_json_bool(m, "L_clamped", !(Lraw > res));
-        const char *keys[4] = {"rtt_s", "os_s", "or_s", "g_s"};
-        ml_json_arr(m, "sizes");
-        for (int i = 0; i < ns; i++) ml_json_int(m, NULL, sz[i]);
-        ml_json_end(m);
-        int clamped = 0;
-        for (int q = 0; q < 4; q++) {
-            ml_json_arr(m, keys[q]);
-            for (int i = 0; i < ns; i++) {
-                double v = med[q * ns + i];
-                if (q == 3 && v < res) { v = res; clamped++; }
-                ml_json_num(m, NULL, v);
-            }
-            ml_json_end(m);
-        }
-        ml_json_int(m, "g_clamped", clamped);
-        ml_json_end(m);
+        ml_json *m = ml_logp_model(med, sz, ns, ml_clock_resolution());
         ml_json_raw(out, "model", ml_json_text(m));
         if (model) err = ml_write_file_atomic(model, ml_json_text(m));
         ml_json_free(m);

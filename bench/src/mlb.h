@@ -97,6 +97,8 @@ int ml_p2p(ml_json *w, int argc, char **argv);
 int ml_coll(ml_json *w, int argc, char **argv);
 int ml_halo(ml_json *w, int argc, char **argv);
 int ml_logp(ml_json *w, int argc, char **argv);
+/* logp's network model from its medians med[q * ns + i] (q: rtt, os, or, g) */
+ml_json *ml_logp_model(const double *med, const long long *sz, int ns, double res);
 int ml_io(ml_json *w, int argc, char **argv);
 int ml_memory(ml_json *w, int argc, char **argv);
 int ml_overhead(ml_json *w, int argc, char **argv);

@@ -203,6 +203,21 @@ __attribute__((destructor)) static void ml_unseen_check(void)
             "mpi_f08 Fortran bindings are not interposed; use 'use mpi' or mpif.h): no profile written\n");
 }
 
+/* MPI_Finalize's record (docs/runtime.md): the time this rank waits in
+ * MPI_Finalize for the last rank to call it, measured by a barrier before the
+ * profile is written.  PMPI_Finalize itself runs after the profile is written,
+ * so its own duration cannot be in it. */
+static void ml_finalize_wait(void)
+{
+    int fid = 0;
+    for (int i = 1; i < ML_NFUNC && !fid; i++)
+        if (strcmp(ml_func_name[i], "MPI_Finalize") == 0) fid = i;
+    if (!fid || !ml_fon[fid]) return; /* the same on every rank (MPILENS_INCLUDE/EXCLUDE) */
+    uint64_t t0 = ml_now();
+    PMPI_Barrier(MPI_COMM_WORLD);
+    ml_count(ml_slot(), fid, 1, ml_now() - t0);
+}
+
 void ml_before_finalize(void)
 {
     if (ml_final_done || !ml_init_done) return;
@@ -211,6 +226,7 @@ void ml_before_finalize(void)
     int was_active = ml_active;
     ml_active = 0;
     ml_depth++;
+    if (was_active) ml_finalize_wait();
     if (ml_coll_finalize) ml_coll_finalize();
     if (ml_repro_finalize) ml_repro_finalize();
     if (was_active) ml_write_profile();

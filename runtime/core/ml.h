@@ -47,6 +47,7 @@ typedef struct {
     uint64_t repro;
     uint64_t hist_s[ML_NBINS];
     uint64_t hist_r[ML_NBINS];
+    uint64_t hist_bytes_s; /* sum of the sizes hist_s counts: a collective's per-peer block (mpiP's figure) */
 } ml_drec_t;
 
 typedef struct {
@@ -197,7 +198,10 @@ static inline void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uin
     ml_drec_t *d = &s->d[di];
     if (side == ML_SEND) {
         d->bytes_s += total;
-        if (hist) d->hist_s[ml_bin(block)]++;
+        if (hist) {
+            d->hist_s[ml_bin(block)]++;
+            d->hist_bytes_s += block;
+        }
     } else {
         d->bytes_r += total;
         if (hist) d->hist_r[ml_bin(block)]++;

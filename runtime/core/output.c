@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ml.h"
+#include "topo.h"
 #include "../overrides.h"
 
 ml_slot_t *ml_first_slot(void);
@@ -78,6 +79,7 @@ static ml_slot_t *ml_merge(void)
             a->bytes_s += x->bytes_s;
             a->bytes_r += x->bytes_r;
             a->repro += x->repro;
+            a->hist_bytes_s += x->hist_bytes_s;
             for (int k = 0; k < ML_NBINS; k++) {
                 a->hist_s[k] += x->hist_s[k];
                 a->hist_r[k] += x->hist_r[k];
@@ -111,6 +113,7 @@ static void ml_func_fields(ml_buf_t *b, const ml_frec_t *f, const ml_drec_t *d)
                (unsigned long long)d->bytes_r, (unsigned long long)d->repro);
         ml_put_hist(b, "hist_send", d->hist_s);
         ml_put_hist(b, "hist_recv", d->hist_r);
+        ml_put(b, ",\"hist_send_bytes\":%llu", (unsigned long long)d->hist_bytes_s);
     }
 }
 
@@ -221,10 +224,11 @@ static int ml_write_file(const char *tmp, const ml_buf_t *b, MPI_Offset off, cha
 int ml_write_profile(void)
 {
     ml_slot_t *m = ml_merge();
-    const int NF = ML_NFUNC, ND = ML_NDATA, NW = 2 * ML_NBINS + 3;
+    const int NF = ML_NFUNC, ND = ML_NDATA, NW = 2 * ML_NBINS + 4;
     double wall = ml_ticks_to_s(ml_t_final - ml_t_init), mpi = 0;
-    for (int i = 1; i < NF; i++) /* MPI_Init* lies before the wall-time window */
-        if (strncmp(ml_func_name[i], "MPI_Init", 8) != 0) mpi += ml_est_s(&m->f[i]);
+    for (int i = 1; i < NF; i++) /* MPI_Init* and MPI_Finalize lie outside the wall-time window */
+        if (strncmp(ml_func_name[i], "MPI_Init", 8) != 0 && strcmp(ml_func_name[i], "MPI_Finalize") != 0)
+            mpi += ml_est_s(&m->f[i]);
 
     /* ---- cross-rank aggregates, reduced to rank 0 ---- */
     uint64_t *u = calloc((size_t)(NF + ND * NW), sizeof(uint64_t)), *us = calloc((size_t)(NF + ND * NW), sizeof(uint64_t));
@@ -248,6 +252,7 @@ int ml_write_profile(void)
         w[2] = m->d[i].repro;
         memcpy(w + 3, m->d[i].hist_s, sizeof m->d[i].hist_s);
         memcpy(w + 3 + ML_NBINS, m->d[i].hist_r, sizeof m->d[i].hist_r);
+        w[3 + 2 * ML_NBINS] = m->d[i].hist_bytes_s;
     }
     t[2 * NF] = wall;
     t[2 * NF + 1] = mpi;
@@ -276,6 +281,7 @@ int ml_write_profile(void)
     char *hosts = ml_world_rank == 0 ? calloc((size_t)ml_world_size, 256) : NULL;
     PMPI_Gather(host, 256, MPI_CHAR, hosts, 256, MPI_CHAR, 0, MPI_COMM_WORLD);
 
+    char *topo = ml_topo_json(); /* collective: the application's process topologies (topo.c) */
     ml_buf_t b = {0};
     char path[4300] = {0}, tmp[4300] = {0};
     if (ml_world_rank == 0) {
@@ -377,10 +383,12 @@ int ml_write_profile(void)
                        (unsigned long long)w[1], (unsigned long long)w[2]);
                 ml_put_hist(&b, "hist_send", w + 3);
                 ml_put_hist(&b, "hist_recv", w + 3 + ML_NBINS);
+                ml_put(&b, ",\"hist_send_bytes\":%llu", (unsigned long long)w[3 + 2 * ML_NBINS]);
             }
             ml_put(&b, ",\"caution\":%s}", mean_call * 1e9 < 5.0 * ovh_max ? "true" : "false");
         }
         ml_put(&b, "}");
+        if (topo) ml_put(&b, ",%s", topo);
         if (ml_coll_profile_json) {
             char *a2a = ml_coll_profile_json();
             if (a2a) {
@@ -438,6 +446,7 @@ int ml_write_profile(void)
         }
     }
     free(b.p);
+    free(topo);
     free(u); free(us); free(cmin); free(cmax); free(rcmin); free(rcmax); free(t); free(ts);
     free(tmn); free(tmns); free(tl); free(tls); free(rt); free(rts);
     free(m->peers);

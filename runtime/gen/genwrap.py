@@ -176,6 +176,8 @@ RMA_GET = {"Get", "Rget"}
 RMA_BOTH = {"Get_accumulate", "Rget_accumulate", "Fetch_and_op", "Compare_and_swap"}
 IO_RE = re.compile(r"^File_(i?)(write|read)(_at|_shared|_ordered)?(_all)?(_begin)?$")
 COMPLETE = {"Wait", "Test", "Waitany", "Testany", "Waitall", "Testall", "Waitsome", "Testsome"}
+TOPO_CREATE = {"Cart_create": "comm_cart", "Graph_create": "comm_graph",
+               "Dist_graph_create": "comm_dist_graph", "Dist_graph_create_adjacent": "comm_dist_graph"}
 
 
 def base_of(name: str) -> str:
@@ -314,7 +316,10 @@ def plan_for(fname: str, b: Binding) -> Plan:
         creq = f"PMPI_Request_f2c(*(MPI_Fint *)({req}))" if b.lang == "f" else f"*{req}"
         comm = b.comm("comm") if b.has("comm") else "MPI_COMM_NULL"
         flags = "ML_RQ_RECV | ML_RQ_PERSIST" if base == "Recv_init" else "ML_RQ_RECV"
-        p.always_post.append(f"if (ret == MPI_SUCCESS) ml_req_track(S, {creq}, {F}, {flags}, {comm}, 0, ML_NOPEER);")
+        # from MPI_PROC_NULL nothing arrives (MPICH 4.0 returns one shared request for all
+        # such receives, and Waitall gives its second status source 0: not tracked)
+        nul = f" && {b.int_('source')} != MPI_PROC_NULL" if b.has("source") else ""
+        p.always_post.append(f"if (ret == MPI_SUCCESS{nul}) ml_req_track(S, {creq}, {F}, {flags}, {comm}, 0, ML_NOPEER);")
         return p
     if base in ("Sendrecv", "Sendrecv_replace"):
         p.kind = "sendrecv"
@@ -363,6 +368,11 @@ def plan_for(fname: str, b: Binding) -> Plan:
         return p
     if base == "Win_free":
         p.pre.append(f"ml_win_forget({b.win('win') if b.lang == 'f' else b.ref('win')});")
+        return p
+    if base in TOPO_CREATE:  # the application's Cartesian/graph topology (runtime/core/topo.c)
+        new = b.comm(TOPO_CREATE[base]) if b.lang == "f" else b.ref(TOPO_CREATE[base])
+        p.always_post.append("if (ret == MPI_SUCCESS) { void ml_topo_created(MPI_Comm); "
+                             f"ml_topo_created({new}); }}")
         return p
     # --- collectives
     cb = coll_base(base)

@@ -101,13 +101,16 @@ def halo(doc: Doc) -> list[Table]:
 
 def logp(doc: Doc) -> list[Table]:
     m = doc["model"]
+    bounds = {e["size"] for e in m.get("not_measured", []) if e.get("param") == "g_s"}
     t = Table(title=f"P-LogP: L = {fmt_time(m['L_s'])}"
-                    + (" (clamped)" if m["L_clamped"] else ""))
+                    + (" (not measured: RTT(0)/2)" if m["L_clamped"] else "")
+                    + ("; * g not measured (train below the clock resolution): os used"
+                       if bounds else ""))
     for c in ("size", "RTT", "os", "or", "g"):
         t.add_column(c, justify="right")
     for i, s in enumerate(m["sizes"]):
         t.add_row(fmt_bytes(s), _t(m["rtt_s"][i]), _t(m["os_s"][i]), _t(m["or_s"][i]),
-                  _t(m["g_s"][i]))
+                  _t(m["g_s"][i]) + (" *" if s in bounds else ""))
     return [t]
 
 

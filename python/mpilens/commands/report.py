@@ -9,8 +9,8 @@ import sys
 from typing import Any
 
 from ..errors import UserError
-from ..report import analysis, commpattern, terminal
-from ..report.profile import load
+from ..report import analysis, commpattern, conventions, ranks, terminal
+from ..report.profile import Profile, load
 
 DEFAULT_TOP = 15
 
@@ -36,24 +36,37 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"functions to show (default {DEFAULT_TOP} for text, all for json/csv)")
     p.add_argument("--function", metavar="NAME",
                    help="message-size histogram of one function (MPI_Bcast, bcast, ...)")
+    p.add_argument("--bytes-as", choices=("mpilens", "mpip"), default="mpilens",
+                   help="csv function table: mpilens's bytes_sent and bytes_recv (default), or "
+                        "mpip: mpiP's sent bytes per function (docs/runtime.md, byte conventions)")
+    p.add_argument("--ranks", action="store_true",
+                   help="per-rank table: time in MPI, wall time, calls, bytes, top function "
+                        "(text: added to the page; csv: printed instead of the function table; "
+                        "json: always included)")
     p.set_defaults(func=run)
 
 
-def report_data(args: argparse.Namespace) -> dict[str, Any]:
-    prof = load(args.profile)
+def report_data(args: argparse.Namespace, prof: Profile) -> dict[str, Any]:
     rows = analysis.function_rows(prof)
     data: dict[str, Any] = {
         "summary": analysis.summary(prof),
         "functions": rows[: args.top] if args.top else rows,
         "communication": commpattern.summary(prof),
         "alltoall": analysis.alltoall_rows(prof),
+        "ranks": ranks.rank_rows(prof),
     }
     if args.function:
         data["histogram"] = analysis.histogram(prof, args.function)
     return data
 
 
-def write_csv(data: dict[str, Any]) -> None:
+def _csv_table(w: Any, cols: list[str], rows: list[dict[str, Any]]) -> None:
+    w.writerow(cols)
+    for r in rows:
+        w.writerow(["" if r[c] is None else r[c] for c in cols])
+
+
+def write_csv(data: dict[str, Any], per_rank: bool = False) -> None:
     w = csv.writer(sys.stdout, lineterminator="\n")
     hist = data.get("histogram")
     if hist:
@@ -62,26 +75,41 @@ def write_csv(data: dict[str, Any]) -> None:
             for i, c in enumerate(d["bins"]):
                 w.writerow([hist["function"], direction, i, hist["labels"][i], c])
         return
+    if per_rank:
+        _csv_table(w, ranks.RANK_COLUMNS, data["ranks"])
+        return
     rows = data["functions"]
-    cols = list(rows[0]) if rows else ["function"]
-    w.writerow(cols)
-    for r in rows:
-        w.writerow(["" if r[c] is None else r[c] for c in cols])
+    _csv_table(w, list(rows[0]) if rows else ["function"], rows)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Option combinations that select nothing sensible: one line, before any output."""
+    if args.format == "csv" and args.ranks and args.function:
+        raise UserError("--ranks and --function select different CSV tables: give one of them")
+    if args.bytes_as != "mpilens" and (args.format != "csv" or args.ranks or args.function):
+        raise UserError(f"--bytes-as {args.bytes_as} applies to the CSV function table "
+                        "(--format csv, without --ranks or --function)")
 
 
 def run(args: argparse.Namespace) -> int:
+    check_args(args)
+    prof = load(args.profile)
     if args.format == "text":
-        prof = load(args.profile)
         if args.function:
             analysis.resolve_function(prof, args.function)  # fail before printing anything
-        terminal.render(prof, args.top or DEFAULT_TOP, args.function)
+        terminal.render(prof, args.top or DEFAULT_TOP, args.function, per_rank=args.ranks)
         return 0
-    data = report_data(args)
+    data = report_data(args, prof)
     if args.format == "json":
         json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif args.format == "csv":
-        write_csv(data)
+        if args.ranks and data["ranks"] is None:
+            raise UserError(f"{args.profile}: the profile has no rank lines (written with "
+                            "MPILENS_DETAIL=off): no per-rank table")
+        if args.bytes_as == "mpip":
+            data["functions"] = conventions.with_mpip_bytes(data["functions"], prof.functions)
+        write_csv(data, per_rank=args.ranks)
     else:  # pragma: no cover - argparse restricts the choices
         raise UserError(f"unknown format {args.format}")
     return 0

@@ -95,7 +95,7 @@ def function_rows(prof: Profile) -> list[dict[str, Any]]:
             "rank_time_mean_s": float(rt.get("mean", t / prof.nranks)),
             "rank_time_max_s": float(rt.get("max", 0.0)),
             "slowest_rank": rt.get("max_rank"),
-            "imbalance": (float(rt["max"]) / float(rt["mean"])
+            "imbalance": (float(rt.get("max", 0.0)) / float(rt["mean"])
                           if rt.get("mean") else 1.0),
             "bytes_sent": int(f.get("bytes_sent", 0)),
             "bytes_recv": int(f.get("bytes_recv", 0)),

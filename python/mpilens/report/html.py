@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -20,7 +21,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, commpattern
+from . import analysis, commpattern, ranks
 from .profile import Profile
 
 MAX_HISTOGRAMS = 6
@@ -72,24 +73,45 @@ def fig_time_per_rank(prof: Profile, rows: list[dict[str, Any]]) -> str:
     return _png(fig, "MPI time by function per rank")
 
 
-def fig_imbalance(prof: Profile) -> str:
+@dataclass
+class Imbalance:
+    """What the imbalance figure draws, per rank: time in MPI (bars from 0, so that the
+    dashed line of their mean is on their scale) and the rest of the wall time above them."""
+
+    in_mpi: list[float]
+    outside: list[float]
+    mean_in_mpi: float
+
+
+def imbalance_data(prof: Profile) -> Imbalance | None:
+    mpi = analysis.comm_time_per_rank(prof)
+    if not mpi:
+        return None
+    outside = [max(0.0, float(r["wall_s"]) - m) for r, m in zip(prof.ranks, mpi)]
+    return Imbalance(in_mpi=mpi, outside=outside, mean_in_mpi=sum(mpi) / len(mpi))
+
+
+def imbalance_figure(prof: Profile) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    if prof.ranks:
+    d = imbalance_data(prof)
+    if d is not None:
         ranks = list(range(prof.nranks))
-        mpi = analysis.comm_time_per_rank(prof) or []
-        comp = [max(0.0, float(r["wall_s"]) - m) for r, m in zip(prof.ranks, mpi)]
-        ax.bar(ranks, comp, label="outside MPI", color="#9ecae1")
-        ax.bar(ranks, mpi, bottom=comp, label="in MPI", color="#de2d26")
-        mean = sum(mpi) / len(mpi)
-        ax.axhline(mean, color="black", lw=1, ls="--", label=f"mean MPI {fmt_time(mean)}")
+        ax.bar(ranks, d.in_mpi, label="in MPI", color="#de2d26")
+        ax.bar(ranks, d.outside, bottom=d.in_mpi, label="outside MPI", color="#9ecae1")
+        mean = d.mean_in_mpi
+        ax.axhline(mean, color="black", lw=1, ls="--", label=f"mean in MPI {fmt_time(mean)}")
         ax.set_xlabel("rank")
         ax.set_xticks(_rank_ticks(prof.nranks))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     else:
         _no_data(ax, "no rank lines in this profile (MPILENS_DETAIL=off)")
     ax.set_ylabel("wall time (s)")
-    ax.set_title("Per-rank wall time: inside vs outside MPI")
-    return _png(fig, "per-rank imbalance")
+    ax.set_title("Per-rank wall time: in MPI (from 0) and outside MPI")
+    return fig
+
+
+def fig_imbalance(prof: Profile) -> str:
+    return _png(imbalance_figure(prof), "per-rank imbalance")
 
 
 def fig_heatmap(prof: Profile) -> str:
@@ -98,7 +120,8 @@ def fig_heatmap(prof: Profile) -> str:
     if m is None or not any(map(any, m)):
         _no_data(ax, "no point-to-point traffic recorded")
     else:
-        im = ax.imshow(m, cmap="viridis", origin="upper")
+        # floats: a count up to 2^64-1 does not fit the C long matplotlib would make of it
+        im = ax.imshow([[float(v) for v in row] for row in m], cmap="viridis", origin="upper")
         fig.colorbar(im, ax=ax, label="bytes sent")
         ax.set_xlabel("destination rank")
         ax.set_ylabel("source rank")
@@ -127,7 +150,7 @@ def fig_histogram(prof: Profile, name: str) -> tuple[str, list[str]]:
     sentences = []
     for k, (direction, d) in enumerate(h["directions"].items()):
         xs = [i - lo + (k - (len(h["directions"]) - 1) / 2) * width for i in range(lo, hi + 1)]
-        ax.bar(xs, d["bins"][lo:hi + 1], width=width, label=direction)
+        ax.bar(xs, [float(c) for c in d["bins"][lo:hi + 1]], width=width, label=direction)
         sentences.append(analysis.dominant_sentence(name, direction, d["dominant"],
                                                     d["messages"]))
     ax.set_xticks(range(hi - lo + 1))
@@ -159,6 +182,35 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f'<table class="data"><tr>{th}</tr>{body}</table>'
 
 
+def ranks_html(prof: Profile) -> str:
+    """The per-rank table (as `mpilens report --ranks`)."""
+    rows = ranks.rank_rows(prof)
+    if rows is None:
+        return ""
+    e = html.escape
+    return ("<p>Per rank (time in MPI and calls without MPI_Init/Finalize):</p>" + _table(
+        ["rank", "host", "wall", "in MPI", "% wall", "calls", "bytes sent", "bytes recv",
+         "top function"],
+        [[str(r["rank"]), e(r["host"]), fmt_time(r["wall_s"]), fmt_time(r["mpi_s"]),
+          fmt_pct(r["mpi_pct"]), f"{r['calls']:,}", fmt_bytes(r["bytes_sent"]),
+          fmt_bytes(r["bytes_recv"]),
+          "-" if r["top_function"] is None else
+          e(f"{r['top_function']} {fmt_time(r['top_function_s'])} "
+            f"({fmt_pct(r['top_function_pct'])})")] for r in rows]))
+
+
+def pattern_html(cp: dict[str, Any]) -> str:
+    """The traffic pattern, the application's topologies and the self-traffic, as text."""
+    e = html.escape
+    out = [f"<p><b>Point-to-point pattern: {e(cp['pattern'])}</b> ({e(cp['reason'])})</p>"]
+    if cp["topologies"]:
+        out.append("<p>Topologies the application created: "
+                   + e("; ".join(commpattern.topology_line(t) for t in cp["topologies"])) + "</p>")
+    if cp["self_traffic"]["bytes"]:
+        out.append(f"<p>{e(commpattern.self_traffic_sentence(cp['self_traffic']))}</p>")
+    return "".join(out)
+
+
 def render(prof: Profile) -> str:
     """The complete HTML document for a profile."""
     e = html.escape
@@ -166,7 +218,7 @@ def render(prof: Profile) -> str:
     rows = analysis.function_rows(prof)
     cp = commpattern.summary(prof)
     banner_rows = [
-        ("Job", f"{s['job_id']} &nbsp; <code>{e(s['command'])}</code>"),
+        ("Job", f"{e(s['job_id'])} &nbsp; <code>{e(s['command'])}</code>"),
         ("Ranks / hosts", f"{s['nranks']} / {len(s['hosts'])} ({e(', '.join(s['hosts'][:8]))})"),
         ("MPI library", e(s["mpi_library"])),
         ("Wall time", fmt_times([s["wall_s"][k] for k in ("min", "mean", "max")])
@@ -180,9 +232,10 @@ def render(prof: Profile) -> str:
     ]
     banner = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in banner_rows)
     ftable = _table(
-        ["function", "calls", "total", "mean", "% MPI", "% wall", "rank min/mean/max",
-         "slowest rank", "bytes", "caution"],
+        ["function", "calls", "total", "mean", "call min/max", "% MPI", "% wall",
+         "rank min/mean/max", "slowest rank", "bytes", "caution"],
         [[e(r["function"]), f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_time(r["mean_s"]),
+          fmt_times([r["time_min_s"], r["time_max_s"]]),
           fmt_pct(r["pct_mpi"]), fmt_pct(r["pct_wall"]),
           fmt_times([r["rank_time_min_s"], r["rank_time_mean_s"], r["rank_time_max_s"]]),
           "" if r["slowest_rank"] is None else str(r["slowest_rank"]),
@@ -218,8 +271,8 @@ def render(prof: Profile) -> str:
 <h2>MPI functions by total time</h2>{ftable}
 {a2a}
 <h2>MPI time by function per rank</h2>{fig_time_per_rank(prof, rows)}
-<h2>Per-rank imbalance</h2>{fig_imbalance(prof)}
-<h2>Communication matrix</h2>{fig_heatmap(prof)}
+<h2>Per-rank imbalance</h2>{fig_imbalance(prof)}{ranks_html(prof)}
+<h2>Communication matrix</h2>{pattern_html(cp)}{fig_heatmap(prof)}
 <h2>Message-size histograms</h2>{''.join(hists) or '<p>No messages recorded.</p>'}
 <h2 id="caution">Caution list</h2>{caution}
 <p><small>profile {e(str(prof.path))}, created {e(s['created'])}</small></p>

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .validate import check_values
 
 FORMAT = "mpilens-profile"
 VERSION = 1  # the newest format version this reader understands
@@ -191,4 +192,5 @@ def load(path: str | Path) -> Profile:
     expected = header["nranks"] if header.get("detail", True) else len(ranks)
     if len(ranks) != expected:
         raise _bad(p, f"truncated profile: {len(ranks)} of {header['nranks']} rank lines")
+    check_values(p, header, ranks)  # every count, time and rank in range (validate.py)
     return Profile(path=p, header=header, ranks=ranks)

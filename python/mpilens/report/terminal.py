@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, commpattern
+from . import analysis, commpattern, ranks
 from .profile import Profile
 
 BAR_WIDTH = 40
@@ -26,9 +27,9 @@ def summary_panel(s: dict[str, Any]) -> Panel:
     t.add_column()
     hosts = s["hosts"]
     host_txt = f"{len(hosts)} ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"
-    t.add_row("job", f"{s['job_id']}  {s['command']}".strip())
-    t.add_row("ranks / hosts", f"{s['nranks']} / {host_txt}")
-    t.add_row("MPI library", s["mpi_library"])
+    t.add_row("job", Text(f"{s['job_id']}  {s['command']}".strip()))
+    t.add_row("ranks / hosts", Text(f"{s['nranks']} / {host_txt}"))
+    t.add_row("MPI library", Text(s["mpi_library"]))
     t.add_row("wall time", _stat3(s["wall_s"], fmt_time) + "   (min / mean / max over ranks)")
     t.add_row("time in MPI", _stat3(s["mpi_pct"], fmt_pct)
               + " of wall time (without MPI_Init/Finalize)")
@@ -36,21 +37,22 @@ def summary_panel(s: dict[str, Any]) -> Panel:
     t.add_row("profiler overhead", f"{s['overhead_ns']:.1f} ns per call; "
               f"{nc} function{'s' if nc != 1 else ''} marked caution"
               + (f" ({', '.join(s['caution_functions'])})" if nc else ""))
-    return Panel(t, title="mpilens report", subtitle=s["profile"], expand=False)
+    return Panel(t, title="mpilens report", subtitle=escape(s["profile"]), expand=False)
 
 
 def functions_table(rows: list[dict[str, Any]], top: int) -> Table:
     t = Table(title=f"Top {min(top, len(rows))} of {len(rows)} MPI functions by total time",
               title_justify="left")
     t.add_column("function", no_wrap=True)
-    for col in ("calls", "total", "mean", "% MPI", "% wall", "rank min/mean/max", "slowest",
-                "bytes"):
+    for col in ("calls", "total", "mean", "call min/max", "% MPI", "% wall", "rank min/mean/max",
+                "slowest", "bytes"):
         t.add_column(col, justify="right", no_wrap=True)
     t.add_column("", no_wrap=True)
     for r in rows[:top]:
         caution = Text("caution", style="bold yellow") if r["caution"] else Text("")
         t.add_row(
             r["function"], f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_time(r["mean_s"]),
+            fmt_times([r["time_min_s"], r["time_max_s"]]),
             fmt_pct(r["pct_mpi"]), fmt_pct(r["pct_wall"]),
             fmt_times([r["rank_time_min_s"], r["rank_time_mean_s"], r["rank_time_max_s"]]),
             "" if r["slowest_rank"] is None else f"rank {r['slowest_rank']}",
@@ -78,7 +80,7 @@ def histogram_table(hist: dict[str, Any]) -> list[Any]:
                 continue
             n = max(1, round(BAR_WIDTH * c / peak))
             style = "bold green" if i in dom else "blue"
-            t.add_row(labels[i], f"{c:,}", fmt_pct(100.0 * c / d["messages"]),
+            t.add_row(Text(labels[i]), f"{c:,}", fmt_pct(100.0 * c / d["messages"]),
                       Text("#" * n, style=style))
         out.append(t)
         out.append(Text(">> " + analysis.dominant_sentence(fn, direction, d["dominant"],
@@ -90,6 +92,11 @@ def histogram_table(hist: dict[str, Any]) -> list[Any]:
 def pattern_block(cp: dict[str, Any]) -> list[Any]:
     out: list[Any] = [Text.assemble(("Point-to-point pattern: ", "bold"),
                                     (cp["pattern"], "bold cyan"), f"  ({cp['reason']})")]
+    if cp["topologies"]:
+        more = cp["topologies_dropped"]
+        out.append(Text("Topologies the application created: "
+                        + "; ".join(commpattern.topology_line(t) for t in cp["topologies"])
+                        + (f"; {more} more not recorded" if more else "")))
     if cp["heaviest_pairs"]:
         t = Table(title="Heaviest peer pairs (point-to-point, both ways)",
                   title_justify="left", min_width=50)
@@ -98,6 +105,9 @@ def pattern_block(cp: dict[str, Any]) -> list[Any]:
         for p in cp["heaviest_pairs"]:
             t.add_row(f"{p['a']} <-> {p['b']}", fmt_bytes(p["bytes"]))
         out.append(t)
+    st = cp.get("self_traffic", {})
+    if st.get("bytes"):
+        out.append(Text(commpattern.self_traffic_sentence(st)))
     cb = cp["collective_bytes"]
     out.append(Text(f"Collective bytes sent: all-to-all kind {fmt_bytes(cb['all-to-all'])}, "
                     f"rooted (Bcast, Reduce, Gather, Scatter) {fmt_bytes(cb['rooted'])}"))
@@ -111,18 +121,41 @@ def alltoall_block(rows: list[dict[str, Any]]) -> list[Any]:
     for i, col in enumerate(analysis.ALLTOALL_HEAD):
         t.add_column(col, justify="left" if i in (3, 4, 11) else "right", no_wrap=True)
     for cells in analysis.alltoall_table(rows):
-        t.add_row(*cells)
+        t.add_row(*(Text(c) for c in cells))
     return [t, Text(">> " + analysis.alltoall_sentence(rows), style="bold")]
 
 
+def ranks_table(rows: list[dict[str, Any]] | None) -> Table | Text:
+    """The per-rank table (report --ranks)."""
+    if rows is None:
+        return Text("Per rank: the profile has no rank lines (written with MPILENS_DETAIL=off)")
+    t = Table(title="Per rank (time in MPI and calls without MPI_Init/Finalize)",
+              title_justify="left")
+    t.add_column("rank", justify="right")
+    t.add_column("host")
+    for col in ("wall", "in MPI", "% wall", "calls", "bytes sent", "bytes recv"):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("top function (% of the rank's MPI time)", no_wrap=True)
+    for r in rows:
+        top = ("-" if r["top_function"] is None else
+               f"{r['top_function']} {fmt_time(r['top_function_s'])} "
+               f"({fmt_pct(r['top_function_pct'])})")
+        t.add_row(str(r["rank"]), Text(r["host"]), fmt_time(r["wall_s"]), fmt_time(r["mpi_s"]),
+                  fmt_pct(r["mpi_pct"]), f"{r['calls']:,}", fmt_bytes(r["bytes_sent"]),
+                  fmt_bytes(r["bytes_recv"]), top)
+    return t
+
+
 def render(prof: Profile, top: int, function: str | None,
-           console: Console | None = None) -> None:
+           console: Console | None = None, per_rank: bool = False) -> None:
     if console is None:
         console = Console()
         if not console.is_terminal:  # piped or redirected: do not squeeze the tables to 80
             console = Console(width=max(console.width, 150))
     console.print(summary_panel(analysis.summary(prof)))
     console.print(functions_table(analysis.function_rows(prof), top))
+    if per_rank:
+        console.print(ranks_table(ranks.rank_rows(prof)))
     a2a = analysis.alltoall_rows(prof)
     for item in alltoall_block(a2a) if a2a else []:
         console.print(item)

@@ -1,0 +1,51 @@
+"""Per-rank figures (mpiP's per-task table): one row per MPI_COMM_WORLD rank.
+
+Plain data for every output (terminal `report --ranks`, JSON `ranks`, CSV
+`--ranks`), copied or summed from the profile's rank lines: time in MPI (the
+rank line's mpi_s: without MPI_Init and MPI_Finalize), wall time, MPI calls
+and bytes (sums over the rank's functions, MPI_Init/Finalize left out of the
+calls as they are of the time), and the function that took most of the
+rank's MPI time.  A node-level view groups these rows by host.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .analysis import OUTSIDE
+from .profile import Profile
+
+RANK_COLUMNS = ["rank", "host", "wall_s", "mpi_s", "mpi_pct", "calls", "bytes_sent",
+                "bytes_recv", "top_function", "top_function_s", "top_function_pct"]
+
+
+def rank_row(line: dict[str, Any]) -> dict[str, Any]:
+    """The per-rank figures of one rank line."""
+    funcs = line["functions"]
+    comm = {n: f for n, f in funcs.items() if n not in OUTSIDE}
+    wall, mpi = float(line["wall_s"]), float(line["mpi_s"])
+    top, top_s = None, 0.0
+    for name in sorted(comm):  # the longest total time; the first name on a tie
+        t = float(comm[name].get("time_s", 0.0))
+        if top is None or t > top_s:
+            top, top_s = name, t
+    return {
+        "rank": int(line["rank"]),
+        "host": str(line.get("host", "")),
+        "wall_s": wall,
+        "mpi_s": mpi,
+        "mpi_pct": 100.0 * mpi / wall if wall > 0 else 0.0,
+        "calls": sum(int(f.get("calls", 0)) for f in comm.values()),
+        "bytes_sent": sum(int(f.get("bytes_sent", 0)) for f in funcs.values()),
+        "bytes_recv": sum(int(f.get("bytes_recv", 0)) for f in funcs.values()),
+        "top_function": top,
+        "top_function_s": top_s,
+        "top_function_pct": 100.0 * top_s / mpi if mpi > 0 else 0.0,
+    }
+
+
+def rank_rows(prof: Profile) -> list[dict[str, Any]] | None:
+    """One row per rank, in rank order (None: the profile has no rank lines)."""
+    if not prof.ranks:
+        return None
+    return [rank_row(r) for r in prof.ranks]

@@ -1,0 +1,231 @@
+"""Every value of a loaded profile is in range, or the profile is refused with one line.
+
+`report.profile.load` checks the file's structure (JSON Lines, header keys,
+rank order); `check_values` then checks every number and string the reports
+read: counts are integers from 0 to 2^64 - 1 (the runtime's uint64_t
+counters), times are finite numbers >= 0, world ranks lie in [0, nranks),
+strings are valid text.  A hand-edited or corrupted profile (a histogram bin of
+10^23, a time of NaN, a negative byte count, a rank line of another job) thus
+stops with `mpilens: <file>: corrupted profile: <where> <what> is <value>,
+expected <what is accepted>` instead of a wrong report or a traceback.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+COUNT_MAX = 2**64 - 1
+NBINS = 25
+_FUNC_NAME = re.compile(r"MPI_[A-Za-z0-9_]+")
+
+# What each field of a function entry holds (header aggregates and rank lines alike).
+_FUNC_COUNTS = ("calls", "timed_calls", "bytes_sent", "bytes_recv", "repro_calls",
+                "hist_send_bytes")
+_FUNC_TIMES = ("time_s", "time_min_s", "time_max_s")
+_A2A_COUNTS = ("comm_size", "ranks_per_node", "bytes", "communicators", "calls",
+               "learning_calls", "relearns")
+_A2A_TIMES = ("learning_s", "grouping_s", "time_per_call_s")
+
+
+class _Checker:
+    """Walks one profile; the first bad value raises UserError naming its place."""
+
+    def __init__(self, path: Path, nranks: int) -> None:
+        self.path = path
+        self.nranks = nranks
+
+    def fail(self, where: str, value: Any, expected: str) -> UserError:
+        shown = repr(value)
+        if len(shown) > 40:
+            shown = shown[:37] + "..."
+        return UserError(f"{self.path}: corrupted profile: {where} is {shown}, expected {expected}")
+
+    def count(self, where: str, v: Any, lo: int = 0, hi: int = COUNT_MAX) -> int:
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            what = ("a count (an integer from 0 to 2^64-1)" if (lo, hi) == (0, COUNT_MAX)
+                    else f"an integer from {lo} to {hi}")
+            raise self.fail(where, v, what)
+        return v
+
+    def rank(self, where: str, v: Any) -> int:
+        return self.count(where, v, 0, self.nranks - 1)
+
+    def time(self, where: str, v: Any) -> float:
+        if (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
+                or v < 0):
+            raise self.fail(where, v, "a time (a finite number >= 0 of seconds)")
+        return float(v)
+
+    def text(self, where: str, v: Any) -> str:
+        ok = isinstance(v, str)
+        if ok:
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate from a \\ud8xx escape
+                ok = False
+        if not ok:
+            raise self.fail(where, v, "a string of valid text")
+        return v
+
+    def flag(self, where: str, v: Any) -> None:
+        if not isinstance(v, bool):
+            raise self.fail(where, v, "true or false")
+
+    def obj(self, where: str, v: Any) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            raise self.fail(where, v, "an object")
+        return v
+
+    def seq(self, where: str, v: Any, n: int | None = None) -> list[Any]:
+        if not isinstance(v, list) or (n is not None and len(v) != n):
+            raise self.fail(where, v, "a list" if n is None else f"a list of {n} values")
+        return v
+
+    # ---- sections ----
+
+    def function(self, where: str, name: str, f: Any, header: bool) -> None:
+        if not isinstance(name, str) or not _FUNC_NAME.fullmatch(name):
+            raise self.fail(f"{where} function name", name, "an MPI function name (MPI_Xxx)")
+        f = self.obj(f"{where} {name}", f)
+        w = f"{where} {name}."
+        for key in _FUNC_COUNTS:
+            if key in f:
+                self.count(w + key, f[key])
+        for key in _FUNC_TIMES:
+            if key in f:
+                self.time(w + key, f[key])
+        for key in ("hist_send", "hist_recv"):
+            if key in f:
+                for i, c in enumerate(self.seq(w + key, f[key], NBINS)):
+                    self.count(f"{w}{key}[{i}]", c)
+        if not header:
+            return
+        if "caution" in f:
+            self.flag(w + "caution", f["caution"])
+        if "rank_time_s" in f:
+            rt = self.obj(w + "rank_time_s", f["rank_time_s"])
+            for key in ("min", "mean", "max"):
+                if key in rt:
+                    self.time(f"{w}rank_time_s.{key}", rt[key])
+            if "max_rank" in rt:
+                self.rank(w + "rank_time_s.max_rank", rt["max_rank"])
+        if "calls_per_rank" in f:
+            cp = self.obj(w + "calls_per_rank", f["calls_per_rank"])
+            for key in ("min", "max"):
+                if key in cp:
+                    self.count(f"{w}calls_per_rank.{key}", cp[key])
+
+    def functions(self, where: str, funcs: dict[str, Any], header: bool) -> None:
+        for name, f in funcs.items():
+            self.function(where, name, f, header)
+
+    def header(self, h: dict[str, Any]) -> None:
+        for key in ("job_id", "command", "created", "mpi_library", "mpi_library_full",
+                    "mpi_flavour"):
+            if key in h:
+                self.text(f"header {key}", h[key])
+        for i, host in enumerate(self.seq("header hosts", h.get("hosts", []))):
+            self.text(f"header hosts[{i}]", host)
+        labels = h.get("hist_labels")
+        if isinstance(labels, list) and len(labels) == NBINS:  # anything else: default labels
+            for i, lab in enumerate(labels):
+                self.text(f"header hist_labels[{i}]", lab)
+        for i, c in enumerate(self.seq("header ranks_per_host", h.get("ranks_per_host", []))):
+            self.count(f"header ranks_per_host[{i}]", c)
+        for key in ("overhead_ns", "overhead_sampled_ns", "caution_factor"):
+            if key in h:
+                self.time(f"header {key}", h[key])
+        if "detail" in h:
+            self.flag("header detail", h["detail"])
+        for key in ("wall_s", "mpi_s"):
+            for s in ("min", "mean", "max"):
+                self.time(f"header {key}.{s}", h[key].get(s))
+        if "clock" in h:
+            clock = self.obj("header clock", h["clock"])
+            for key in ("ghz", "resolution_ns"):
+                if key in clock:
+                    self.time(f"header clock.{key}", clock[key])
+        self.functions("header", h["functions"], header=True)
+        for i, rec in enumerate(h.get("alltoall", [])):
+            self.alltoall(f"header alltoall[{i}]", rec)
+        if "topologies" in h:
+            self.topologies(h)
+
+    def alltoall(self, where: str, rec: dict[str, Any]) -> None:
+        for key in _A2A_COUNTS:
+            self.count(f"{where}.{key}", rec[key])
+        for key in _A2A_TIMES:
+            self.time(f"{where}.{key}", rec[key])
+        self.text(f"{where}.source", rec["source"])
+        if rec.get("algorithm") is not None:
+            self.text(f"{where}.algorithm", rec["algorithm"])
+        for name, v in rec["learned_mean_s"].items():
+            self.text(f"{where}.learned_mean_s key", name)
+            self.time(f"{where}.learned_mean_s.{name}", v)
+
+    def topologies(self, h: dict[str, Any]) -> None:
+        """The topologies the application created (docs/profile-format.md, topologies)."""
+        self.count("header topologies_dropped", h.get("topologies_dropped", 0))
+        for i, t in enumerate(self.seq("header topologies", h["topologies"])):
+            w = f"header topologies[{i}]"
+            t = self.obj(w, t)
+            kind = t.get("kind")
+            if kind not in ("cart", "graph", "dist_graph"):
+                raise self.fail(f"{w}.kind", kind, "cart, graph or dist_graph")
+            ranks = self.seq(f"{w}.ranks", t.get("ranks"))
+            if not ranks:
+                raise self.fail(f"{w}.ranks", ranks, "a non-empty list of world ranks")
+            for j, r in enumerate(ranks):
+                self.rank(f"{w}.ranks[{j}]", r)
+            n = len(ranks)
+            if kind == "cart":
+                dims = self.seq(f"{w}.dims", t.get("dims"))
+                periods = self.seq(f"{w}.periods", t.get("periods"), len(dims))
+                prod = 1
+                for j, d in enumerate(dims):
+                    prod *= self.count(f"{w}.dims[{j}]", d, 1, n)
+                for j, p in enumerate(periods):
+                    self.flag(f"{w}.periods[{j}]", p)
+                if prod != n:
+                    raise self.fail(f"{w}.dims", dims, f"dimensions whose product is {n} "
+                                                       "(the number of ranks)")
+            elif t.get("edges") is not None:
+                edges = self.seq(f"{w}.edges", t["edges"], n)
+                for j, out in enumerate(edges):
+                    for k, e in enumerate(self.seq(f"{w}.edges[{j}]", out)):
+                        self.count(f"{w}.edges[{j}][{k}]", e, 0, n - 1)
+
+    def rank_line(self, r: dict[str, Any]) -> None:
+        w = f"rank {r['rank']}"
+        if "host" in r:
+            self.text(f"{w} host", r["host"])
+        self.time(f"{w} wall_s", r["wall_s"])
+        self.time(f"{w} mpi_s", r["mpi_s"])
+        for key in ("pid", "threads", "untracked_requests"):
+            if key in r:
+                self.count(f"{w} {key}", r[key])
+        self.functions(w, r["functions"], header=False)
+        peers = self.obj(f"{w} peers", r.get("peers", {}))
+        for side in ("sent", "recv"):
+            for i, e in enumerate(self.seq(f"{w} peers.{side}", peers.get(side, []))):
+                e = self.seq(f"{w} peers.{side}[{i}]", e, 3)
+                self.rank(f"{w} peers.{side}[{i}] peer", e[0])
+                self.count(f"{w} peers.{side}[{i}] messages", e[1])
+                self.count(f"{w} peers.{side}[{i}] bytes", e[2])
+
+
+def check_values(path: Path, header: dict[str, Any], ranks: list[dict[str, Any]]) -> None:
+    """Raise UserError (one line) at the first value of the profile that is out of range."""
+    c = _Checker(path, int(header["nranks"]))
+    c.count("header nranks", header["nranks"], 1, 2**31 - 1)
+    if ranks and len(ranks) != header["nranks"]:
+        raise UserError(f"{path}: corrupted profile: {len(ranks)} rank lines for "
+                        f"{header['nranks']} ranks")
+    c.header(header)
+    for r in ranks:
+        c.rank_line(r)
