@@ -104,14 +104,20 @@ static const ml_setting core_settings[] = {
      .help = "read by mpilens-exec only: which libmpilens.so to preload"},
     {0}};
 
-/* The core, then every registered engine. */
-static int parts(ml_setting_part *p)
+/* The core, then every registered engine (malloc'd; *n parts). */
+static ml_setting_part *parts(int *n)
 {
-    int n = 0;
-    p[n++] = (ml_setting_part){"profiler", core_settings};
-    for (int i = 0; ml_engines[i]; i++)
-        p[n++] = (ml_setting_part){ml_engines[i]->name, ml_engines[i]->settings};
-    return n;
+    int ne = 0;
+    while (ml_engines[ne])
+        ne++;
+    ml_setting_part *p = malloc(sizeof *p * (size_t)(ne + 1));
+    if (!p)
+        return NULL;
+    p[0] = (ml_setting_part){"profiler", core_settings};
+    for (int i = 0; i < ne; i++)
+        p[i + 1] = (ml_setting_part){ml_engines[i]->name, ml_engines[i]->settings};
+    *n = ne + 1;
+    return p;
 }
 
 /* Names or globs into the function mask. */
@@ -127,8 +133,13 @@ static void apply_list(const char *list, unsigned char val)
 
 int ml_config_load(ml_buf_t *err, int leader)
 {
-    ml_setting_part p[16];
-    if (ml_settings_load(p, parts(p), 1, err) != 0)
+    int n = 0;
+    ml_setting_part *p = parts(&n);
+    int rc = p ? ml_settings_load(p, n, 1, err) : -1;
+    if (!p)
+        ml_buf_printf(err, "mpilens: out of memory reading the settings");
+    free(p);
+    if (rc != 0)
         return -1;
     for (int i = 0; leader && ml_engines[i]; i++)
         if (ml_engines[i]->check && ml_engines[i]->check(err) != 0)
