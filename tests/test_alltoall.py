@@ -1,4 +1,4 @@
-"""Adaptive Alltoall (runtime/coll): every forced algorithm against the MPI's own
+"""Adaptive Alltoall (runtime/engines/alltoall): every forced algorithm against the MPI's own
 MPI_Alltoall, adaptive agreement and learning counts, tuning file, bad input.
 
 Every test launches real MPI jobs under libmpilens (mpilens-exec)."""
