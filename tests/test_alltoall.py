@@ -1,4 +1,4 @@
-"""Adaptive Alltoall (runtime/coll): every forced algorithm against the MPI's own
+"""Adaptive Alltoall (runtime/engines/alltoall): every forced algorithm against the MPI's own
 MPI_Alltoall, adaptive agreement and learning counts, tuning file, bad input.
 
 Every test launches real MPI jobs under libmpilens (mpilens-exec)."""
@@ -269,7 +269,7 @@ def test_tune_command_builds_file_then_used(build: Path, tmp_path: Path) -> None
 
 def _predict(P: int, L: float, g0: float, os0: float, or0: float, gm: float, osm: float,
              orm: float, g2m: float) -> dict[str, float]:
-    """REFERENCE §2 Table 1 with the corrections of docs/alltoall.md, written out again."""
+    """Nanri et al. 2008 Table 1 (docs/references.md) with the corrections of docs/alltoall.md."""
     lg = math.log2(P)
     pair = (L + gm + min(osm, orm)) * (P - 1)
     extra = max(P - 2, 0)

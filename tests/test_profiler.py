@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BUILD, FLAVOUR, read_profile, run_mpi
+from mpilens.report import schema
 from profmodel import check_rank, distinct_functions
 
 EXEC = BUILD / "bin" / "mpilens-exec"
@@ -34,6 +35,8 @@ def check_header(header: dict, ranks: list[dict], P: int) -> None:
     assert header["wrapped"]["c"] > 300 and header["wrapped"]["fortran"] > 300
     # a difference of two best-of-7 timings: >= 0 by construction (0 when noise hid it)
     assert header["overhead_ns"] >= 0 and header["overhead_sampled_ns"] >= 0
+    assert header["caution_factor"] == schema.CAUTION_FACTOR
+    assert header["hist_labels"] == list(schema.HIST_LABELS)
     assert header["clock"]["source"] in ("tsc", "clock_gettime")
     # cross-rank aggregates are exactly the sums / extremes of the rank lines
     names = set().union(*(r["functions"] for r in ranks))
@@ -52,7 +55,8 @@ def check_header(header: dict, ranks: list[dict], P: int) -> None:
         assert agg["rank_time_s"]["max"] == pytest.approx(max(times), rel=1e-6)
         assert times[agg["rank_time_s"]["max_rank"]] == pytest.approx(max(times), rel=1e-6)
         mean = agg["time_s"] / agg["calls"]
-        assert agg["caution"] == (mean * 1e9 < 5 * header["overhead_ns"]), name
+        caution = mean * 1e9 < header["caution_factor"] * header["overhead_ns"]
+        assert agg["caution"] == caution, name
     wall = [r["wall_s"] for r in ranks]
     assert header["wall_s"]["max"] == pytest.approx(max(wall), rel=1e-6)
     for r in ranks:  # time in MPI (without MPI_Init/Finalize) within the wall time

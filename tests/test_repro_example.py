@@ -1,4 +1,4 @@
-"""The published reproducibility example (REFERENCE §4) under MPILENS_REPRO=1.
+"""The published reproducibility example (Intel 2015, docs/references.md) under MPILENS_REPRO=1.
 
 Every rank contributes 2^-60 except two that contribute +1.0 and -1.0: the
 exact sum is (P-2) * 2^-60.  Intel MPI printed 0 or 48 * 2^-60 for P = 64

@@ -38,15 +38,13 @@
  * A bad option: one line "mpilens-bench-alltoall: ..." and exit status 2.
  */
 #define _DEFAULT_SOURCE
-#include "coll.h"
+#include "alltoall.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int mlo_MPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
-int ml_coll_init(void);
-void ml_coll_finalize(void);
+#include "overrides.h"
 
 #define NV (ML_A2A_NALG + 4) /* native, 8 forced, adaptive model, nomodel, native again */
 #define V_NATIVE 0
@@ -145,7 +143,7 @@ int main(int argc, char **argv)
         setenv("MPILENS_ALLTOALL_MODEL", "on", 1);
         unsetenv("MPILENS_TUNING_FILE");
     }
-    if (ml_coll_init() != 0) { /* a bad setting or file: the line is printed */
+    if (ml_engine_start(&ml_engine_alltoall) != 0) { /* a bad setting or file stops here with one line */
         MPI_Finalize();
         return 2;
     }
@@ -165,7 +163,7 @@ int main(int argc, char **argv)
         }
         if (rank == 0)
             printf("]\n");
-        ml_coll_finalize();
+        ml_engine_alltoall.finalize();
         MPI_Finalize();
         return 0;
     }

@@ -1,4 +1,4 @@
-/* io: MPI-IO patterns (REFERENCE §7).  Contiguous: one shared file through
+/* io: MPI-IO patterns (SS-ken 2010, docs/references.md).  Contiguous: one shared file through
  * MPI-IO (MPI_File_write_at), one file per process (POSIX write), gather to a
  * master that writes (POSIX); strided: independent MPI_File_write vs collective
  * MPI_File_write_all through a vector file view.  Each sample is timed to the

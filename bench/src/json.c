@@ -1,16 +1,16 @@
-/* Minimal streaming JSON writer (rank 0 builds the result document). */
+/* Minimal streaming JSON writer (rank 0 builds the result document), on the
+ * runtime's text buffer (runtime/common/mlbuf.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "mlb.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "mlbuf.h"
 
 struct ml_json {
-    char *buf;
-    size_t len, cap;
+    ml_buf_t b;
     int depth;
     int first[64];
     char close[64];
@@ -19,37 +19,17 @@ struct ml_json {
 ml_json *ml_json_new(void)
 {
     ml_json *w = calloc(1, sizeof *w);
-    w->cap = 4096;
-    w->buf = malloc(w->cap);
-    w->buf[0] = 0;
+    if (!w) {
+        fprintf(stderr, "mpilens-bench: out of memory\n");
+        abort();
+    }
+    ml_buf_printf(&w->b, "%s", "");
     w->first[0] = 1;
     return w;
 }
 
-static void put(ml_json *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(ml_json *w, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
-        va_end(ap);
-        if ((size_t)n < w->cap - w->len) { w->len += (size_t)n; return; }
-        w->cap = 2 * w->cap + (size_t)n;
-        w->buf = realloc(w->buf, w->cap);
-    }
-}
-
-static void put_string(ml_json *w, const char *s)
-{
-    put(w, "\"");
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') put(w, "\\%c", *p);
-        else if (*p < 0x20) put(w, "\\u%04x", *p);
-        else put(w, "%c", *p);
-    }
-    put(w, "\"");
-}
+#define put(w, ...) ml_buf_printf(&(w)->b, __VA_ARGS__)
+#define put_string(w, s) ml_buf_json_str(&(w)->b, s)
 
 static void key(ml_json *w, const char *k)
 {
@@ -87,5 +67,5 @@ void ml_json_str(ml_json *w, const char *k, const char *s) { key(w, k); put_stri
 void ml_json_bool(ml_json *w, const char *k, int v) { key(w, k); put(w, v ? "true" : "false"); }
 void ml_json_null(ml_json *w, const char *k) { key(w, k); put(w, "null"); }
 void ml_json_raw(ml_json *w, const char *k, const char *j) { key(w, k); put(w, "%s", j); }
-const char *ml_json_text(ml_json *w) { return w->buf; }
-void ml_json_free(ml_json *w) { if (w) { free(w->buf); free(w); } }
+const char *ml_json_text(ml_json *w) { return w->b.p; }
+void ml_json_free(ml_json *w) { if (w) { ml_buf_free(&w->b); free(w); } }

@@ -46,9 +46,8 @@ static int ml_has_invariant_tsc(void)
 
 void ml_clock_init(void)
 {
-    const char *want = ml_config_get("CLOCK"); /* validated by config.c: tsc | monotonic | auto */
     int tsc = ml_has_invariant_tsc();
-    if (want && strcmp(want, "monotonic") == 0) tsc = 0;
+    if (ml_cfg.clock == ML_CLOCK_MONOTONIC) tsc = 0;
     if (!tsc) {
         ml_clock_tsc = 0;
         ml_ns_per_tick = 1.0;

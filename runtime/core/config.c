@@ -1,183 +1,176 @@
-/* Configuration: MPILENS_* environment variables and an optional config file
- * (MPILENS_CONFIG).  The environment wins over the file.  Every value is
- * checked at MPI_Init; a bad one stops the job with one line naming the
- * variable, the value and what is accepted (docs/configuration.md). */
+/* The profiler core's settings (one table, read by runtime/common/settings.c
+ * together with every engine's table), the function mask they select, and
+ * `mpilens config`'s view of them (mpilens_settings_json). */
 #define _GNU_SOURCE
-#include <ctype.h>
-#include <errno.h>
 #include <fnmatch.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ml.h"
+#include "engine.h"
 
-int ml_cfg_detail = 1, ml_cfg_profile = 1, ml_cfg_max_threads = 64, ml_cfg_max_requests = 4096, ml_cfg_sample = 1;
-const char *ml_cfg_output = "mpilens-%j.prof";
-char ml_config_error[512];
+ml_core_cfg_t ml_cfg;
 
-#define ML_MAXKV 64
-static struct { char key[64]; char *val; } ml_file_kv[ML_MAXKV];
-static int ml_nkv = 0;
-static char *ml_file_funcs = NULL; /* bare function names in the file: an include list */
+static const char *const timing_choices[] = {"sampled", "all", NULL};
+static const char *const clock_choices[] = {"auto", "tsc", "monotonic", NULL};
 
-/* Keys the config file may hold (lower case; engines own the ones with a prefix). */
-static const char *const ml_known[] = {"output", "include", "exclude", "detail", "profile", "clock", "timing",
-                                       "max_threads", "max_requests", NULL};
-static const char *const ml_engine_prefix[] = {"alltoall", "repro", "tuning_file", "machine",
-                                                  "network_model", NULL};
-
-const char *ml_config_get(const char *key)
+/* output: a path whose % placeholders are known */
+static int parse_output(const char *v, void *out, ml_buf_t *why)
 {
-    char env[96];
-    snprintf(env, sizeof env, "MPILENS_%s", key);
-    for (char *p = env; *p; p++) *p = (char)toupper((unsigned char)*p);
-    const char *v = getenv(env);
-    if (v) return v;
-    for (int i = 0; i < ml_nkv; i++)
-        if (strcasecmp(ml_file_kv[i].key, key) == 0) return ml_file_kv[i].val;
-    return NULL;
-}
-
-static int ml_err(const char *key, const char *val, const char *accepted)
-{
-    char env[96];
-    snprintf(env, sizeof env, "MPILENS_%s", key);
-    for (char *p = env; *p; p++) *p = (char)toupper((unsigned char)*p);
-    snprintf(ml_config_error, sizeof ml_config_error, "mpilens: %s='%s' is invalid: %s", env, val, accepted);
-    return 1;
-}
-
-static char *ml_trim(char *s)
-{
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-    return s;
-}
-
-static int ml_read_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return ml_err("config", path, strerror(errno)), 1;
-    char line[4096];
-    int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        char *h = strchr(line, '#');
-        if (h) *h = 0;
-        char *s = ml_trim(line);
-        if (!*s) continue;
-        char *eq = strchr(s, '=');
-        if (!eq) { /* MPIPROF style: a function name or glob per line = record it */
-            size_t old = ml_file_funcs ? strlen(ml_file_funcs) : 0;
-            char *n = realloc(ml_file_funcs, old + strlen(s) + 2);
-            if (!n) break;
-            if (!old) n[0] = 0;
-            ml_file_funcs = n;
-            strcat(strcat(ml_file_funcs, old ? "," : ""), s);
-            continue;
+    for (const char *p = v; *p; p++)
+        if (*p == '%' && (!*++p || !strchr("jtph%", *p))) {
+            ml_buf_printf(why, "unknown placeholder '%%%.1s'", p);
+            return -1;
         }
-        *eq = 0;
-        char *k = ml_trim(s), *v = ml_trim(eq + 1);
-        int ok = 0;
-        for (int i = 0; ml_known[i]; i++) ok |= strcasecmp(k, ml_known[i]) == 0;
-        for (int i = 0; ml_engine_prefix[i]; i++) ok |= strncasecmp(k, ml_engine_prefix[i], strlen(ml_engine_prefix[i])) == 0;
-        if (!ok || ml_nkv == ML_MAXKV) {
-            snprintf(ml_config_error, sizeof ml_config_error,
-                     "mpilens: MPILENS_CONFIG='%s': unknown key '%s' at line %d: expected output, include, "
-                     "exclude, detail, profile, clock, timing, max_threads, max_requests, alltoall*, repro*, tuning_file, machine, network_model",
-                     path, k, lineno);
-            fclose(f);
-            return 1;
-        }
-        snprintf(ml_file_kv[ml_nkv].key, sizeof ml_file_kv[ml_nkv].key, "%s", k);
-        ml_file_kv[ml_nkv].val = strdup(v);
-        ml_nkv++;
-    }
-    fclose(f);
+    *(const char **)out = v;
     return 0;
 }
 
-static int ml_onoff(const char *key, int *out)
+/* include / exclude: names or globs; a plain name must be an MPI function */
+static int parse_functions(const char *v, void *out, ml_buf_t *why)
 {
-    const char *v = ml_config_get(key);
-    if (!v) return 0;
-    if (!strcasecmp(v, "on") || !strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true")) *out = 1;
-    else if (!strcasecmp(v, "off") || !strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false")) *out = 0;
-    else return ml_err(key, v, "expected on or off (also 1/0, yes/no, true/false)");
-    return 0;
-}
-
-static int ml_int(const char *key, int lo, int hi, int pow2, int *out)
-{
-    const char *v = ml_config_get(key);
-    if (!v) return 0;
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    char acc[128];
-    snprintf(acc, sizeof acc, "expected an integer from %d to %d%s", lo, hi, pow2 ? " that is a power of two" : "");
-    if (errno || end == v || *ml_trim(end) || x < lo || x > hi || (pow2 && (x & (x - 1))))
-        return ml_err(key, v, acc);
-    *out = (int)x;
-    return 0;
-}
-
-/* Apply a list of names/globs to the function mask; a plain name must exist. */
-static int ml_apply_list(const char *key, const char *list, unsigned char val)
-{
-    char *copy = strdup(list), *save = NULL;
-    int rc = 0;
-    for (char *t = strtok_r(copy, ", \t\n", &save); t; t = strtok_r(NULL, ", \t\n", &save)) {
-        int glob = strpbrk(t, "*?[") != NULL, hit = 0;
-        for (int i = 1; i < ML_NFUNC; i++)
-            if (fnmatch(t, ml_func_name[i], FNM_CASEFOLD) == 0) {
-                ml_fon[i] = val;
-                hit = 1;
-            }
-        if (!hit && !glob) {
-            char acc[256];
-            snprintf(acc, sizeof acc, "no MPI function named '%s' (expected MPI function names or globs such as MPI_Send, MPI_*reduce*)", t);
-            rc = ml_err(key, list, acc);
-            break;
+    *(const char **)out = v;
+    if (!v)
+        return 0;
+    char *copy = strdup(v), *save = NULL;
+    int rc = copy ? 0 : -1;
+    for (char *t = copy ? strtok_r(copy, ", \t\n", &save) : NULL; t && !rc; t = strtok_r(NULL, ", \t\n", &save)) {
+        int hit = strpbrk(t, "*?[") != NULL;
+        for (int i = 1; i < ML_NFUNC && !hit; i++)
+            hit = fnmatch(t, ml_func_name[i], FNM_CASEFOLD) == 0;
+        if (!hit) {
+            ml_buf_printf(why, "no MPI function named '%s'", t);
+            rc = -1;
         }
     }
     free(copy);
     return rc;
 }
 
-int ml_config_load(void)
+#define FUNCS_ACCEPTED "comma- or space-separated MPI function names or globs such as MPI_Send, " \
+                       "MPI_*reduce* (any case)"
+static const ml_setting core_settings[] = {
+    {.key = "output", .type = ML_SET_CUSTOM, .def = "mpilens-%j.prof", .parse = parse_output,
+     .out = &ml_cfg.output,
+     .accepted = "a file path; placeholders %j job id, %t UTC time, %p pid of rank 0, "
+                 "%h host of rank 0, %% a percent sign",
+     .help = "where the profile goes. %j is SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, JOB_ID, else "
+             "<UTC time>-<pid of rank 0>; %t is YYYYmmdd-HHMMSS. An existing file is never "
+             "overwritten: the profile then goes to <path>.1, <path>.2, ... If the directory "
+             "cannot be written, the profile goes to $TMPDIR (or /tmp) with a one-line note."},
+    {.key = "include", .type = ML_SET_CUSTOM, .unset = "all functions", .flags = ML_SET_BARE,
+     .parse = parse_functions, .out = &ml_cfg.include, .accepted = FUNCS_ACCEPTED,
+     .help = "record only these. In the config file, lines holding only a function name or "
+             "glob are an include list too, as in MPIPROF's configuration file."},
+    {.key = "exclude", .type = ML_SET_CUSTOM, .unset = "none", .parse = parse_functions,
+     .out = &ml_cfg.exclude, .accepted = FUNCS_ACCEPTED,
+     .help = "do not record these (applied after include)"},
+    {.key = "detail", .type = ML_SET_BOOL, .def = "on", .out = &ml_cfg.detail,
+     .accepted = "on or off (also 1/0, yes/no, true/false)",
+     .help = "per-rank lines in the profile; off keeps only the cross-rank aggregates of the header"},
+    {.key = "profile", .type = ML_SET_BOOL, .def = "on", .out = &ml_cfg.profile,
+     .accepted = "on or off (also 1/0, yes/no, true/false)",
+     .help = "off: no recording and no profile (the engines still work)"},
+    {.key = "timing", .type = ML_SET_CHOICE, .def = "sampled", .choices = timing_choices,
+     .out = &ml_cfg.timing, .accepted = "sampled or all",
+     .help = "all times every call. sampled counts every call and its bytes exactly but reads "
+             "the clock for every call only during a function's first 32 calls on a thread and "
+             "while its calls average over 2 us (the longest left out); otherwise 1 call in 16, "
+             "and totals are estimated as mean x calls (timed_calls in the profile says how many "
+             "were measured). See docs/runtime.md."},
+    {.key = "clock", .type = ML_SET_CHOICE, .def = "auto", .choices = clock_choices,
+     .out = &ml_cfg.clock, .accepted = "auto, tsc or monotonic",
+     .help = "auto/tsc: invariant TSC calibrated against CLOCK_MONOTONIC when the CPU has one, "
+             "else clock_gettime; monotonic forces clock_gettime(CLOCK_MONOTONIC)"},
+    {.key = "max_threads", .type = ML_SET_INT, .def = "64", .lo = 1, .hi = 4096,
+     .out = &ml_cfg.max_threads, .accepted = "an integer from 1 to 4096",
+     .help = "threads that get their own lock-free records; further threads share one record "
+             "set under a spin lock"},
+    {.key = "max_requests", .type = ML_SET_INT, .def = "4096", .lo = 64, .hi = 16777216,
+     .flags = ML_SET_POW2, .out = &ml_cfg.max_requests,
+     .accepted = "an integer from 64 to 16777216 that is a power of two",
+     .help = "per-thread table of pending receive / persistent requests (40 bytes each); "
+             "requests beyond 3/4 of it are counted as untracked_requests"},
+    {.key = "quiet", .type = ML_SET_FLAG, .unset = "rank 0 prints where the profile went",
+     .out = &ml_cfg.quiet, .accepted = "any value, even empty",
+     .help = "rank 0 does not print 'mpilens: profile written to ...'"},
+    {.key = "config", .type = ML_SET_FILE, .unset = "no config file",
+     .flags = ML_SET_ENV_ONLY | ML_SET_CONFIG, .out = &ml_cfg.config,
+     .accepted = "a readable regular file of 'key = value' lines",
+     .help = "the config file (environment only): one 'key = value' per line, keys as in this "
+             "table, '#' starts a comment"},
+    {.key = "lib", .type = ML_SET_TEXT, .unset = "the library mpilens-exec was built with",
+     .flags = ML_SET_ENV_ONLY | ML_SET_NOT_READ, .accepted = "a path to libmpilens.so",
+     .help = "read by mpilens-exec only: which libmpilens.so to preload"},
+    {0}};
+
+/* The core, then every registered engine (malloc'd; *n parts). */
+static ml_setting_part *parts(int *n)
 {
-    const char *cf = getenv("MPILENS_CONFIG");
-    if (cf && *cf && ml_read_file(cf)) return 1;
-    if (ml_onoff("detail", &ml_cfg_detail) || ml_onoff("profile", &ml_cfg_profile)) return 1;
-    if (ml_int("max_threads", 1, 4096, 0, &ml_cfg_max_threads)) return 1;
-    if (ml_int("max_requests", 64, 1 << 24, 1, &ml_cfg_max_requests)) return 1;
-    const char *clk = ml_config_get("clock");
-    if (clk && strcmp(clk, "auto") && strcmp(clk, "tsc") && strcmp(clk, "monotonic"))
-        return ml_err("clock", clk, "expected auto, tsc or monotonic");
-    const char *tmg = ml_config_get("timing");
-    if (tmg && strcmp(tmg, "sampled") && strcmp(tmg, "all"))
-        return ml_err("timing", tmg, "expected sampled or all");
-    if (tmg) ml_cfg_sample = strcmp(tmg, "sampled") == 0;
-    const char *out = ml_config_get("output");
-    if (out) {
-        if (!*out) return ml_err("output", out, "expected a file path (placeholders %j job id, %t time, %p pid, %h host, %% percent)");
-        for (const char *p = out; *p; p++)
-            if (*p == '%') {
-                p++;
-                if (!*p || !strchr("jtph%", *p))
-                    return ml_err("output", out, "unknown placeholder: expected %j (job id), %t (time), %p (pid), %h (host) or %%");
-            }
-        ml_cfg_output = out;
-    }
-    const char *inc = ml_config_get("include");
-    if (!inc && ml_file_funcs) inc = ml_file_funcs;
-    memset(ml_fon, inc ? 0 : 1, sizeof ml_fon);
-    if (inc && ml_apply_list("include", inc, 1)) return 1;
-    const char *exc = ml_config_get("exclude");
-    if (exc && ml_apply_list("exclude", exc, 0)) return 1;
+    int ne = 0;
+    while (ml_engines[ne])
+        ne++;
+    ml_setting_part *p = malloc(sizeof *p * (size_t)(ne + 1));
+    if (!p)
+        return NULL;
+    p[0] = (ml_setting_part){"profiler", core_settings};
+    for (int i = 0; i < ne; i++)
+        p[i + 1] = (ml_setting_part){ml_engines[i]->name, ml_engines[i]->settings};
+    *n = ne + 1;
+    return p;
+}
+
+/* Names or globs into the function mask. */
+static void apply_list(const char *list, unsigned char val)
+{
+    char *copy = strdup(list), *save = NULL;
+    for (char *t = copy ? strtok_r(copy, ", \t\n", &save) : NULL; t; t = strtok_r(NULL, ", \t\n", &save))
+        for (int i = 1; i < ML_NFUNC; i++)
+            if (fnmatch(t, ml_func_name[i], FNM_CASEFOLD) == 0)
+                ml_fon[i] = val;
+    free(copy);
+}
+
+int ml_config_load(ml_buf_t *err, int leader)
+{
+    int n = 0;
+    ml_setting_part *p = parts(&n);
+    int rc = p ? ml_settings_load(p, n, 1, err) : -1;
+    if (!p)
+        ml_buf_printf(err, "mpilens: out of memory reading the settings");
+    free(p);
+    if (rc != 0)
+        return -1;
+    for (int i = 0; leader && ml_engines[i]; i++)
+        if (ml_engines[i]->check && ml_engines[i]->check(err) != 0)
+            return -1;
+    memset(ml_fon, ml_cfg.include ? 0 : 1, sizeof ml_fon);
+    if (ml_cfg.include)
+        apply_list(ml_cfg.include, 1);
+    if (ml_cfg.exclude)
+        apply_list(ml_cfg.exclude, 0);
     ml_fon[0] = 0;
     return 0;
 }
+
+/* `mpilens config`: the settings in force for this process's environment and
+ * config file, as MPI_Init would read them, without MPI: a JSON object
+ * {"error": line or null, "config": ..., "settings": [...]} (malloc'd; free
+ * with mpilens_free). */
+__attribute__((visibility("default"))) char *mpilens_settings_json(void)
+{
+    ml_buf_t err = {0}, b = {0};
+    ml_config_load(&err, 1);
+    ml_buf_printf(&b, "{\"error\":");
+    if (err.n)
+        ml_buf_json_str(&b, err.p);
+    else
+        ml_buf_printf(&b, "null");
+    ml_buf_printf(&b, ",");
+    ml_settings_json(&b);
+    ml_buf_printf(&b, "}");
+    ml_buf_free(&err);
+    return b.p;
+}
+
+__attribute__((visibility("default"))) void mpilens_free(void *p) { free(p); }

@@ -8,14 +8,14 @@
 #include <unistd.h>
 
 #include "ml.h"
-#include "../overrides.h"
+#include "scratch.h"
 
 unsigned char ml_fon[ML_NFUNC];
 int ml_active = 0;
 int ml_world_size = 1, ml_world_rank = 0;
 ML_TLS int ml_depth = 0;
 ML_TLS ml_slot_t *ml_tslot = NULL;
-ML_TLS int ml_repro_flag = 0;
+ML_TLS int ml_served_flag = 0;
 double ml_overhead_ns = 0.0, ml_overhead_sampled_ns = 0.0;
 uint64_t ml_sample_mask = 0, ml_slow_ticks = 0;
 uint64_t ml_t_init = 0, ml_t_final = 0;
@@ -48,7 +48,7 @@ ml_slot_t *ml_slot_attach(void)
 {
     pthread_mutex_lock(&ml_slot_mu);
     ml_slot_t *s;
-    if (ml_nslots < ml_cfg_max_threads) {
+    if (ml_nslots < ml_cfg.max_threads) {
         s = ml_slot_new();
     } else {
         if (!ml_overflow) {
@@ -74,22 +74,20 @@ __attribute__((visibility("default"))) size_t mpilens_record_bytes(void)
     return (size_t)ml_nslots * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t));
 }
 
-void ml_mark_repro(void) { ml_repro_flag = 1; }
+void ml_mark_served(void) { ml_served_flag = 1; }
 
+/* The wrappers' scratch (saved requests, statuses, Fortran handle
+ * conversions; which 0..ML_NSCRATCH-1): inside a wrapper there is no way to
+ * report an error, so no memory ends the job. */
 void *ml_scratch(size_t bytes, int which)
 {
-    static ML_TLS struct { void *p; size_t cap; } buf[6];
-    if (buf[which].cap < bytes) {
-        size_t cap = bytes < 4096 ? 4096 : bytes * 2;
-        void *p = realloc(buf[which].p, cap);
-        if (!p) {
-            fprintf(stderr, "mpilens: out of memory (%zu bytes of scratch)\n", cap);
-            abort();
-        }
-        buf[which].p = p;
-        buf[which].cap = cap;
+    static ML_TLS ml_scratch_t buf[ML_NSCRATCH];
+    void *p = ml_scratch_get(&buf[which], bytes);
+    if (!p) {
+        fprintf(stderr, "mpilens: out of memory (%zu bytes of scratch)\n", bytes);
+        abort();
     }
-    return buf[which].p;
+    return p;
 }
 
 /* Instrumentation cost per call: the generated wrapper's path around
@@ -123,23 +121,6 @@ static double ml_measure_overhead(void)
     return ns > 0 ? ns : 0.0;
 }
 
-static void ml_stop_job(const char *msg)
-{
-    int bad = msg != NULL, any = 0;
-    PMPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (!any) return;
-    /* Every rank stops: one line from the lowest failing rank (rank 0 in practice). */
-    int first = bad ? ml_world_rank : ml_world_size, low = 0;
-    PMPI_Allreduce(&first, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (bad && ml_world_rank == low) {
-        fprintf(stderr, "%s\n", msg);
-        fflush(stderr);
-    }
-    PMPI_Barrier(MPI_COMM_WORLD);
-    PMPI_Finalize();
-    _exit(2);
-}
-
 static int ml_init_done = 0, ml_final_done = 0;
 
 void ml_after_init(int *argc, char ***argv)
@@ -151,23 +132,23 @@ void ml_after_init(int *argc, char ***argv)
     ml_depth++; /* our own MPI calls below are never recorded */
     PMPI_Comm_size(MPI_COMM_WORLD, &ml_world_size);
     PMPI_Comm_rank(MPI_COMM_WORLD, &ml_world_rank);
-    ml_stop_job(ml_config_load() ? ml_config_error : NULL);
-    /* Engines check their own settings; a failing one has printed its line. */
-    int eng = 0;
-    if (ml_coll_init && ml_coll_init()) eng = 1;
-    if (ml_repro_init && ml_repro_init()) eng = 1;
-    {
-        int any = 0;
-        PMPI_Allreduce(&eng, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (any) {
-            PMPI_Finalize();
-            _exit(2);
-        }
+    /* Every setting of the core and the engines, and the engines' checks on
+     * rank 0: a bad one stops every rank here with one line. */
+    ml_buf_t err = {0};
+    ml_agree_or_stop(ml_config_load(&err, ml_world_rank == 0) ? err.p : NULL);
+    ml_buf_free(&err);
+    int eng = 0, any = 0;
+    for (int i = 0; ml_engines[i]; i++)
+        if (ml_engines[i]->init && ml_engines[i]->init()) eng = 1;
+    PMPI_Allreduce(&eng, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) {
+        PMPI_Finalize();
+        _exit(2);
     }
     ml_clock_init();
     ml_fortran_init();
-    ml_slow_ticks = ml_ns_to_ticks(2000);
-    if (ml_cfg_profile) {
+    ml_slow_ticks = ml_ns_to_ticks(ML_ALWAYS_TIME_ABOVE_NS);
+    if (ml_cfg.profile) {
         /* The probe runs as an outermost call, even when MPI_Init was reached
          * from a Fortran wrapper (MPICH's mpi_init_ calls the C MPI_Init). */
         int depth = ml_depth;
@@ -177,7 +158,7 @@ void ml_after_init(int *argc, char ***argv)
         /* a fully timed call (what "caution" compares with), then the policy in force */
         ml_sample_mask = 0;
         ml_overhead_ns = ml_measure_overhead();
-        ml_sample_mask = ml_cfg_sample ? 15 : 0;
+        ml_sample_mask = ml_cfg.timing == ML_TIMING_SAMPLED ? ML_SAMPLE_PERIOD - 1 : 0;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
         ml_overhead_sampled_ns = ml_measure_overhead();
         ml_depth = depth;
@@ -227,8 +208,8 @@ void ml_before_finalize(void)
     ml_active = 0;
     ml_depth++;
     if (was_active) ml_finalize_wait();
-    if (ml_coll_finalize) ml_coll_finalize();
-    if (ml_repro_finalize) ml_repro_finalize();
+    for (int i = 0; ml_engines[i]; i++)
+        if (ml_engines[i]->finalize) ml_engines[i]->finalize();
     if (was_active) ml_write_profile();
     ml_depth--;
 }

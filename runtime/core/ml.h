@@ -11,7 +11,7 @@
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
  * Fortran binding calls the C MPI_Xxx, ROMIO calling MPI_Allreduce, an engine
- * in runtime/coll) invisible: only the outermost call is recorded.
+ * in runtime/engines) invisible: only the outermost call is recorded.
  *
  * Records live in per-thread slots (ml_slot_t), allocated once per thread at
  * the thread's first profiled call: no lock, no atomic, no allocation on the
@@ -24,9 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ml_funcs.h" /* generated: ML_NFUNC, ML_NDATA, ml_func_name[], ml_func_didx[] */
+#include "ml_funcs.h"  /* generated: ML_NFUNC, ML_NDATA, ml_func_name[], ml_func_didx[] */
+#include "ml_schema.h" /* generated from schema/profile.json: ML_NBINS, ML_CAUTION_FACTOR, ... */
+#include "engine.h"    /* runtime/common: the engine interface, settings, text buffers */
 
-#define ML_NBINS 25
 #ifdef MPI_F_STATUS_SIZE
 #define ML_F_STATUS_SIZE MPI_F_STATUS_SIZE
 #else /* Open MPI 4 does not define it in mpi.h: a Fortran status has the C status's size */
@@ -44,7 +45,7 @@ typedef struct {
 
 typedef struct {
     uint64_t bytes_s, bytes_r;
-    uint64_t repro;
+    uint64_t served;  /* calls an engine served with its own algorithm (ml_mark_served) */
     uint64_t hist_s[ML_NBINS];
     uint64_t hist_r[ML_NBINS];
     uint64_t hist_bytes_s; /* sum of the sizes hist_s counts: a collective's per-peer block (mpiP's figure) */
@@ -71,7 +72,7 @@ extern int ml_active;                  /* profiling active (between init and fin
 extern int ml_world_size, ml_world_rank;
 extern ML_TLS int ml_depth;
 extern ML_TLS ml_slot_t *ml_tslot;
-extern ML_TLS int ml_repro_flag;
+extern ML_TLS int ml_served_flag;  /* set by ml_mark_served during an overridden call */
 
 ml_slot_t *ml_slot_attach(void);
 void ml_shared_lock(void);
@@ -112,20 +113,19 @@ static inline ml_slot_t *ml_slot(void)
 
 /* Timing policy (MPILENS_TIMING): with "all" every call is timed.  With
  * "sampled" (default) every call is counted, but its duration is measured
- * for the first ML_WARMUP calls of a function on a thread, for every call
- * of a function whose timed calls average more than ml_slow_ticks, the
- * longest left out (there a
- * timer read costs < 5 %), and for 1 call in ml_sample_mask + 1 otherwise;
+ * for the first ML_WARMUP_CALLS calls of a function on a thread, for every call
+ * of a function whose timed calls average more than ml_slow_ticks
+ * (ML_ALWAYS_TIME_ABOVE_NS), the longest left out (there a timer read costs
+ * < 5 %), and for 1 call in ml_sample_mask + 1 (ML_SAMPLE_PERIOD) otherwise;
  * totals are then estimated as mean(timed) x calls.  On machines whose
  * timer read is slow (a virtualised TSC: 30-50 ns) this keeps the cost of a
  * cheap call near the cost of counting it. */
-#define ML_WARMUP 32
 extern uint64_t ml_sample_mask, ml_slow_ticks;
 
 static inline int ml_want_time(const ml_frec_t *r)
 {
     /* mean of the timed calls without the longest one (one preempted call must not flip the policy) */
-    return r->calls < ML_WARMUP || (r->calls & ml_sample_mask) == 0 || r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks;
+    return r->calls < ML_WARMUP_CALLS || (r->calls & ml_sample_mask) == 0 || r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks;
 }
 
 static inline void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
@@ -165,7 +165,7 @@ static inline int ml_bin(uint64_t n)
 #define ML_RECV 1
 #define ML_NOPEER (-1)
 
-void ml_repro_count(ml_slot_t *s, int fid); /* an override engine served the call */
+void ml_served_count(ml_slot_t *s, int fid); /* an engine served the call (ml_mark_served) */
 _Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran count arrays are passed to C engines as int arrays");
 int ml_peer_world_slow(MPI_Comm comm, int rank);
 int ml_win_peer_world(MPI_Win win, int rank);
@@ -297,14 +297,25 @@ static inline const void *ml_fbuf(const void *p)
     if (p && p == ml_f_bottom) return MPI_BOTTOM;
     return p;
 }
-void *ml_scratch(size_t bytes, int which); /* thread-local growable scratch buffers (which 0..3) */
+#define ML_NSCRATCH 6
+void *ml_scratch(size_t bytes, int which); /* thread-local growable scratch buffers (which < ML_NSCRATCH) */
 
-/* ---- configuration and output ---- */
-int ml_config_load(void);           /* 0 ok; on error message in ml_config_error */
-extern char ml_config_error[512];
-const char *ml_config_get(const char *key); /* env MPILENS_<KEY> or config-file value */
-extern int ml_cfg_detail, ml_cfg_profile, ml_cfg_max_threads, ml_cfg_max_requests, ml_cfg_sample;
-extern const char *ml_cfg_output;
+/* ---- engines (runtime/engines/list.h, registered in engines.c) ---- */
+extern const ml_engine_t *const ml_engines[]; /* NULL-terminated, in start order */
+
+/* ---- settings (config.c): the core's table, read with every engine's ---- */
+enum { ML_TIMING_SAMPLED, ML_TIMING_ALL };
+enum { ML_CLOCK_AUTO, ML_CLOCK_TSC, ML_CLOCK_MONOTONIC };
+typedef struct {
+    const char *output, *include, *exclude, *config; /* include/exclude NULL: unset */
+    int detail, profile, timing, clock, max_threads, max_requests, quiet;
+} ml_core_cfg_t;
+extern ml_core_cfg_t ml_cfg;
+/* Reads every setting (core and engines) and, on the leader (rank 0), runs the
+ * engines' checks; sets the function mask.  0 ok; -1 with one line in err. */
+int ml_config_load(ml_buf_t *err, int leader);
+
+/* ---- the profile (profile_*.c) ---- */
 int ml_write_profile(void);
 extern double ml_overhead_ns, ml_overhead_sampled_ns;
 extern uint64_t ml_t_init, ml_t_final;

@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "ml.h"
+#include "groups.h"
 
 /* ---------------- datatype sizes (one-entry cache per thread) ---------------- */
 
@@ -44,7 +45,6 @@ typedef struct {
 #define ML_HCAP 2048
 static ml_hent_t ml_comms[ML_HCAP], ml_wins[ML_HCAP];
 static pthread_mutex_t ml_h_mu = PTHREAD_MUTEX_INITIALIZER;
-static MPI_Group ml_world_group = MPI_GROUP_NULL;
 
 static inline uint64_t ml_hkey(const void *h, size_t n)
 {
@@ -94,19 +94,9 @@ static void ml_hremove(ml_hent_t *tab, uint64_t key)
 
 static int *ml_translate(MPI_Group g, int n)
 {
-    if (ml_world_group == MPI_GROUP_NULL) PMPI_Comm_group(MPI_COMM_WORLD, &ml_world_group);
-    int *in = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    int *out = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    if (!in || !out) {
-        free(in);
-        free(out);
-        return NULL;
-    }
-    for (int i = 0; i < n; i++) in[i] = i;
-    PMPI_Group_translate_ranks(g, n, in, ml_world_group, out);
-    for (int i = 0; i < n; i++)
+    int *out = ml_group_world_ranks(g, n);
+    for (int i = 0; out && i < n; i++)
         if (out[i] == MPI_UNDEFINED) out[i] = ML_NOPEER;
-    free(in);
     return out;
 }
 
@@ -211,15 +201,11 @@ void ml_win_forget(MPI_Win win)
 
 /* ---------------- recording ---------------- */
 
-void ml_repro_count(ml_slot_t *s, int fid)
+void ml_served_count(ml_slot_t *s, int fid)
 {
     int di = ml_func_didx[fid];
-    if (di >= 0 && ml_fon[fid]) s->d[di].repro++;
+    if (di >= 0 && ml_fon[fid]) s->d[di].served++;
 }
-
-
-
-
 
 void ml_rma(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt, int target, MPI_Win win)
 {

@@ -265,8 +265,7 @@ class FBinding(Binding):
 @dataclass
 class Plan:
     pre: list[str] = field(default_factory=list)    # before the call (may rebind args)
-    post: list[str] = field(default_factory=list)   # after, when recording (S, FID known)
-    always_post: list[str] = field(default_factory=list)  # after, even when not recording
+    post: list[str] = field(default_factory=list)   # after a successful call, when recording
     subst: dict[str, str] = field(default_factory=dict)   # argument replacements in the call
     kind: str = "time"
 
@@ -299,8 +298,8 @@ def plan_for(fname: str, b: Binding) -> Plan:
         p.kind = "send_init"
         req = b.raw("request")
         creq = f"PMPI_Request_f2c(*(MPI_Fint *)({req}))" if b.lang == "f" else f"*{req}"
-        p.always_post.append(
-            f"if (ret == MPI_SUCCESS) ml_req_track(S, {creq}, {F}, ML_RQ_PSEND | ML_RQ_PERSIST, "
+        p.post.append(
+            f"ml_req_track(S, {creq}, {F}, ML_RQ_PSEND | ML_RQ_PERSIST, "
             f"{b.comm('comm')}, {b.count('count')} * ml_type_size({b.dtype('datatype')}), "
             f"ml_peer_world({b.comm('comm')}, {b.int_('dest')}));")
         return p
@@ -318,8 +317,10 @@ def plan_for(fname: str, b: Binding) -> Plan:
         flags = "ML_RQ_RECV | ML_RQ_PERSIST" if base == "Recv_init" else "ML_RQ_RECV"
         # from MPI_PROC_NULL nothing arrives (MPICH 4.0 returns one shared request for all
         # such receives, and Waitall gives its second status source 0: not tracked)
-        nul = f" && {b.int_('source')} != MPI_PROC_NULL" if b.has("source") else ""
-        p.always_post.append(f"if (ret == MPI_SUCCESS{nul}) ml_req_track(S, {creq}, {F}, {flags}, {comm}, 0, ML_NOPEER);")
+        track = f"ml_req_track(S, {creq}, {F}, {flags}, {comm}, 0, ML_NOPEER);"
+        if b.has("source"):
+            track = f"if ({b.int_('source')} != MPI_PROC_NULL) {track}"
+        p.post.append(track)
         return p
     if base in ("Sendrecv", "Sendrecv_replace"):
         p.kind = "sendrecv"
@@ -334,7 +335,7 @@ def plan_for(fname: str, b: Binding) -> Plan:
         req = b.raw("request")
         creq = f"PMPI_Request_f2c(*(MPI_Fint *)({req}))" if b.lang == "f" else f"*{req}"
         p.post.append(f"ml_p2p_send(S, {F}, {b.count(cnt)}, {b.dtype(dt)}, {b.int_('dest')}, {b.comm('comm')});")
-        p.always_post.append(f"if (ret == MPI_SUCCESS) ml_req_track(S, {creq}, {F}, ML_RQ_RECV, {b.comm('comm')}, 0, ML_NOPEER);")
+        p.post.append(f"ml_req_track(S, {creq}, {F}, ML_RQ_RECV, {b.comm('comm')}, 0, ML_NOPEER);")
         return p
     # --- completion
     if base in COMPLETE:
@@ -371,8 +372,7 @@ def plan_for(fname: str, b: Binding) -> Plan:
         return p
     if base in TOPO_CREATE:  # the application's Cartesian/graph topology (runtime/core/topo.c)
         new = b.comm(TOPO_CREATE[base]) if b.lang == "f" else b.ref(TOPO_CREATE[base])
-        p.always_post.append("if (ret == MPI_SUCCESS) { void ml_topo_created(MPI_Comm); "
-                             f"ml_topo_created({new}); }}")
+        p.post.append(f"{{ void ml_topo_created(MPI_Comm); ml_topo_created({new}); }}")
         return p
     # --- collectives
     cb = coll_base(base)
@@ -501,15 +501,47 @@ def coll_plan(cb: str, b: Binding, p: Plan) -> Plan:
 # Emitting C wrappers
 
 HOOKS_INIT = {"MPI_Init", "MPI_Init_thread"}
-TIMED_START = ("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0;\n"
-               "    if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); if (tm) t0 = ml_now(); }")
-TIMED_END = ("    uint64_t dt = tm ? ml_now() - t0 : 0;\n    ml_leave();\n"
-             "    if (on) {\n        ml_count(S, FID, tm, dt);")
-# Overridden functions: did the engine serve the call (ml_mark_repro)?  The flag is
-# thread-local, cleared before the call and consumed right after it.
-REPRO_BEFORE = "    ml_repro_flag = 0;"
-REPRO_AFTER = "    int rp = ml_repro_flag; ml_repro_flag = 0;"
-REPRO_POST = "if (rp) ml_repro_count(S, FID);"
+OVERRIDE_INCLUDES: list[str] = []  # one #include per engine's overrides.h (set in main)
+
+
+def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
+    """The body of every timed wrapper, C and Fortran alike.
+
+    call: the statement that makes the MPI call (it sets the C `ret` or the Fortran
+    ierror); ok: a C expression, true when the call succeeded; served: the function is
+    overridden by an engine, which marks the calls it served itself (ml_mark_served).
+
+    The rule: every call is counted and timed; what a call moved (bytes, message
+    sizes, peers, tracked requests) is recorded only when it succeeded: a failed MPI
+    call moved no bytes (with MPI_ERRORS_RETURN the application sees the error and
+    goes on).  Only the outermost MPI call of a thread is recorded (ml_enter).
+    """
+    out = ["    int on = ml_enter();"]
+    out += ["    " + ln for ln in plan.pre if ln]
+    out.append("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0;")
+    out.append("    if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); "
+               "if (tm) t0 = ml_now(); }")
+    if served:
+        out.append("    ml_served_flag = 0;")
+    out.append(f"    {call};")
+    if served:
+        out.append("    int served = ml_served_flag; ml_served_flag = 0;")
+    out += ["    uint64_t dt = tm ? ml_now() - t0 : 0;", "    ml_leave();",
+            "    if (on) {", "        ml_count(S, FID, tm, dt);"]
+    post = [ln for ln in plan.post if ln]
+    if post or served:
+        out.append("        if (__builtin_expect(S->shared, 0)) ml_shared_lock();")
+        if served:
+            out.append("        if (served) ml_served_count(S, FID);")
+        if post:
+            out.append(f"        if ({ok}) {{")
+            out += ["            " + ln for ln in post]
+            out.append("        }")
+        out.append("        if (__builtin_expect(S->shared, 0)) ml_shared_unlock();")
+    out.append("    }")
+    return out
+
+
 NO_WRAP = {"MPI_Pcontrol"}  # varargs: wrapped by hand in core.c
 
 
@@ -521,7 +553,8 @@ def emit_call(fn: str, params: list[str], plan: Plan, names: list[str]) -> str:
 
 
 def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
-    out = [HEADER, "#include \"ml.h\"", "#include \"overrides.h\"", "#define ML_EXPORT __attribute__((visibility(\"default\")))", ""]
+    out = [HEADER, "#include \"ml.h\"", *OVERRIDE_INCLUDES,
+           "#define ML_EXPORT __attribute__((visibility(\"default\")))", ""]
     for f in funcs:
         names = f.std if f.std else [pr.name for pr in f.params]
         cnames = [pr.name for pr in f.params]
@@ -546,27 +579,9 @@ def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
         if f.name == "MPI_Finalize":
             out.append("    ml_before_finalize();\n    return PMPI_Finalize();\n}\n")
             continue
-        out.append("    int on = ml_enter();")
-        out.extend("    " + ln for ln in plan.pre if ln)
-        ov = f.name in overrides
-        out.append(TIMED_START)
-        if ov:
-            out.append(REPRO_BEFORE)
-        out.append(f"    {'' if isvoid else f.ret + ' ret = '}{call};")
-        if ov:
-            out.append(REPRO_AFTER)
-            plan.post.append(REPRO_POST)
-        out.append(TIMED_END)
-        out.extend("        " + ln for ln in plan.always_post)
-        if plan.post:
-            lock = "if (__builtin_expect(S->shared, 0)) ml_shared_lock();"
-            unlock = "if (__builtin_expect(S->shared, 0)) ml_shared_unlock();"
-            out.append("        { " + lock)
-            out.extend("          " + ln for ln in plan.post if ln)
-            out.append("          " + unlock + " }")
-        out.append("    }")
-        if f.name == "MPI_Abort":
-            pass
+        call = f"{'' if isvoid else f.ret + ' ret = '}{call}"
+        ok = "ret == MPI_SUCCESS" if f.ret == "int" else "1"
+        out += timed_body(plan, call, ok, f.name in overrides)
         out.append("    return ret;" if not isvoid else "    return;")
         out.append("}\n")
     return "\n".join(out)
@@ -634,7 +649,7 @@ def f2c_arg(p: dict, a: str, fname: str) -> str:
 
 
 def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]) -> tuple[str, int, int]:
-    out = [HEADER, '#include "ml.h"', '#include "overrides.h"', ""]
+    out = [HEADER, '#include "ml.h"', *OVERRIDE_INCLUDES, ""]
     n = n08 = 0
     f08_ok = not any(x.endswith("_f08ts_") for x in exports)
     for key, e in sorted(std.items()):
@@ -688,27 +703,10 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
                 out.append(f"    {'return ' if ret != 'void' else ''}{call};")
             else:
                 out.append(f"    enum {{ FID = {fid[cname]} }};")
-                out.append("    int on = ml_enter();")
-                out.extend("    " + ln for ln in plan.pre if ln)
-                ov = cname in overrides
-                out.append(TIMED_START)
-                if ov:
-                    out.append(REPRO_BEFORE)
-                out.append(f"    {'' if ret == 'void' else ret + ' ret = '}{call};")
-                post = plan.post + [REPRO_POST] if ov else plan.post
-                if ov:
-                    out.append(REPRO_AFTER)
-                ierr = f"*(MPI_Fint *)({cnames[-1]})" if names and names[-1] == "ierror" else "MPI_SUCCESS"
-                out.append(TIMED_END)
-                if plan.always_post:
-                    out.append(f"        {{ int ret = {ierr}; (void)ret;")
-                    out.extend("          " + ln for ln in plan.always_post)
-                    out.append("        }")
-                if post:
-                    out.append(f"        if ({ierr} == MPI_SUCCESS) {{ if (__builtin_expect(S->shared, 0)) ml_shared_lock();")
-                    out.extend("          " + ln for ln in post if ln)
-                    out.append("          if (__builtin_expect(S->shared, 0)) ml_shared_unlock(); }")
-                out.append("    }")
+                ierr = f"*(MPI_Fint *)({cnames[-1]})" if names and names[-1] == "ierror" else ""
+                fcall = f"{'' if ret == 'void' else ret + ' ret = '}{call}"
+                out += timed_body(plan, fcall, f"{ierr} == MPI_SUCCESS" if ierr else "1",
+                                  cname in overrides)
                 if ret != "void":
                     out.append("    return ret;")
             out.append("}")
@@ -736,7 +734,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cc", required=True)
     ap.add_argument("--fc", default="")
-    ap.add_argument("--overrides", required=True)
+    ap.add_argument("--overrides", nargs="*", default=[],
+                    help="every engine's overrides.h (runtime/engines/*/overrides.h)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if STD_PATH is None:
@@ -765,8 +764,15 @@ def main() -> int:
             if len(sn) == len(f.params):
                 f.std = sn
         funcs.append(f)
-    otext = re.sub(r"/\*.*?\*/|//[^\n]*", "", Path(args.overrides).read_text(), flags=re.S)
-    overrides = set(re.findall(r"\bmlo_(MPI_\w+)\s*\(", otext))
+    overrides: set[str] = set()
+    for path in sorted(args.overrides):
+        otext = re.sub(r"/\*.*?\*/|//[^\n]*", "", Path(path).read_text(), flags=re.S)
+        mine = set(re.findall(r"\bmlo_(MPI_\w+)\s*\(", otext))
+        if mine & overrides:
+            sys.exit(f"genwrap: {path} overrides {sorted(mine & overrides)}, "
+                     "which another engine already overrides")
+        overrides |= mine
+        OVERRIDE_INCLUDES.append(f'#include "{Path(path).resolve()}"')
     missing = overrides - {f.name for f in funcs}
     if missing:
         sys.exit(f"genwrap: overrides for functions this mpi.h does not declare: {sorted(missing)}")

@@ -13,15 +13,14 @@
  *   zero_measurements=<r0>,<r1>,<r2>,<r3>
  * Exit 1 on a wrong result. */
 #define _DEFAULT_SOURCE
-#include "coll.h"
+#include "alltoall.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "a2a_pattern.h"
 
-int mlo_MPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
-int ml_coll_init(void);
+#include "overrides.h"
 extern int ml_plogp_zero_measurements;
 
 static int bad;
@@ -57,7 +56,7 @@ int main(int argc, char **argv)
     }
     setenv("MPILENS_ALLTOALL", "adaptive", 1);
     setenv("MPILENS_ALLTOALL_LEARN", "2", 1);
-    if (ml_coll_init() != 0)
+    if (ml_engine_start(&ml_engine_alltoall) != 0)
         PMPI_Abort(MPI_COMM_WORLD, 2);
 
     MPI_Comm w1;

@@ -6,7 +6,7 @@
  *   rank=<r> sums=<hex>,<hex>,<hex>,<hex>
  * The test computes the expected bits itself: each value rounded to integer
  * picoseconds, summed exactly, divided by 1e12. */
-#include "coll.h"
+#include "alltoall.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* The published reproducibility example (REFERENCE §4) in many placements.
+/* The published reproducibility example (Intel 2015, docs/references.md) in many placements.
  *
  * Every process contributes 2^-60 except two that contribute +1.0 and -1.0;
  * the exact sum is (P-2) * 2^-60.  The program loops over which world ranks

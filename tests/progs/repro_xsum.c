@@ -3,7 +3,7 @@
  * for 'f' the values are binary32 values widened to binary64).  stdout, per
  * case: "<acc> <win-seq> <win-tree>" as raw binary64 bits of the rounded sum
  * (a binary32 result is widened), "inexact" where ml_win could not be exact. */
-#include "../../runtime/repro/exactsum.c"
+#include "../../runtime/engines/repro/exactsum.c"
 
 #include <inttypes.h>
 #include <stdio.h>

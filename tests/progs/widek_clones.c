@@ -1,4 +1,4 @@
-/* widek_clones BLOCKS: runs the block kernels of runtime/repro/widek.c as
+/* widek_clones BLOCKS: runs the block kernels of runtime/engines/repro/widek.c as
  * built for x86-64-v4, x86-64-v3 and baseline x86-64 (tests/CMakeLists.txt) on
  * the same pseudo-random blocks (normal doubles near 1, doubles of every
  * exponent with cleared low bits, raw bit patterns; random element codes) and

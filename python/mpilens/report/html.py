@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
 from . import analysis, commpattern, ranks
 from .profile import Profile
+from .schema import CAUTION_FACTOR
 
 MAX_HISTOGRAMS = 6
 MAX_STACKED = 7  # functions drawn separately in the per-rank chart; the rest is "other"
@@ -244,7 +245,8 @@ def render(prof: Profile) -> str:
     caution_rows = [r for r in rows if r["caution"]]
     if caution_rows:
         caution = ("<p>Mean time per call within "
-                   f"{prof.header.get('caution_factor', 5)}&times; the measured overhead "
+                   f"{prof.header.get('caution_factor', CAUTION_FACTOR)}&times; "
+                   "the measured overhead "
                    f"({s['overhead_ns']:.1f} ns): these numbers are mostly the tool.</p>"
                    + _table(["function", "calls", "mean", "total"],
                             [[e(r["function"]), f"{r['calls']:,}", fmt_time(r["mean_s"]),

@@ -13,27 +13,25 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .schema import (
+    ALLTOALL_KEYS,
+    FORMAT,
+    HEADER_KEYS,
+    HIST_LABELS,
+    NBINS,
+    RANK_KEYS,
+    SECTION_VERSIONS,
+    STATS_KEYS,
+    VERSION,
+)
 from .validate import check_values
 
-FORMAT = "mpilens-profile"
-VERSION = 1  # the newest format version this reader understands
-NBINS = 25
-
-# Header keys every reader relies on; everything else is optional.
-_HEADER_KEYS: dict[str, type | tuple[type, ...]] = {
-    "nranks": int, "functions": dict, "wall_s": dict, "mpi_s": dict,
-}
-_RANK_KEYS: dict[str, type | tuple[type, ...]] = {
-    "rank": int, "wall_s": (int, float), "mpi_s": (int, float), "functions": dict,
-}
-_STAT_KEYS = ("min", "mean", "max")
+# The fields every reader relies on (required in schema/profile.json); the rest is optional.
+_HEADER_KEYS = HEADER_KEYS
+_RANK_KEYS = RANK_KEYS
+_STAT_KEYS = tuple(STATS_KEYS)
 # adaptive Alltoall records (docs/alltoall.md, Profile); "algorithm" may be null
-_A2A_KEYS: dict[str, type | tuple[type, ...]] = {
-    "comm_size": int, "ranks_per_node": int, "bytes": int, "source": str,
-    "communicators": int, "calls": int, "learning_calls": int, "relearns": int,
-    "learning_s": (int, float), "grouping_s": (int, float), "time_per_call_s": (int, float),
-    "candidates": list, "learned_mean_s": dict,
-}
+_A2A_KEYS = ALLTOALL_KEYS
 
 
 @dataclass
@@ -64,17 +62,8 @@ class Profile:
 
 
 def default_hist_labels() -> list[str]:
-    """Labels of the 25 message-size classes: 0, 1, 2-3, ..., 512-1023, 1K-<2K, ..., >=8M."""
-    out = ["0", "1"]
-    for k in range(2, 24):
-        lo = 2 ** (k - 1)
-        out.append(f"{lo}-{2 * lo - 1}" if lo < 1024 else f"{_human(lo)}-<{_human(2 * lo)}")
-    out.append(">=8M")
-    return out
-
-
-def _human(n: int) -> str:
-    return f"{n >> 20}M" if n >= 1 << 20 else f"{n >> 10}K"
+    """Labels of the 25 message-size classes (schema/profile.json): 0, 1, 2-3, ..., >=8Mi."""
+    return list(HIST_LABELS)
 
 
 def _bad(path: Path, what: str) -> UserError:
@@ -135,6 +124,14 @@ def _parse_header(path: Path, first: str) -> dict[str, Any]:
             raise _bad(path, f"corrupted profile: header {key} needs min, mean and max")
     for name, rec in header["functions"].items():
         _check_function(path, "header", name, rec)
+    sections = header.get("sections", {})
+    if not isinstance(sections, dict):
+        raise _bad(path, "corrupted profile: header sections is not an object")
+    for name, known in SECTION_VERSIONS.items():
+        v = sections.get(name, 1)
+        if isinstance(v, int) and not isinstance(v, bool) and v > known:
+            raise _bad(path, f"profile section '{name}' version {v} is newer than this mpilens "
+                             f"understands (up to {known}): upgrade mpilens to read it")
     a2a = header.get("alltoall", [])
     if not isinstance(a2a, list):
         raise _bad(path, "corrupted profile: header alltoall is not a list")

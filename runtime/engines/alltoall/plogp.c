@@ -1,5 +1,6 @@
-/* P-LogP parameters (Kielmann et al.) measured inside the library, and the
- * cost models of the seven Alltoall algorithms (REFERENCE §2, Table 1).
+/* P-LogP parameters (Kielmann et al.) measured inside the library, for the
+ * algorithms' cost models (one beside each algorithm: spread.c, bruck.c, ...;
+ * Nanri et al. 2008, Table 1, docs/references.md) and exact sums over ranks.
  *
  * Measurement (collective over the communicator, done once per message size
  * in the Grouping phase): ranks r < P/2 pair with r + P/2 and measure in
@@ -11,22 +12,14 @@
  *   g(x)     (burst of R sends + zero-byte ack - RTT(0)) / R, at least os(x)
  *   or(x)    time of PMPI_Recv(x) once PMPI_Probe saw the message arrive
  * for x = 0 and m (the zero-byte part only on a group's first measurement:
- * select.c keeps it per group of processes).  g(2m), for recursive
+ * memo.c keeps it per group of processes).  g(2m), for recursive
  * doubling's model, is not measured
  * but taken from P-LogP's linear regime, g(2m) = 2 g(m) - g(0): measuring it
  * was a third of the Grouping time (two thirds at 1 MiB, ~4 ms on 4 ranks).
  * R = 4 repetitions up to 64 KiB, 2 above (Grouping only needs the order of
  * magnitude: the candidates it keeps are timed anyway).
- *
- * Models as published, with three corrections (see docs/alltoall.md):
- *   - Simple Spread is printed (L x g(m)) x (P-1): a typesetting error for
- *     (L + g(m)) x (P-1) (a product of two times is not a time);
- *   - Pair with MPI Barrier: our variant paces every step after the first
- *     with a barrier, so it is charged (P-2) barriers, not one;
- *   - Ring: our bidirectional ring takes floor(P/2) steps; the printed
- *     (P/2 - 1) predicts zero cost for P = 2.
  */
-#include "coll.h"
+#include "alltoall.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -181,31 +174,4 @@ int ml_sum_exact(const double *v, double *out, int n, MPI_Comm comm)
     for (int i = 0; rc == MPI_SUCCESS && i < n; i++)
         out[i] = (double)s[i] / 1e12;
     return rc;
-}
-
-static double dmin(double a, double b) { return a < b ? a : b; }
-static double dmax(double a, double b) { return a > b ? a : b; }
-
-double ml_plogp_predict(int alg, int P, const ml_plogp *p)
-{
-    double lg = P > 1 ? log2((double)P) : 0;
-    double pair = (p->L + p->gm + dmin(p->osm, p->orm)) * (P - 1);
-    switch (alg) {
-    case ML_A2A_SPREAD:
-        return (p->L + p->gm) * (P - 1); /* printed (L x g(m)) x (P-1) */
-    case ML_A2A_BRUCK:
-        return (p->L + 2 * p->gm * (lg + 1)) * lg;
-    case ML_A2A_RECDBL:
-        return (p->L + 2 * p->g2m * lg) * lg;
-    case ML_A2A_PAIR:
-        return pair;
-    case ML_A2A_PAIR_LB:
-        return pair + dmax(p->os0, p->or0) * (P > 2 ? P - 2 : 0);
-    case ML_A2A_PAIR_BARRIER:
-        return pair + (p->L + 2 * p->g0) * lg * (P > 2 ? P - 2 : 0);
-    case ML_A2A_RING:
-        return (p->L + 2 * p->gm) * (P / 2);
-    default:
-        return INFINITY;
-    }
 }

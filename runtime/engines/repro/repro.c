@@ -16,15 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../overrides.h"
+#include "engine.h"
 #include "exactsum.h"
+#include "overrides.h"
+#include "scratch.h"
 #include "widek.h"
 
 typedef unsigned __int128 u128_t;
-
-/* The core's configuration reader (environment, then config file); weak so
- * that benchmarks can link this engine without the profiler core. */
-const char *ml_config_get(const char *key) __attribute__((weak));
 
 #define SLOW_CHUNK 4096   /* elements per ml_acc reduction (552 bytes each) */
 #ifndef GATHER_MAX
@@ -43,19 +41,11 @@ static MPI_Op win_op, acc_op;
 
 enum { S_WIN, S_RES, S_IDX, S_ACC, S_ACCR, S_VAL, S_CNT,
        W_EXP, W_FIX, W_IDX, W_CIN, W_COUT, S_NSCRATCH };
-static __thread void *scratch_p[S_NSCRATCH];
-static __thread size_t scratch_n[S_NSCRATCH];
+static __thread ml_scratch_t scr[S_NSCRATCH];
 
 static void *scratch(int which, size_t bytes)
 {
-    if (bytes == 0)
-        bytes = 1;
-    if (scratch_n[which] < bytes) {
-        free(scratch_p[which]);
-        scratch_p[which] = malloc(bytes);
-        scratch_n[which] = scratch_p[which] ? bytes : 0;
-    }
-    return scratch_p[which];
+    return ml_scratch_get(&scr[which], bytes ? bytes : 1);
 }
 
 /* ---- element kinds ---- */
@@ -496,7 +486,7 @@ static int allreduce_path(const void *sendbuf, void *recvbuf, int n, int single,
 {
     int P;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    ml_mark_repro();
+    ml_mark_served();
     if (n >= WIDE_MIN)
         return wide_allreduce(in, recvbuf, n, single, root, comm);
     if (PMPI_Comm_size(comm, &P) == MPI_SUCCESS && (long)n * P <= GATHER_MAX)
@@ -513,7 +503,7 @@ static int reduce_scatter_path(const void *sendbuf, void *recvbuf, const int *re
         return MPI_ERR_NO_MEM;
     for (int i = 0; i < P; i++)
         c[i] = (recvcounts ? recvcounts[i] : recvcount) * k.mult;
-    ml_mark_repro();
+    ml_mark_served();
     int rc = repro_reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, c,
                                   k.single, comm);
     free(c);
@@ -573,7 +563,7 @@ static int scan_path(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     if (!served(count, datatype, op, comm, &k))
         return exclusive ? PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm)
                          : PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
-    ml_mark_repro();
+    ml_mark_served();
     return repro_scan(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count * k.mult,
                       k.single, exclusive, comm);
 }
@@ -627,22 +617,23 @@ int ml_repro_enable(int on)
     return MPI_SUCCESS;
 }
 
-int ml_repro_init(void)
+/* ---- the engine ---- */
+
+static int repro_setting; /* MPILENS_REPRO */
+static const char *const zero_one[] = {"0", "1", NULL};
+static const ml_setting settings[] = {
+    {.key = "repro", .type = ML_SET_CHOICE, .def = "0", .choices = zero_one, .out = &repro_setting,
+     .accepted = "0 or 1",
+     .help = "1: reproducible, correctly rounded MPI_SUM reductions on floating-point types "
+             "(docs/repro.md)"},
+    {0}};
+
+static int init(void)
 {
-    const char *v = ml_config_get ? ml_config_get("repro") : getenv("MPILENS_REPRO");
-    if (v && !*v)
-        v = NULL;                 /* set but empty: as if unset */
-    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
-        int rank = 0;
-        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (rank == 0)
-            fprintf(stderr, "mpilens: MPILENS_REPRO='%s' is invalid: expected 0 or 1\n", v);
-        return 1;
-    }
-    return v && strcmp(v, "1") == 0 ? ml_repro_enable(1) != MPI_SUCCESS : 0;
+    return repro_setting ? ml_repro_enable(1) != MPI_SUCCESS : 0;
 }
 
-void ml_repro_finalize(void)
+static void finalize(void)
 {
     int finalized = 0;
     PMPI_Finalized(&finalized);
@@ -654,9 +645,14 @@ void ml_repro_finalize(void)
     }
     repro_ready = 0;
     repro_on = 0;
-    for (int i = 0; i < S_NSCRATCH; i++) {
-        free(scratch_p[i]);
-        scratch_p[i] = NULL;
-        scratch_n[i] = 0;
-    }
+    ml_scratch_release(scr, S_NSCRATCH);
 }
+
+void ml_repro_finalize(void) { finalize(); }
+
+const ml_engine_t ml_engine_repro = {
+    .name = "repro",
+    .settings = settings,
+    .init = init,
+    .finalize = finalize,
+};

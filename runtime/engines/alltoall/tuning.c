@@ -9,11 +9,12 @@
  *
  * min/max_bytes: inclusive range of the per-block message size (the
  * power-of-two class holding the size that was learned).  The machine
- * signature is ml_machine_signature() (overridable with MPILENS_MACHINE).
- * Written atomically: a temporary file in the same directory, then rename().
+ * signature is ml_machine_signature() (the setting MPILENS_MACHINE, in the
+ * environment or the config file, overrides it).  Written atomically: a
+ * temporary file in the same directory, then rename().
  */
 #define _DEFAULT_SOURCE
-#include "coll.h"
+#include "alltoall.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,10 +44,17 @@ static int parse_ll(const char *s, long long *v)
 
 int ml_tune_parse(const char *path, ml_tune_entry *tab, int max, int *n, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
+    ml_buf_t why = {0};
+    errno = 0;
+    FILE *f = ml_open_regular(path, &why); /* a FIFO or a directory is never read */
     *n = 0;
-    if (!f)
-        return errno == ENOENT ? -1 : (snprintf(err, errlen, "cannot be read (%s)", strerror(errno)), -2);
+    if (!f) {
+        int missing = errno == ENOENT;
+        if (!missing)
+            snprintf(err, errlen, "cannot be read (%s)", why.p);
+        ml_buf_free(&why);
+        return missing ? -1 : -2;
+    }
     char line[1024];
     int lineno = 0;
     int rc = 0;
@@ -181,11 +189,10 @@ static void clean(char *s)
             *s = ' ';
 }
 
-void ml_machine_signature(char *buf, size_t len)
+void ml_machine_signature(char *buf, size_t len, const char *given)
 {
-    const char *env = getenv("MPILENS_MACHINE");
-    if (env && *env) {
-        snprintf(buf, len, "%s", env);
+    if (given) {
+        snprintf(buf, len, "%s", given);
         clean(buf);
         return;
     }
@@ -227,4 +234,49 @@ void ml_machine_signature(char *buf, size_t len)
     for (char *s = buf; *s; s++)
         if (*s == ' ' && s[1] == ' ')
             memmove(s, s + 1, strlen(s));
+}
+
+int ml_tune_lookup(int P, int rpn, long long bytes)
+{
+    for (int i = 0; i < ml_a2a.tune_n; i++) {
+        const ml_tune_entry *t = &ml_a2a.tune_tab[i];
+        if (t->comm_size == P && t->ranks_per_node == rpn && bytes >= t->lo && bytes <= t->hi &&
+            strcmp(t->machine, ml_a2a.machine) == 0)
+            return t->alg;
+    }
+    return -1;
+}
+
+void ml_tune_save(void)
+{
+    int added = 0;
+    for (int i = 0; i < ml_a2a.n_all_recs; i++) {
+        const double *r = ml_a2a.all_recs + (size_t)i * R_NFIELD;
+        if (r[R_SRC] != SRC_LEARNED || r[R_REF] < 0 || r[R_ALG] < 0)
+            continue;
+        ml_tune_entry ne;
+        memset(&ne, 0, sizeof ne);
+        snprintf(ne.machine, sizeof ne.machine, "%s", ml_a2a.machine);
+        ne.comm_size = (int)r[R_P];
+        ne.ranks_per_node = (int)r[R_RPN];
+        ml_tune_range((size_t)r[R_BYTES], &ne.lo, &ne.hi);
+        ne.alg = (int)r[R_ALG];
+        ne.time_s = r[R_REF];
+        int j;
+        for (j = 0; j < ml_a2a.tune_n; j++) {
+            ml_tune_entry *t = &ml_a2a.tune_tab[j];
+            if (t->comm_size == ne.comm_size && t->ranks_per_node == ne.ranks_per_node &&
+                t->lo == ne.lo && t->hi == ne.hi && strcmp(t->machine, ne.machine) == 0)
+                break;
+        }
+        if (j == ml_a2a.tune_n) {
+            if (ml_a2a.tune_n >= ML_TUNE_MAX)
+                continue;
+            ml_a2a.tune_n++;
+        }
+        ml_a2a.tune_tab[j] = ne;
+        added++;
+    }
+    if (added && ml_tune_write(ml_a2a.tune_path, ml_a2a.tune_tab, ml_a2a.tune_n) != 0)
+        fprintf(stderr, "mpilens: could not write the tuning file '%s'\n", ml_a2a.tune_path);
 }

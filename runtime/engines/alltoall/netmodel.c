@@ -13,7 +13,7 @@
  * decreasing); below the smallest they take its value.
  */
 #define _DEFAULT_SOURCE
-#include "coll.h"
+#include "alltoall.h"
 
 #include <errno.h>
 #include <math.h>
@@ -347,9 +347,11 @@ static int check(const ctx_t *c, char *err, size_t errlen)
 int ml_netmodel_load(const char *path, ml_netmodel *nm, char *err, size_t errlen)
 {
     memset(nm, 0, sizeof *nm);
-    FILE *f = fopen(path, "r");
+    ml_buf_t why = {0};
+    FILE *f = ml_open_regular(path, &why); /* a FIFO or a directory is never read */
     if (!f) {
-        snprintf(err, errlen, "cannot be read (%s)", strerror(errno));
+        snprintf(err, errlen, "cannot be read (%s)", why.p);
+        ml_buf_free(&why);
         return -1;
     }
     char *buf = malloc(MAX_FILE + 1);

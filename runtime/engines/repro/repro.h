@@ -1,5 +1,5 @@
-/* Reproducible reductions (runtime/repro): the engine behind the mlo_MPI_*
- * overrides declared in runtime/overrides.h.
+/* Reproducible reductions (runtime/engines/repro): the engine behind the
+ * mlo_MPI_* overrides declared in overrides.h (ml_engine_repro).
  *
  *   exactsum.c  exact accumulation (ml_win, ml_acc) and the single rounding
  *   repro.c     configuration, MPI datatypes/ops, the distributed reductions
@@ -12,5 +12,7 @@
 /* Turn the engine on or off regardless of MPILENS_REPRO (benchmarks, tests);
  * MPI must be initialised.  Returns 0 or an MPI error code. */
 int ml_repro_enable(int on);
+/* Frees the engine's MPI objects and scratch (benchmarks without the core). */
+void ml_repro_finalize(void);
 
 #endif

@@ -1,0 +1,47 @@
+/* The profile file (docs/profile-format.md, fields in schema/profile.json),
+ * written collectively at MPI_Finalize in four steps:
+ *
+ *   reduce      profile_reduce.c   merge this rank's thread records; reduce the
+ *                                  cross-rank aggregates to rank 0 (fixed-size arrays)
+ *   format      profile_format.c   rank 0 the header line (with every engine's
+ *                                  section), each rank its own line
+ *   write       profile_write.c    MPI_Exscan offsets, one collective MPI-IO write
+ *                                  under a temporary name (or $TMPDIR if refused)
+ *   claim name  profile_write.c    rank 0 links the file to its final name,
+ *                                  never overwriting one (name, name.1, ...)
+ */
+#ifndef MLENS_PROFILE_H
+#define MLENS_PROFILE_H
+#include "ml.h"
+
+/* Data words per function with data: sums over ranks. */
+enum { ML_DW_BYTES_S, ML_DW_BYTES_R, ML_DW_SERVED, ML_DW_HIST_S,
+       ML_DW_HIST_R = ML_DW_HIST_S + ML_NBINS, ML_DW_HIST_BYTES_S = ML_DW_HIST_R + ML_NBINS,
+       ML_DWORDS };
+
+typedef struct {
+    ml_slot_t *m;                /* this rank's records, merged over its threads */
+    double wall, mpi;            /* this rank: MPI_Init to MPI_Finalize, time inside MPI */
+    char host[256];              /* this rank's host */
+    /* ---- over all ranks: valid on rank 0 ---- */
+    uint64_t *calls;             /* [ML_NFUNC] sums, then [ML_NDATA][ML_DWORDS] data words */
+    uint64_t *calls_min, *calls_max;          /* [ML_NFUNC] per-rank calls */
+    double *time;                /* [ML_NFUNC] sums of per-rank totals, then wall, mpi */
+    double *call_max;            /* [ML_NFUNC] longest single call */
+    double *call_min;            /* [ML_NFUNC] shortest single call, then wall, mpi minima */
+    double *rank_time_min;       /* [ML_NFUNC] per-rank total, least rank (0 if a rank never called) */
+    struct { double v; int r; } *rank_time_max; /* [ML_NFUNC] per-rank total, largest and its rank */
+    double wall_max, mpi_max, overhead_max;
+    char *hosts;                 /* [nranks][256] */
+    char *topo;                  /* the application's process topologies (topo.c), JSON members, or NULL */
+} ml_profile_t;
+
+/* Estimated total time of a function: measured, scaled up when only a sample was timed. */
+double ml_est_s(const ml_frec_t *f);
+void ml_profile_reduce(ml_profile_t *p);              /* collective */
+void ml_profile_free(ml_profile_t *p);
+/* rank 0: the header line; job and created stamp from the naming step */
+void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, const char *iso);
+void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p);
+
+#endif
