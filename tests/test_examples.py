@@ -13,7 +13,12 @@ NAMES = ["heat2d", "heat2d_f"]
 @pytest.mark.parametrize("nranks", [1, 4])
 def test_example_is_correct(build, name: str, nranks: int) -> None:
     proc = run_mpi(nranks, [example(name), 32, 20, 5])
-    line = proc.stdout.strip().splitlines()[-1]
+    check_answer(proc.stdout, name, nranks)
+
+
+def check_answer(stdout: str, name: str, nranks: int) -> None:
+    """The last line of `<example> 32 20 5`: the run's shape and its own check's verdict."""
+    line = stdout.strip().splitlines()[-1]
     assert line.startswith(f"{name}: N=32 ranks={nranks} steps=20 transposes=4")
     assert line.endswith("OK")
 

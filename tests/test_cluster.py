@@ -1,0 +1,233 @@
+"""Many hosts on one machine: mpilens across the nodes of a virtual cluster
+(tests/cluster/vcluster, docs/cluster.md).
+
+One cluster of 3 nodes with 2 rails per test module, made by `vcluster up` and
+removed by a finalizer (also when a test fails), which then checks that no
+namespace, bridge, veth or process of it is left.  Where namespaces are not
+permitted the tests skip with vcluster's one line.  The expectations are the
+single-host tests' own (test_profiler, profmodel, test_examples, test_alltoall,
+test_repro_example): only the launcher differs.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.machinery
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from conftest import BUILD, FLAVOUR, REPO, mpi_env, read_profile
+from mpilens import mpi_env as _menv
+from profmodel import check_rank
+from test_alltoall import NP as A2A_NP
+from test_alltoall import adaptive_env, check_learned_once, exe
+from test_cli_support import per_rank_calls
+from test_examples import check_answer
+from test_profiler import check_header
+from test_repro_example import _run_example, check_every_placement
+
+VCLUSTER = REPO / "tests" / "cluster" / "vcluster"
+NODES, RAILS = 3, 2
+# one cluster number per MPI, so that both MPIs' tests may run at once (0 is for use by hand)
+CLUSTER_ID = {"openmpi": 2, "mpich": 3}.get(FLAVOUR, 4)
+EXEC = BUILD / "bin" / "mpilens-exec"
+PROGS = BUILD / "tests"
+
+pytestmark = pytest.mark.skipif(FLAVOUR not in ("openmpi", "mpich"),
+                                reason="vcluster has launcher lines for Open MPI and MPICH")
+
+
+def _load_vcluster() -> ModuleType:
+    loader = importlib.machinery.SourceFileLoader("vcluster", str(VCLUSTER))
+    spec = importlib.util.spec_from_loader("vcluster", loader)
+    assert spec is not None
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+vc = _load_vcluster()
+
+
+def vcluster(*args: str, check: bool = False) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, str(VCLUSTER), *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"vcluster {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+def leftovers(cid: int) -> list[str]:
+    """Namespaces, links and files of cluster cid that exist."""
+    prefix = vc.name(cid)
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    found = [m for m in re.findall(r"^\d+: ([^:@]+)", out, re.M) if m.startswith(prefix)]
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found += [ln.split()[0] for ln in ns.splitlines() if ln.startswith(prefix)]
+    found += [str(p) for p in (vc.state_dir(cid), Path("/etc/netns") / f"{prefix}n0") if p.exists()]
+    return found
+
+
+class Cluster:
+    def __init__(self, state: dict) -> None:
+        self.state = state
+        self.nodes: list[str] = state["nodes"]
+
+    def line(self, np_: int, per_node: list[int] | None = None, **kw: str) -> list[str]:
+        return vc.launch_line(self.state, FLAVOUR, np_, per_node, **kw)
+
+    def run(self, np_: int, argv: list, env: dict[str, str] | None = None, timeout: float = 150,
+            check: bool = True, cwd: str | Path | None = None, per_node: list[int] | None = None,
+            **line_kw: str) -> subprocess.CompletedProcess:
+        """run_mpi's contract (conftest.py) with the ranks placed on the nodes in blocks."""
+        cmd = self.line(np_, per_node, **line_kw) + [str(a) for a in argv]
+        proc = _menv.run_job(cmd, env=mpi_env(env), capture_output=True, text=True,
+                             timeout=timeout, cwd=cwd)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+                                 f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")
+        return proc
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest) -> Cluster:
+    def down() -> None:
+        vcluster("down", "--id", str(CLUSTER_ID))
+        left = leftovers(CLUSTER_ID)
+        assert not left, f"vcluster down left {left}"
+
+    request.addfinalizer(down)  # before up: a half-made cluster is removed too
+    proc = vcluster("up", "--nodes", str(NODES), "--rails", str(RAILS), "--id", str(CLUSTER_ID))
+    if proc.returncode == vc.REFUSED:
+        pytest.skip(proc.stderr.strip().splitlines()[0])
+    assert proc.returncode == 0, proc.stderr
+    return Cluster(json.loads(proc.stdout))
+
+
+# ---------------------------------------------------------------- the cluster itself
+
+def test_nodes_are_distinct_hosts_with_rails(cluster: Cluster) -> None:
+    """One rank per node sees the node's own host name; each node has its rails with
+    their addresses and a default route to the launcher; `up` again changes nothing."""
+    proc = cluster.run(NODES, ["hostname"])
+    assert sorted(proc.stdout.split()) == cluster.nodes == [f"mlv{CLUSTER_ID}n{i}" for i in range(NODES)]
+    for i, node in enumerate(cluster.nodes):
+        out = subprocess.run([str(VCLUSTER), "exec", "--id", str(CLUSTER_ID), node,
+                              "hostname; ip -o -4 addr show; ip route show default"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        assert out.splitlines()[0] == node
+        addrs = dict(re.findall(r"\d+: (rail\d+)\s+inet ([\d.]+)/24", out))
+        assert addrs == {f"rail{k}": f"198.18.{8 * CLUSTER_ID + k}.{i + 1}" for k in range(RAILS)}
+        assert f"default via 198.18.{8 * CLUSTER_ID}.254 dev rail0" in out
+    hostfile = Path(cluster.state["hostfile"]["openmpi"]).read_text()
+    assert hostfile == "".join(f"{n} slots=4\n" for n in cluster.nodes)
+    hosts = Path(cluster.state["hosts"]).read_text()
+    assert f"198.18.{8 * CLUSTER_ID}.2\t{cluster.nodes[1]}\n" in hosts
+    before = leftovers(CLUSTER_ID)
+    again = vcluster("up", "--nodes", str(NODES), "--rails", str(RAILS), "--id", str(CLUSTER_ID), check=True)
+    assert json.loads(again.stdout) == cluster.state and leftovers(CLUSTER_ID) == before
+
+
+def test_agent_skips_ssh_options(cluster: Cluster) -> None:
+    """The agent takes what Open MPI and hydra give ssh: options (hydra passes -x
+    first), the node, then the command words joined by spaces."""
+    rsh = cluster.state["rsh"]
+    out = subprocess.run([rsh, "-x", "-o", "StrictHostKeyChecking=no", cluster.nodes[2], "echo",
+                          "$(hostname)", "on"], capture_output=True, text=True, timeout=30)
+    assert (out.returncode, out.stdout) == (0, f"{cluster.nodes[2]} on\n")
+    bad = subprocess.run([rsh, "elsewhere", "true"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 255 and bad.stderr.count("\n") == 1 and "'elsewhere' is not a node" in bad.stderr
+
+
+def test_refused_without_privileges(tmp_path: Path) -> None:
+    """Where namespaces cannot be made (here: as an ordinary user) up says so in one line."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root to drop to an ordinary user")
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           sys.executable, str(VCLUSTER), "up", "--nodes", "2", "--id", "31"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == vc.REFUSED
+    assert proc.stderr.startswith("vcluster: refused: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert not leftovers(31)
+
+
+def test_bad_arguments_one_line() -> None:
+    proc = vcluster("up", "--nodes", "0")
+    assert proc.returncode == 2 and "'0' is invalid: expected an integer from 1 to 64" in proc.stderr
+    proc = vcluster("up", "--nodes", "2", "--rate", "fast")
+    assert proc.returncode == 2 and "expected a tc rate such as 100mbit or 1gbit" in proc.stderr
+
+
+@pytest.mark.skipif(FLAVOUR != "openmpi", reason="Open MPI's transports are chosen by BTL list")
+def test_openmpi_nodes_talk_over_tcp(cluster: Cluster) -> None:
+    """Between nodes Open MPI has TCP only: without the tcp BTL two nodes cannot reach
+    each other, while ranks of one node can (shared memory)."""
+    argv = [PROGS / "prof_small"]
+    cluster.run(2, argv, per_node=[2])  # one node: vader
+    proc = cluster.run(2, argv, per_node=[1, 1], check=False, timeout=60,
+                       btl="self,vader")
+    assert proc.returncode != 0
+    assert "unreachable" in proc.stdout + proc.stderr or "BTLs" in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- mpilens across nodes
+
+LAYOUTS = [[1, 1, 1], [2, 1, 1]]
+
+
+@pytest.mark.parametrize("per_node", LAYOUTS, ids=["1-per-node", "2-1-1"])
+def test_exact_profile_across_nodes(cluster: Cluster, tmp_path: Path, per_node: list[int]) -> None:
+    """test_profiler's exact profile of prof_c, with the ranks on several nodes: the
+    same counts, bytes, bins and peers; the hosts listed with their ranks."""
+    P = sum(per_node)
+    out = tmp_path / "p.prof"
+    cluster.run(P, [EXEC, PROGS / "prof_c", tmp_path / "io.dat"],
+                env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1"}, per_node=per_node)
+    header, ranks = read_profile(out)
+    check_header(header, ranks, P)
+    for line in ranks:
+        check_rank(line, P)
+    nodes = cluster.nodes[:len(per_node)]
+    assert header["hosts"] == nodes and header["ranks_per_host"] == per_node
+    placed = [n for n, c in zip(nodes, per_node) for _ in range(c)]
+    assert [r["host"] for r in ranks] == placed
+
+
+def test_heat2d_across_nodes(cluster: Cluster, tmp_path: Path) -> None:
+    """The demo's example on 3 nodes: its own check passes and the profile has the
+    calls its source makes."""
+    out = tmp_path / "h.prof"
+    proc = cluster.run(4, [EXEC, BUILD / "examples" / "heat2d", 32, 20, 5],
+                       env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1"}, per_node=[2, 1, 1])
+    check_answer(proc.stdout, "heat2d", 4)
+    header, ranks = read_profile(out)
+    for name, calls in per_rank_calls(20, 5).items():
+        assert [r["functions"][name]["calls"] for r in ranks] == [calls] * 4, name
+    assert header["hosts"] == cluster.nodes and header["ranks_per_host"] == [2, 1, 1]
+
+
+def test_adaptive_alltoall_across_nodes(cluster: Cluster, tmp_path: Path) -> None:
+    """test_alltoall's adaptive agreement, with the ranks spread over the nodes."""
+    sizes, calls = [64, 4096], 30
+    proc = cluster.run(A2A_NP, exe(BUILD, "a2a_adaptive") + [str(calls)] + [str(s) for s in sizes],
+                       env=adaptive_env(tmp_path))
+    check_learned_once(proc.stdout, tmp_path / "a2a.prof", A2A_NP, sizes, calls)
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    assert header["hosts"] == cluster.nodes
+
+
+def test_reproducible_sums_across_nodes(cluster: Cluster, tmp_path: Path) -> None:
+    """test_repro_example's published example: the exact sum for every placement, with
+    the ranks on 3 nodes."""
+    args = ["3", "2"]
+    run = functools.partial(cluster.run, per_node=[2, 1, 1])
+    got, prof = _run_example(BUILD, tmp_path, 4, args, "1", timeout=150, run=run)
+    check_every_placement(got, prof, 4, args)
