@@ -26,7 +26,7 @@ from types import ModuleType
 import pytest
 from conftest import BUILD, FLAVOUR, REPO, mpi_env, read_profile
 from mpilens import mpi_env as _menv
-from profmodel import check_rank
+from profmodel import check_node_header, check_nodes, check_rank
 from test_alltoall import NP as A2A_NP
 from test_alltoall import adaptive_env, check_learned_once, exe
 from test_cli_support import per_rank_calls
@@ -68,9 +68,9 @@ def vcluster(*args: str, check: bool = False) -> subprocess.CompletedProcess:
 def leftovers(cid: int) -> list[str]:
     """Namespaces, links and files of cluster cid that exist."""
     prefix = vc.name(cid)
-    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    found = [m for m in re.findall(r"^\d+: ([^:@]+)", out, re.M) if m.startswith(prefix)]
-    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=False).stdout
+    found = [m for m in re.findall(r"^\d+: ([^:@]+)", out, re.MULTILINE) if m.startswith(prefix)]
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
     found += [ln.split()[0] for ln in ns.splitlines() if ln.startswith(prefix)]
     found += [str(p) for p in (vc.state_dir(cid), Path("/etc/netns") / f"{prefix}n0") if p.exists()]
     return found
@@ -141,9 +141,10 @@ def test_agent_skips_ssh_options(cluster: Cluster) -> None:
     first), the node, then the command words joined by spaces."""
     rsh = cluster.state["rsh"]
     out = subprocess.run([rsh, "-x", "-o", "StrictHostKeyChecking=no", cluster.nodes[2], "echo",
-                          "$(hostname)", "on"], capture_output=True, text=True, timeout=30)
+                          "$(hostname)", "on"], capture_output=True, text=True, timeout=30, check=False)
     assert (out.returncode, out.stdout) == (0, f"{cluster.nodes[2]} on\n")
-    bad = subprocess.run([rsh, "elsewhere", "true"], capture_output=True, text=True, timeout=30)
+    bad = subprocess.run([rsh, "elsewhere", "true"], capture_output=True, text=True, timeout=30,
+                         check=False)
     assert bad.returncode == 255 and bad.stderr.count("\n") == 1 and "'elsewhere' is not a node" in bad.stderr
 
 
@@ -153,7 +154,7 @@ def test_refused_without_privileges(tmp_path: Path) -> None:
         pytest.skip("needs root to drop to an ordinary user")
     proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                            sys.executable, str(VCLUSTER), "up", "--nodes", "2", "--id", "31"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
     assert proc.returncode == vc.REFUSED
     assert proc.stderr.startswith("vcluster: refused: ") and proc.stderr.count("\n") == 1, proc.stderr
     assert not leftovers(31)
@@ -193,8 +194,11 @@ def test_exact_profile_across_nodes(cluster: Cluster, tmp_path: Path, per_node: 
                 env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1"}, per_node=per_node)
     header, ranks = read_profile(out)
     check_header(header, ranks, P)
+    node_of = [k for k, c in enumerate(per_node) for _ in range(c)]
     for line in ranks:
         check_rank(line, P)
+        check_nodes(line, P, node_of)
+    check_node_header(header, ranks, node_of)
     nodes = cluster.nodes[:len(per_node)]
     assert header["hosts"] == nodes and header["ranks_per_host"] == per_node
     placed = [n for n, c in zip(nodes, per_node) for _ in range(c)]
