@@ -26,10 +26,10 @@ from types import ModuleType
 import pytest
 from conftest import BUILD, FLAVOUR, REPO, mpi_env, read_profile
 from mpilens import mpi_env as _menv
-from profmodel import check_node_header, check_nodes, check_rank
+from profmodel import check_node_header, check_nodes, check_rank, expected
 from test_alltoall import NP as A2A_NP
 from test_alltoall import adaptive_env, check_learned_once, exe
-from test_cli_support import per_rank_calls
+from test_cli_support import mpilens_inproc, per_rank_calls
 from test_examples import check_answer
 from test_profiler import check_header
 from test_repro_example import _run_example, check_every_placement
@@ -203,6 +203,47 @@ def test_exact_profile_across_nodes(cluster: Cluster, tmp_path: Path, per_node: 
     assert header["hosts"] == nodes and header["ranks_per_host"] == per_node
     placed = [n for n, c in zip(nodes, per_node) for _ in range(c)]
     assert [r["host"] for r in ranks] == placed
+
+
+def test_report_node_view(cluster: Cluster, tmp_path: Path) -> None:
+    """report (JSON, text) and html on prof_c over 3 nodes (2, 1, 1 ranks): the share of
+    point-to-point bytes that cross nodes and the heaviest node pairs, from what the
+    program sends (profmodel), and the collectives that span nodes."""
+    per_node, P = [2, 1, 1], 4
+    node_of = [0, 0, 1, 2]
+    out = tmp_path / "p.prof"
+    cluster.run(P, [EXEC, PROGS / "prof_c", tmp_path / "io.dat"],
+                env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1"}, per_node=per_node)
+    pair: dict[tuple[int, int], list[int]] = {}
+    total = inter = 0
+    for r in range(P):
+        for peer, (msgs, nbytes) in expected(r, P)[1].items():
+            total += nbytes
+            a, b = sorted((node_of[r], node_of[peer]))
+            if a != b:
+                inter += nbytes
+                cell = pair.setdefault((a, b), [0, 0])
+                cell[0] += msgs
+                cell[1] += nbytes
+    proc = mpilens_inproc("report", out, "--format", "json")
+    view = json.loads(proc.stdout)["nodes"]
+    assert (view["count"], view["hosts"], view["ranks_per_host"]) == (3, cluster.nodes, per_node)
+    assert (view["p2p_bytes"], view["p2p_inter_bytes"]) == (total, inter) and 0 < inter < total
+    assert view["p2p_inter_pct"] == pytest.approx(100 * inter / total)
+    want = sorted(({"a": cluster.nodes[a], "b": cluster.nodes[b], "msgs": m, "bytes": nb}
+                   for (a, b), (m, nb) in pair.items()), key=lambda p: -p["bytes"])
+    assert sorted(view["heaviest_pairs"], key=lambda p: (-p["bytes"], p["a"], p["b"])) == \
+        sorted(want, key=lambda p: (-p["bytes"], p["a"], p["b"]))
+    assert [r["inter_bytes"] + r["intra_bytes"] for r in view["ranks"]] == \
+        [sum(nb for _, nb in expected(r, P)[1].values()) for r in range(P)]
+    assert {c["function"] for c in view["collectives"] if c["multi_node"]} >= {"MPI_Alltoall", "MPI_Bcast"}
+    sentence = f"{100 * inter / total:.1f} % of point-to-point bytes cross nodes"
+    text = mpilens_inproc("report", out).stdout
+    assert sentence in text and "Heaviest node pairs" in text
+    page = tmp_path / "p.html"
+    assert mpilens_inproc("html", out, "-o", page).returncode == 0
+    doc = page.read_text()
+    assert sentence in doc and f"{want[0]['a']} &lt;-&gt; {want[0]['b']}" in doc
 
 
 def test_heat2d_across_nodes(cluster: Cluster, tmp_path: Path) -> None:
