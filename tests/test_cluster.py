@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib.machinery
 import importlib.util
+import io
 import json
 import os
 import re
@@ -26,7 +27,9 @@ from types import ModuleType
 import pytest
 from conftest import BUILD, FLAVOUR, REPO, mpi_env, read_profile
 from mpilens import mpi_env as _menv
+from mpilens.bench import tables
 from profmodel import check_node_header, check_nodes, check_rank, expected
+from rich.console import Console
 from test_alltoall import NP as A2A_NP
 from test_alltoall import adaptive_env, check_learned_once, exe
 from test_cli_support import mpilens_inproc, per_rank_calls
@@ -276,3 +279,62 @@ def test_reproducible_sums_across_nodes(cluster: Cluster, tmp_path: Path) -> Non
     run = functools.partial(cluster.run, per_node=[2, 1, 1])
     got, prof = _run_example(BUILD, tmp_path, 4, args, "1", timeout=150, run=run)
     check_every_placement(got, prof, 4, args)
+
+
+# ---------------------------------------------------------------- benchmarks across nodes
+
+def test_bench_p2p_intra_and_inter_pair(cluster: Cluster, tmp_path: Path) -> None:
+    """bench p2p --pairs intra,inter: one run measures a pair within a node and a pair
+    across nodes, compares them size by size and lists the sizes where the faster
+    class changes (recomputed here from the document's own medians)."""
+    out = tmp_path / "p2p.json"
+    cluster.run(3, [BUILD / "bin" / "mpilens-bench", "p2p", "--pairs", "intra,inter",
+                    "--max-size", "256", "--samples", "2", "--warmup", "2", "--iters", "20",
+                    "--bw-iters", "2", "--window", "8", "--modes", "latency,bw", "--out", out],
+                per_node=[2, 1], timeout=120)
+    doc = json.loads(out.read_text())
+    assert doc["validated"] and doc["errors"] == 0 and doc["options"]["pairs"] == ["intra", "inter"]
+    host = {p["rank"]: p["host"] for p in doc["env"]["placement"]}
+    assert [(p["class"], p["ranks"]) for p in doc["pairs"]] == [("intra", [0, 1]), ("inter", [0, 2])]
+    assert host[0] == host[1] == cluster.nodes[0] and host[2] == cluster.nodes[1]
+    sizes = [0] + [2**k for k in range(9)]
+    med = {p["class"]: {k: [(r[k] or {}).get("median") for r in p["results"]] for k in ("latency_s", "bw_Bps")}
+           for p in doc["pairs"]}
+    for p in doc["pairs"]:
+        assert [r["size"] for r in p["results"]] == sizes
+    cmp = doc["classes"]["comparison"]
+    assert [c["size"] for c in cmp] == sizes
+    for i, c in enumerate(cmp):
+        assert c["latency_inter_over_intra"] == pytest.approx(
+            med["inter"]["latency_s"][i] / med["intra"]["latency_s"][i], rel=1e-6)
+    want = []
+    for key, inter_wins in (("latency_s", lambda a, b: b < a), ("bw_Bps", lambda a, b: b > a)):
+        prev = None
+        for i, s in enumerate(sizes):
+            a, b = med["intra"][key][i], med["inter"][key][i]
+            if a is None or b is None or a == b:
+                continue
+            now = "inter" if inter_wins(a, b) else "intra"
+            if prev is not None and now != prev:
+                want.append({"size": s, "evidence": "latency" if key == "latency_s" else "bandwidth",
+                             "from": prev, "to": now})
+            prev = now
+    assert doc["classes"]["crossover_sizes"] == want
+    console = Console(file=io.StringIO(), width=150)
+    for table in tables.p2p(doc):
+        console.print(table)
+    text = console.file.getvalue()
+    assert "p2p intra-node pair, ranks 0<->1" in text and "p2p inter-node pair, ranks 0<->2" in text
+    assert f"crossover sizes: {len(want)}" in text
+
+
+def test_bench_p2p_pairs_bad_placement(cluster: Cluster) -> None:
+    """--pairs intra with one rank per node, --pairs with --ranks: one line, exit 2."""
+    bench = BUILD / "bin" / "mpilens-bench"
+    proc = cluster.run(2, [bench, "p2p", "--pairs", "intra,inter", "--max-size", "8"],
+                       per_node=[1, 1], check=False, timeout=60)
+    assert proc.returncode != 0
+    assert "--pairs intra: no two ranks share a host" in proc.stderr
+    proc = cluster.run(2, [bench, "p2p", "--pairs", "inter", "--ranks", "0,1", "--max-size", "8"],
+                       per_node=[1, 1], check=False, timeout=60)
+    assert "--pairs and --ranks both choose the ranks: give one of them" in proc.stderr

@@ -36,10 +36,38 @@ def _pct(v: float | None) -> str:
 
 
 def p2p(doc: Doc) -> list[Table]:
-    res = doc["results"]
+    """One pair, or (--pairs intra,inter) each pair and where one class wins."""
+    if "pairs" not in doc:
+        return _p2p_pair(doc, doc["results"], doc.get("analysis", {}), doc["options"]["ranks"], "")
+    tables = []
+    for pair in doc["pairs"]:
+        tables += _p2p_pair(doc, pair["results"], pair.get("analysis", {}), pair["ranks"],
+                            f"{pair['class']}-node pair, ")
+    cmp = doc.get("classes")
+    if cmp:
+        t = Table(title="inter-node / intra-node pair, by size (< 1: inter-node is faster "
+                        "for latency; > 1: for bandwidth)", min_width=70)
+        for c in ("size", "latency inter/intra", "bw inter/intra"):
+            t.add_column(c, justify="right")
+        for r in cmp["comparison"]:
+            lr, br = r.get("latency_inter_over_intra"), r.get("bw_inter_over_intra")
+            t.add_row(fmt_bytes(r["size"]), "-" if lr is None else f"{lr:.3g}",
+                      "-" if br is None else f"{br:.3g}")
+        tables.append(t)
+        c = Table(title=f"crossover sizes: {len(cmp['crossover_sizes'])}", min_width=70)
+        for col in ("size", "evidence", "faster before", "faster from here"):
+            c.add_column(col, justify="right")
+        for x in cmp["crossover_sizes"]:
+            c.add_row(fmt_bytes(x["size"]), x["evidence"], x["from"], x["to"])
+        tables.append(c)
+    return tables
+
+
+def _p2p_pair(doc: Doc, res: list[Doc], analysis: Doc, ranks: list[int], label: str) -> list[Table]:
     osu = doc["options"]["reference"] == "osu"
-    a, b = doc["options"]["ranks"]
-    t = Table(title=f"p2p ranks {a}<->{b}: medians (!n = n outlier samples)")
+    a, b = ranks
+    t = Table(title=f"p2p {label}ranks {a}<->{b}: medians (!n = n outlier samples)",
+              min_width=70 if label else None)
     cols = ["size", "latency", "pingping", "bw", "bibw"]
     if osu:
         cols += ["OSU lat", "Δ", "OSU bw", "Δ"]
@@ -55,7 +83,7 @@ def p2p(doc: Doc) -> list[Table]:
                     _bw(ob.get("bw_Bps")), _pct(ob.get("ours_vs_osu_pct"))]
         t.add_row(*row)
     tables = [t]
-    cross = doc.get("analysis", {}).get("crossovers", [])
+    cross = analysis.get("crossovers", [])
     if cross:
         c = Table(title="protocol crossovers seen")
         for col in ("size", "evidence", "before", "after"):

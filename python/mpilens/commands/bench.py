@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 FAMILY_OPTIONS = {
-    "p2p": "--ranks A,B --min-size --max-size --samples --warmup --iters --bw-iters --window "
+    "p2p": "--ranks A,B | --pairs intra,inter --min-size --max-size --samples --warmup --iters --bw-iters --window "
            "--modes latency,pingping,bw,bibw --reference none|osu --osu-iters --osu-rounds",
     "coll": "--ops LIST --min-size --max-size --samples --warmup --nranks LIST --root",
     "halo": "--dimension 1|2 --npartner 2..12 --min-size --max-size --samples --iters "
