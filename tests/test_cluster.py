@@ -31,7 +31,7 @@ from mpilens.bench import tables
 from profmodel import check_node_header, check_nodes, check_rank, expected
 from rich.console import Console
 from test_alltoall import NP as A2A_NP
-from test_alltoall import adaptive_env, check_learned_once, exe
+from test_alltoall import _expected_candidates, adaptive_env, check_learned_once, choices, exe
 from test_cli_support import mpilens_inproc, per_rank_calls
 from test_examples import check_answer
 from test_profiler import check_header
@@ -334,7 +334,38 @@ def test_bench_p2p_pairs_bad_placement(cluster: Cluster) -> None:
     proc = cluster.run(2, [bench, "p2p", "--pairs", "intra,inter", "--max-size", "8"],
                        per_node=[1, 1], check=False, timeout=60)
     assert proc.returncode != 0
-    assert "--pairs intra: no two ranks share a host" in proc.stderr
+    assert "--pairs intra: no other rank is on rank 0's host" in proc.stderr
     proc = cluster.run(2, [bench, "p2p", "--pairs", "inter", "--ranks", "0,1", "--max-size", "8"],
                        per_node=[1, 1], check=False, timeout=60)
     assert "--pairs and --ranks both choose the ranks: give one of them" in proc.stderr
+
+
+def test_bench_logp_per_link_class(cluster: Cluster, tmp_path: Path) -> None:
+    """bench logp --pairs intra,inter: one model file with both link classes (the
+    top level is the inter-node class's), which the adaptive Alltoall reads as any
+    model (test_alltoall's expected candidates, on the nodes)."""
+    model = tmp_path / "net.json"
+    out = tmp_path / "logp.json"
+    cluster.run(3, [BUILD / "bin" / "mpilens-bench", "logp", "--pairs", "intra,inter", "--max-size",
+                    "64", "--samples", "3", "--iters", "3", "--train", "8", "--model", model,
+                    "--out", out], per_node=[2, 1], timeout=120)
+    doc, m = json.loads(out.read_text()), json.loads(model.read_text())
+    assert doc["model"] == m and doc["validated"]
+    assert [(p["class"], p["ranks"]) for p in doc["pairs"]] == [("intra", [0, 1]), ("inter", [0, 2])]
+    assert sorted(m["classes"]) == ["inter", "intra"]
+    inter = m["classes"]["inter"]
+    assert {k: v for k, v in m.items() if k != "classes"} == inter
+    for name, pair in zip(("intra", "inter"), doc["pairs"]):
+        c = m["classes"][name]
+        assert c["sizes"] == [r["size"] for r in pair["results"]] == [0] + [2**k for k in range(7)]
+        assert c["rtt_s"] == [r["rtt_s"]["median"] for r in pair["results"]]
+    text = io.StringIO()
+    for table in tables.logp(doc):
+        Console(file=text, width=150).print(table)
+    assert "P-LogP intra-node pair L =" in text.getvalue() and "P-LogP inter-node pair L =" in text.getvalue()
+    proc = cluster.run(A2A_NP, exe(BUILD, "a2a_adaptive") + ["20", "512"],
+                       env=adaptive_env(tmp_path, MPILENS_NETWORK_MODEL=str(model)))
+    header, _ = read_profile(tmp_path / "a2a.prof")
+    [e] = header["alltoall"]
+    assert sorted(e["candidates"]) == _expected_candidates(m, A2A_NP, 512)
+    assert e["grouping_s"] == 0 and len(set(choices(proc.stdout)[512].values())) == 1

@@ -269,34 +269,8 @@ static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_me
     return errors;
 }
 
-/* --pairs intra,inter: the first two ranks that share a host, and that pair's
- * first rank with the first rank on another host (MPI_Get_processor_name). */
-enum { C_INTRA, C_INTER, NCLASS };
-static const char *const class_names[NCLASS] = {"intra", "inter"};
-
-static void pick_pairs(unsigned classes, int pr[NCLASS][2])
-{
-    char me[MPI_MAX_PROCESSOR_NAME] = "";
-    int len = 0;
-    MPI_Get_processor_name(me, &len);
-    char *all = malloc((size_t)ml_size * MPI_MAX_PROCESSOR_NAME);
-    MPI_Allgather(me, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
-                  MPI_COMM_WORLD);
-#define HOST(r) (all + (size_t)(r) * MPI_MAX_PROCESSOR_NAME)
-    pr[C_INTRA][0] = pr[C_INTRA][1] = pr[C_INTER][0] = pr[C_INTER][1] = -1;
-    for (int b = 1; b < ml_size && pr[C_INTRA][0] < 0; b++)
-        for (int a = 0; a < b; a++)
-            if (!strcmp(HOST(a), HOST(b))) { pr[C_INTRA][0] = a; pr[C_INTRA][1] = b; break; }
-    int a = pr[C_INTRA][0] >= 0 ? pr[C_INTRA][0] : 0;
-    for (int b = 0; b < ml_size; b++)
-        if (strcmp(HOST(a), HOST(b))) { pr[C_INTER][0] = a; pr[C_INTER][1] = b; break; }
-#undef HOST
-    free(all);
-    if ((classes & 1u << C_INTRA) && pr[C_INTRA][0] < 0)
-        ml_usage("--pairs intra: no two ranks share a host (place at least two ranks on one node)");
-    if ((classes & 1u << C_INTER) && pr[C_INTER][0] < 0)
-        ml_usage("--pairs inter: every rank is on the same host (place ranks on two nodes)");
-}
+enum { C_INTRA = ML_PAIR_INTRA, C_INTER = ML_PAIR_INTER, NCLASS = ML_NPAIR };
+static const char *const *const class_names = ml_pair_names;
 
 /* The class faster at each size and the sizes where that changes (seed 001 2.2.2:
  * where shared memory stops winning), by median latency and by median bandwidth. */
@@ -360,12 +334,11 @@ int ml_p2p(ml_json *out, int argc, char **argv)
         ml_usage("--osu-rounds %d exceeds --samples %d (each round holds our samples too)",
                  c.rounds, c.samples);
     ml_opts_finish();
-    int pr[NCLASS][2];
+    int partner[NCLASS];
     if (classes) {
-        pick_pairs(classes, pr);
-        int first = (classes & 1u << C_INTRA) ? C_INTRA : C_INTER;
-        p.a = pr[first][0];
-        p.b = pr[first][1];
+        ml_pair_partners(classes, partner);
+        p.a = 0;
+        p.b = partner[(classes & 1u << C_INTRA) ? C_INTRA : C_INTER];
     }
 
     if (ml_rank == 0) {
@@ -408,8 +381,8 @@ int ml_p2p(ml_json *out, int argc, char **argv)
         if (ml_rank == 0) ml_json_arr(out, "pairs");
         for (int k = 0; k < NCLASS; k++) {
             if (!(classes & 1u << k)) continue;
-            p.a = pr[k][0];
-            p.b = pr[k][1];
+            p.a = 0;
+            p.b = partner[k];
             if (ml_rank == 0) {
                 ml_json_obj(out, NULL);
                 ml_json_str(out, "class", class_names[k]);

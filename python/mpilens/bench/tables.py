@@ -128,9 +128,16 @@ def halo(doc: Doc) -> list[Table]:
 
 
 def logp(doc: Doc) -> list[Table]:
-    m = doc["model"]
+    """The model, or (--pairs intra,inter) the model of each link class."""
+    classes = doc["model"].get("classes")
+    if not classes:
+        return [_logp_model(doc["model"], "")]
+    return [_logp_model(m, f"{name}-node pair ") for name, m in classes.items()]
+
+
+def _logp_model(m: Doc, label: str) -> Table:
     bounds = {e["size"] for e in m.get("not_measured", []) if e.get("param") == "g_s"}
-    t = Table(title=f"P-LogP: L = {fmt_time(m['L_s'])}"
+    t = Table(title=f"P-LogP {label}L = {fmt_time(m['L_s'])}"
                     + (" (not measured: RTT(0)/2)" if m["L_clamped"] else "")
                     + ("; * g not measured (train below the clock resolution): os used"
                        if bounds else ""))
@@ -139,7 +146,7 @@ def logp(doc: Doc) -> list[Table]:
     for i, s in enumerate(m["sizes"]):
         t.add_row(fmt_bytes(s), _t(m["rtt_s"][i]), _t(m["os_s"][i]), _t(m["or_s"][i]),
                   _t(m["g_s"][i]) + (" *" if s in bounds else ""))
-    return [t]
+    return t
 
 
 def io(doc: Doc) -> list[Table]:
