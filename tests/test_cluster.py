@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from conftest import BUILD, FLAVOUR, REPO, mpi_env, read_profile
@@ -32,7 +33,7 @@ from profmodel import check_node_header, check_nodes, check_rank, expected
 from rich.console import Console
 from test_alltoall import NP as A2A_NP
 from test_alltoall import _expected_candidates, adaptive_env, check_learned_once, choices, exe
-from test_cli_support import mpilens_inproc, per_rank_calls
+from test_cli_support import mpilens, mpilens_inproc, per_rank_calls
 from test_examples import check_answer
 from test_profiler import check_header
 from test_repro_example import _run_example, check_every_placement
@@ -84,12 +85,12 @@ class Cluster:
         self.state = state
         self.nodes: list[str] = state["nodes"]
 
-    def line(self, np_: int, per_node: list[int] | None = None, **kw: str) -> list[str]:
+    def line(self, np_: int, per_node: list[int] | None = None, **kw: Any) -> list[str]:
         return vc.launch_line(self.state, FLAVOUR, np_, per_node, **kw)
 
     def run(self, np_: int, argv: list, env: dict[str, str] | None = None, timeout: float = 150,
             check: bool = True, cwd: str | Path | None = None, per_node: list[int] | None = None,
-            **line_kw: str) -> subprocess.CompletedProcess:
+            **line_kw: Any) -> subprocess.CompletedProcess:
         """run_mpi's contract (conftest.py) with the ranks placed on the nodes in blocks."""
         cmd = self.line(np_, per_node, **line_kw) + [str(a) for a in argv]
         proc = _menv.run_job(cmd, env=mpi_env(env), capture_output=True, text=True,
@@ -369,3 +370,35 @@ def test_bench_logp_per_link_class(cluster: Cluster, tmp_path: Path) -> None:
     [e] = header["alltoall"]
     assert sorted(e["candidates"]) == _expected_candidates(m, A2A_NP, 512)
     assert e["grouping_s"] == 0 and len(set(choices(proc.stdout)[512].values())) == 1
+
+
+@pytest.mark.skipif(FLAVOUR != "openmpi", reason="rails are Open MPI's btl_tcp_if_include lists "
+                    "(MPICH's nodes talk through UCX's shared memory here: docs/cluster.md)")
+def test_bench_p2p_rails(cluster: Cluster, tmp_path: Path) -> None:
+    """bench p2p --rails 1,2: one run per interface list (set for that run only, as the
+    job's own environment record shows) and the bandwidth gain per size."""
+    out = tmp_path / "rails.json"
+    line = cluster.line(2, [1, 1], any_rail=True)
+    proc = mpilens("bench", "p2p", "--rails", "1,2", "--min-size", "64K", "--max-size", "128K",
+                   "--samples", "2", "--modes", "bw", "--json", out, "--quiet", "--", *line,
+                   timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["validated"] and [(r["rails"], r["interfaces"]) for r in doc["rails"]] == [
+        (1, ["rail0"]), (2, ["rail0", "rail1"])]
+    for run in doc["rails"]:
+        env = run["result"]["env"]
+        assert env["hosts"] == cluster.nodes[:2]
+        assert env["variables"]["OMPI_MCA_btl_tcp_if_include"] == ",".join(run["interfaces"])
+    med = [{r["size"]: r["bw_Bps"]["median"] for r in run["result"]["results"]} for run in doc["rails"]]
+    assert [g["size"] for g in doc["gain"]] == [65536, 131072]
+    for g in doc["gain"]:
+        assert g["bw_Bps"] == {"1": med[0][g["size"]], "2": med[1][g["size"]]}
+        assert g["gain"]["2"] == pytest.approx(med[1][g["size"]] / med[0][g["size"]])
+    bad = mpilens("bench", "p2p", "--rails", "1,2", "--", *cluster.line(2, [1, 1]))
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == ("mpilens: --rails chooses the interfaces of each run: remove "
+                                  "btl_tcp_if_include / UCX_NET_DEVICES from the launcher line")
+    bad = mpilens("bench", "p2p", "--rails", "0,2", "--", *line)
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "mpilens: --rails '0,2' is invalid (accepted: distinct rail counts such as 1,2,4)")

@@ -39,6 +39,8 @@ def _loglog(ax: Axes, xlabel: str, ylabel: str) -> None:
 
 
 def p2p(doc: Doc) -> plt.Figure:
+    if "rails" in doc:
+        return _p2p_rails(doc)
     if "pairs" in doc:
         return _p2p_classes(doc)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
@@ -56,6 +58,16 @@ def p2p(doc: Doc) -> plt.Figure:
     if osu:
         a2.plot(*_xy(osu, "v", 1e-6), ls="--", label="osu_bw loop")
     _loglog(a2, "message size (B)", "MB/s")
+    return fig
+
+
+def _p2p_rails(doc: Doc) -> plt.Figure:
+    """--rails: bandwidth against size, one line per number of rails."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for run in doc["rails"]:
+        ax.plot(*_xy(run["result"]["results"], "bw_Bps", 1e-6), marker="o",
+                label=f"{run['rails']} rail(s): {','.join(run['interfaces'])}")
+    _loglog(ax, "message size (B)", "bandwidth (MB/s)")
     return fig
 
 

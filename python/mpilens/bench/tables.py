@@ -36,7 +36,10 @@ def _pct(v: float | None) -> str:
 
 
 def p2p(doc: Doc) -> list[Table]:
-    """One pair, or (--pairs intra,inter) each pair and where one class wins."""
+    """One pair, or (--pairs intra,inter) each pair and where one class wins, or
+    (--rails) the bandwidth over each number of rails and its gain."""
+    if "rails" in doc:
+        return [_p2p_rails(doc)]
     if "pairs" not in doc:
         return _p2p_pair(doc, doc["results"], doc.get("analysis", {}), doc["options"]["ranks"], "")
     tables = []
@@ -61,6 +64,26 @@ def p2p(doc: Doc) -> list[Table]:
             c.add_row(fmt_bytes(x["size"]), x["evidence"], x["from"], x["to"])
         tables.append(c)
     return tables
+
+
+def _p2p_rails(doc: Doc) -> Table:
+    counts = [str(r["rails"]) for r in doc["rails"]]
+    t = Table(title="p2p bandwidth over rails (median; gain over "
+                    f"{counts[0]} rail{'s' if counts[0] != '1' else ''})", min_width=70)
+    t.add_column("size", justify="right")
+    for k in counts:
+        t.add_column(f"{k} rail{'s' if k != '1' else ''}", justify="right")
+        if k != counts[0]:
+            t.add_column("gain", justify="right")
+    for row in doc["gain"]:
+        cells = [fmt_bytes(row["size"])]
+        for k in counts:
+            cells.append(_bw(row["bw_Bps"].get(k)))
+            if k != counts[0]:
+                g = row["gain"].get(k)
+                cells.append("-" if g is None else f"{g:.2f}x")
+        t.add_row(*cells)
+    return t
 
 
 def _p2p_pair(doc: Doc, res: list[Doc], analysis: Doc, ranks: list[int], label: str) -> list[Table]:
