@@ -26,8 +26,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import BUILD, FLAVOUR, REPO, mpi_env, read_profile
-from mpilens import mpi_env as _menv
+from conftest import BUILD, FLAVOUR, REPO, read_profile, run_line
 from mpilens.bench import tables
 from profmodel import check_node_header, check_nodes, check_rank, expected
 from rich.console import Console
@@ -92,13 +91,8 @@ class Cluster:
             check: bool = True, cwd: str | Path | None = None, per_node: list[int] | None = None,
             **line_kw: Any) -> subprocess.CompletedProcess:
         """run_mpi's contract (conftest.py) with the ranks placed on the nodes in blocks."""
-        cmd = self.line(np_, per_node, **line_kw) + [str(a) for a in argv]
-        proc = _menv.run_job(cmd, env=mpi_env(env), capture_output=True, text=True,
-                             timeout=timeout, cwd=cwd)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
-                                 f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")
-        return proc
+        return run_line(self.line(np_, per_node, **line_kw) + [str(a) for a in argv], env,
+                        timeout, check, cwd)
 
 
 @pytest.fixture(scope="module")

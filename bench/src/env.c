@@ -198,6 +198,19 @@ void ml_pair_partners(unsigned classes, int partner[ML_NPAIR])
         ml_usage("--pairs inter: every rank is on rank 0's host (place ranks on two nodes)");
 }
 
+void ml_json_pair_options(ml_json *w, int a, int b, unsigned classes)
+{
+    ml_json_arr(w, "ranks");
+    ml_json_int(w, NULL, a);
+    ml_json_int(w, NULL, b);
+    ml_json_end(w);
+    if (!classes) return;
+    ml_json_arr(w, "pairs");
+    for (int k = 0; k < ML_NPAIR; k++)
+        if (classes & 1u << k) ml_json_str(w, NULL, ml_pair_names[k]);
+    ml_json_end(w);
+}
+
 /* ---- result files (--out, --model): a result file is never lost or left half-written.
  * The check runs before the benchmark and creates nothing that stays (an existing file
  * is not truncated); the write goes to ".<name>.tmp-<pid>" in the same directory,

@@ -250,16 +250,7 @@ int ml_logp(ml_json *out, int argc, char **argv)
     long errors = 0;
     if (ml_rank == 0) {
         ml_json_obj(out, "options");
-        ml_json_arr(out, "ranks");
-        ml_json_int(out, NULL, 0);
-        ml_json_int(out, NULL, partner[first]);
-        ml_json_end(out);
-        if (classes) {
-            ml_json_arr(out, "pairs");
-            for (int k = 0; k < ML_NPAIR; k++)
-                if (classes & 1u << k) ml_json_str(out, NULL, ml_pair_names[k]);
-            ml_json_end(out);
-        }
+        ml_json_pair_options(out, 0, partner[first], classes);
         ml_json_int(out, "min_size", c.sz[0]);
         ml_json_int(out, "max_size", c.sz[c.ns - 1]);
         ml_json_int(out, "samples", c.samples);

@@ -66,6 +66,8 @@ void ml_json_ship(ml_json *w, const char *key, ml_json *sub, int src);
 enum { ML_PAIR_INTRA, ML_PAIR_INTER, ML_NPAIR };
 extern const char *const ml_pair_names[ML_NPAIR];
 void ml_pair_partners(unsigned classes, int partner[ML_NPAIR]);
+/* options "ranks": [a, b] and, with --pairs, "pairs": the classes asked for */
+void ml_json_pair_options(ml_json *w, int a, int b, unsigned classes);
 extern int ml_progress_on;
 /* result files (--out, --model): 0 or an errno value.  ml_check_writable runs before
  * the benchmark: the directory exists and a file can be created there, path is not a

@@ -343,16 +343,7 @@ int ml_p2p(ml_json *out, int argc, char **argv)
 
     if (ml_rank == 0) {
         ml_json_obj(out, "options");
-        ml_json_arr(out, "ranks");
-        ml_json_int(out, NULL, p.a);
-        ml_json_int(out, NULL, p.b);
-        ml_json_end(out);
-        if (classes) {
-            ml_json_arr(out, "pairs");
-            for (int k = 0; k < NCLASS; k++)
-                if (classes & 1u << k) ml_json_str(out, NULL, class_names[k]);
-            ml_json_end(out);
-        }
+        ml_json_pair_options(out, p.a, p.b, classes);
         ml_json_int(out, "min_size", c.sz[0]);
         ml_json_int(out, "max_size", c.sz[c.ns - 1]);
         ml_json_int(out, "samples", c.samples);

@@ -38,7 +38,8 @@ def node_view(prof: Profile) -> dict[str, Any] | None:
     intra_b = sum(f["intra_bytes"] for f in functions)
     inter_b = sum(f["inter_bytes"] for f in functions)
     total = intra_b + inter_b
-    collectives = [{"function": name, **fn["node_span"]}
+    span0 = {"one_node": 0, "multi_node": 0, "max_nodes": 0, "max_ranks_per_node": 0}
+    collectives = [{"function": name, **span0, **fn["node_span"]}
                    for name, fn in sorted(prof.functions.items()) if "node_span" in fn]
     per_rank = None
     if prof.ranks:
