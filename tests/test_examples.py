@@ -35,3 +35,19 @@ def test_example_rejects_a_grid_it_cannot_split(build, name: str) -> None:
     proc = run_mpi(4, [example(name), 30, 4, 2], check=False)
     assert proc.returncode == 2
     assert "must be a positive multiple" in proc.stderr
+
+
+# The rails study's mini-apps (tests/cluster/rails_study): their own checks pass, and fail
+# when one received element is corrupted on purpose.
+STUDY_APPS = {"bigexchange": ["1", "3"], "smallbcast": ["300"]}
+
+
+@pytest.mark.parametrize("name", sorted(STUDY_APPS))
+def test_study_app_checks_its_answer(build, name: str) -> None:
+    proc = run_mpi(3, [example(name), *STUDY_APPS[name]])
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith(f"{name}: ranks=3 ") and line.endswith(" wrong=0 OK")
+    bad = run_mpi(3, [example(name), *STUDY_APPS[name], "1"], check=False)
+    assert bad.returncode != 0 and bad.stdout.strip().splitlines()[-1].endswith("FAILED")
+    usage = run_mpi(2, [example(name), "0"], check=False)
+    assert usage.returncode != 0 and f"{name}: usage: {name} " in usage.stderr
