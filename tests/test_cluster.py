@@ -396,3 +396,14 @@ def test_bench_p2p_rails(cluster: Cluster, tmp_path: Path) -> None:
     bad = mpilens("bench", "p2p", "--rails", "0,2", "--", *line)
     assert bad.returncode == 2 and bad.stderr.strip() == (
         "mpilens: --rails '0,2' is invalid (accepted: distinct rail counts such as 1,2,4)")
+
+
+def test_rails_study_bad_input_one_line(tmp_path: Path) -> None:
+    """The rails study (a benchmark: docs/cluster.md) refuses bad input in one line, before
+    making any cluster."""
+    proc = subprocess.run([sys.executable, str(REPO / "tests" / "cluster" / "rails_study"),
+                           "--rails", "0,2", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == "rails_study: --rails '0,2' is invalid (accepted: counts 1..8 such as 1,2,4)\n"
+    assert not leftovers(5)
