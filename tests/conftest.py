@@ -75,7 +75,12 @@ def run_mpi(np_: int, argv: list[str], env: dict[str, str] | None = None,
     """Launch argv on np_ ranks with the selected MPI; returns the completed process
     (returncode 128 + N when killed by signal N).  A job past its timeout is stopped
     with SIGTERM, then SIGKILL, so that no rank is left behind."""
-    cmd = launcher(np_) + [str(a) for a in argv]
+    return run_line(launcher(np_) + [str(a) for a in argv], env, timeout, check, cwd)
+
+
+def run_line(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 180,
+             check: bool = True, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """run_mpi for a complete command line (launcher included)."""
     proc = _menv.run_job(cmd, env=mpi_env(env), capture_output=True, text=True,
                          timeout=timeout, cwd=cwd)
     if check and proc.returncode != 0:

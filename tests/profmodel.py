@@ -23,6 +23,8 @@ class Rec:
         self.hs: Counter[int] = Counter()
         self.hr: Counter[int] = Counter()
         self.hsb = 0  # sum of the sizes the send histogram counts
+        self.ps: list[tuple[int, int]] = []  # (world peer, bytes) of each message sent
+        self.pr: list[tuple[int, int]] = []  # ... and received
 
     def send(self, n: int, block: int | None = None) -> None:
         self.bs += n
@@ -41,16 +43,21 @@ def expected(r: int, P: int) -> tuple[dict[str, Rec], dict[int, list[int]], dict
     recv: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     right, left = (r + 1) % P, (r - 1) % P
 
+    last = [""]  # the function a message belongs to: the one called last
+
     def psend(peer: int, n: int) -> None:
         sent[peer][0] += 1
         sent[peer][1] += n
+        f[last[0]].ps.append((peer, n))
 
     def precv(peer: int, n: int) -> None:
         recv[peer][0] += 1
         recv[peer][1] += n
+        f[last[0]].pr.append((peer, n))
 
     def call(name: str, k: int = 1) -> Rec:
         f[name].calls += k
+        last[0] = name
         return f[name]
 
     call("MPI_Init")
@@ -182,6 +189,46 @@ def expected(r: int, P: int) -> tuple[dict[str, Rec], dict[int, list[int]], dict
     return dict(f), dict(sent), dict(recv)
 
 
+# prof_c's collectives with data, all on MPI_COMM_WORLD (each records its node span)
+COLLECTIVES = {"MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Gather", "MPI_Gatherv",
+               "MPI_Scatter", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv",
+               "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan", "MPI_Ibcast", "MPI_Iallreduce"}
+
+
+def node_split(rec: Rec, r: int, node_of: list[int]) -> tuple[list[int], list[int]]:
+    """[messages sent, bytes sent, messages received, bytes received] of one function of
+    rank r with peers on its own node, and with peers on other nodes."""
+    split = [[0, 0, 0, 0], [0, 0, 0, 0]]
+    for side, msgs in ((0, rec.ps), (2, rec.pr)):
+        for peer, n in msgs:
+            x = split[node_of[peer] != node_of[r]]
+            x[side] += 1
+            x[side + 1] += n
+    return split[0], split[1]
+
+
+def check_nodes(line: dict, P: int, node_of: list[int]) -> None:
+    """The rank line's node fields: its node, every function's intra/inter-node split
+    and the node span of the collectives (all on MPI_COMM_WORLD)."""
+    r = line["rank"]
+    recs = expected(r, P)[0]
+    assert line["node"] == node_of[r]
+    span = {"one_node": 0, "multi_node": 0, "max_nodes": len(set(node_of)),
+            "max_ranks_per_node": max(Counter(node_of).values())}
+    for name, e in recs.items():
+        g = line["functions"][name]
+        if e.ps or e.pr:
+            intra, inter = node_split(e, r, node_of)
+            assert (g["p2p_intra_node"], g["p2p_inter_node"]) == (intra, inter), f"rank {r} {name}"
+        else:
+            assert "p2p_intra_node" not in g and "p2p_inter_node" not in g, f"rank {r} {name}"
+        if name in COLLECTIVES:
+            want = dict(span, **{"one_node" if span["max_nodes"] == 1 else "multi_node": e.calls})
+            assert g["node_span"] == want, f"rank {r} {name}: {g['node_span']} != {want}"
+        else:
+            assert "node_span" not in g, f"rank {r} {name}"
+
+
 def check_rank(line: dict, P: int) -> None:
     """Assert that one rank line of a profile is exactly what the program did."""
     r = line["rank"]
@@ -208,3 +255,38 @@ def check_rank(line: dict, P: int) -> None:
 
 def distinct_functions(P: int) -> set[str]:
     return set(expected(0, P)[0])
+
+
+def check_node_header(header: dict, ranks: list[dict], node_of: list[int]) -> None:
+    """The header's node view against the rank lines: the node count, the node x node
+    matrix (the ranks' sent peers, by node) and every function's split and span."""
+    nn = len(set(node_of))
+    matrix = [[[0, 0] for _ in range(nn)] for _ in range(nn)]
+    for line in ranks:
+        for peer, msgs, nbytes in line["peers"]["sent"]:
+            cell = matrix[node_of[line["rank"]]][node_of[peer]]
+            cell[0] += msgs
+            cell[1] += nbytes
+    assert header["nodes"] == {"count": nn,
+                               "matrix_msgs": [[c[0] for c in row] for row in matrix],
+                               "matrix_bytes": [[c[1] for c in row] for row in matrix]}
+    for name, agg in header["functions"].items():
+        per = [line["functions"].get(name, {}) for line in ranks]
+        for key in ("p2p_intra_node", "p2p_inter_node"):
+            if key in agg:
+                assert agg[key] == [sum(p.get(key, [0] * 4)[i] for p in per) for i in range(4)], name
+            else:
+                assert not any(key in p for p in per), name
+        spans = [p["node_span"] for p in per if "node_span" in p]
+        if spans:
+            assert agg["node_span"] == {
+                "one_node": sum(s["one_node"] for s in spans),
+                "multi_node": sum(s["multi_node"] for s in spans),
+                "max_nodes": max(s["max_nodes"] for s in spans),
+                "max_ranks_per_node": max(s["max_ranks_per_node"] for s in spans)}, name
+    # every byte sent to a known peer is in exactly one of the two classes
+    total = sum(c[1] for row in matrix for c in row)
+    inter = sum(matrix[i][j][1] for i in range(nn) for j in range(nn) if i != j)
+    fsum = [sum(f.get(k, [0, 0])[1] for f in header["functions"].values())
+            for k in ("p2p_intra_node", "p2p_inter_node")]
+    assert fsum == [total - inter, inter]

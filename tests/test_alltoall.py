@@ -24,6 +24,9 @@ ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring",
 # (XOR partners, exact hypercube) and non-powers of two (padded hypercube).
 RANKS = list(range(1, 10)) if FLAVOUR == "openmpi" else [1, 2, 3, 4, 5]
 NP = 4 if FLAVOUR == "openmpi" else 3  # adaptive tests
+# a2a_check: 2 communicators x 4 counts x 6 type/in-place cases + 1 on a fresh
+# communicator + 2 with a freed and re-created datatype, all equal to the MPI's own
+A2A_CHECK_OK = "a2a_check: cases=51 mismatches=0"
 LINE = re.compile(r"rank=(\d+) bytes=(\d+) alg=(\S+) learning_calls=(-?\d+)")
 
 
@@ -55,9 +58,7 @@ def test_forced_algorithm_matches_native(build: Path, tmp_path: Path, alg: str) 
         proc = run_mpi(np_, exe(build, "a2a_check"),
                        env={"MPILENS_ALLTOALL": alg, "MPILENS_PROFILE": "off",
                             "MPILENS_OUTPUT": str(tmp_path / "p.prof")}, timeout=120)
-        # 2 communicators x 4 counts x 6 type/in-place cases + 1 on a fresh communicator
-        # + 2 with a freed and re-created datatype
-        assert "a2a_check: cases=51 mismatches=0" in proc.stdout, (np_, proc.stdout)
+        assert A2A_CHECK_OK in proc.stdout, (np_, proc.stdout)
 
 
 def test_calls_are_keyed_by_their_own_block_size(build: Path, tmp_path: Path) -> None:
@@ -101,13 +102,19 @@ def test_adaptive_ranks_agree_and_learn_once(build: Path, tmp_path: Path) -> Non
     calls = 40
     proc = run_mpi(NP, exe(build, "a2a_adaptive") + [str(calls)] + [str(s) for s in sizes],
                    env=adaptive_env(tmp_path))
-    got = choices(proc.stdout)
-    header, _ = read_profile(tmp_path / "a2a.prof")
+    check_learned_once(proc.stdout, tmp_path / "a2a.prof", NP, sizes, calls)
+
+
+def check_learned_once(stdout: str, prof: Path, np_: int, sizes: list[int], calls: int) -> None:
+    """a2a_adaptive's output and profile: every rank took the same learned choice per
+    size after learning once (also run on the virtual cluster, tests/test_cluster.py)."""
+    got = choices(stdout)
+    header, _ = read_profile(prof)
     entries = {e["bytes"]: e for e in header["alltoall"]}
     assert sorted(got) == sorted(entries) == sizes
     for size in sizes:
         per_rank = got[size]
-        assert sorted(per_rank) == list(range(NP))
+        assert sorted(per_rank) == list(range(np_))
         assert len(set(per_rank.values())) == 1, per_rank  # same algorithm, same learning
         alg, learned = per_rank[0]
         e = entries[size]

@@ -181,3 +181,19 @@ def test_diff_2_vs_4_ranks(prof2, prof4) -> None:
     assert all(r["explains_pct"] is not None for r in comm)
     changes = [abs(r["time_change_s"]) for r in comm]
     assert changes == sorted(changes, reverse=True)
+
+
+def test_node_view_one_host(prof4):
+    """One host: every point-to-point byte stays within the node (the rank lines'
+    peers give the total), no node pair, and every collective within one node."""
+    header, ranks = read_profile(prof4)
+    total = sum(nbytes for r in ranks for _, _, nbytes in r["peers"]["sent"])
+    view = report_json(prof4)["nodes"]
+    assert (view["count"], view["p2p_bytes"], view["p2p_inter_bytes"]) == (1, total, 0)
+    assert total > 0 and view["heaviest_pairs"] == [] and header["nodes"]["matrix_bytes"] == [[total]]
+    assert {c["function"]: (c["one_node"], c["multi_node"]) for c in view["collectives"]} == {
+        name: (4 * calls, 0) for name, calls in per_rank_calls().items()
+        if name in ("MPI_Bcast", "MPI_Allreduce", "MPI_Alltoall")}
+    assert [r["node"] for r in view["ranks"]] == [0] * 4
+    text = mpilens_inproc("report", prof4).stdout
+    assert "of point-to-point bytes stay within it" in text

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import BUILD, FLAVOUR, read_profile, run_mpi
 from mpilens.report import schema
-from profmodel import check_rank, distinct_functions
+from profmodel import check_node_header, check_nodes, check_rank, distinct_functions
 
 EXEC = BUILD / "bin" / "mpilens-exec"
 PROGS = BUILD / "tests"
@@ -85,6 +85,8 @@ def test_exact_profile(build, tmp_path, prog, np_):
     check_header(header, ranks, np_)
     for line in ranks:
         check_rank(line, np_)
+        check_nodes(line, np_, [0] * np_)  # one host: every message within the node
+    check_node_header(header, ranks, [0] * np_)
     assert len(distinct_functions(np_)) >= 25
     sr = header["functions"]["MPI_Sendrecv"]
     assert sum(1 for v in sr["hist_send"] if v) >= 8

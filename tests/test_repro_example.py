@@ -11,6 +11,8 @@ MPI_Reduce, MPI_Allreduce (also in place), MPI_Reduce_scatter_block and MPI_Scan
 from __future__ import annotations
 
 import struct
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,8 +27,9 @@ def _hex(x: float) -> str:
 
 
 def _run_example(build: Path, tmp: Path, p: int, args: list[str], repro: str,
-                 timeout: float = 170) -> tuple[dict[tuple[str, str], tuple[str, str]], Path]:
-    proc = run_mpi(p, [build / "bin" / "mpilens-exec", build / "tests" / "repro_example", *args],
+                 timeout: float = 170, run: Callable[..., subprocess.CompletedProcess] = run_mpi
+                 ) -> tuple[dict[tuple[str, str], tuple[str, str]], Path]:
+    proc = run(p, [build / "bin" / "mpilens-exec", build / "tests" / "repro_example", *args],
                    env={"MPILENS_REPRO": repro, "MPILENS_OUTPUT": str(tmp / "ex.prof")},
                    cwd=tmp, timeout=timeout)
     got: dict[tuple[str, str], tuple[str, str]] = {}
@@ -47,6 +50,13 @@ BIG = [(64, [])] if FLAVOUR != "mpich" else [(16, ["7", "2"])]
 def test_published_example_every_placement(p: int, args: list[str], build: Path,
                                            tmp_path: Path) -> None:
     got, prof = _run_example(build, tmp_path, p, args, "1")
+    check_every_placement(got, prof, p, args)
+
+
+def check_every_placement(got: dict[tuple[str, str], tuple[str, str]], prof: Path, p: int,
+                          args: list[str]) -> None:
+    """Exactly (p - 2) * 2^-60 for every case, and every call served by the engine
+    (also run on the virtual cluster, tests/test_cluster.py)."""
     n_orders = int(args[0]) if args else 7
     n_holders = int(args[1]) if args else 5
     assert len(got) == n_orders * n_holders * len(COLLS)

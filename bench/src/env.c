@@ -176,6 +176,41 @@ void ml_json_ship(ml_json *w, const char *key, ml_json *sub, int src)
     }
 }
 
+const char *const ml_pair_names[ML_NPAIR] = {"intra", "inter"};
+
+void ml_pair_partners(unsigned classes, int partner[ML_NPAIR])
+{
+    char me[MPI_MAX_PROCESSOR_NAME] = "", *h0 = malloc(MPI_MAX_PROCESSOR_NAME);
+    int len = 0, same = 0;
+    MPI_Get_processor_name(me, &len);
+    if (ml_rank == 0) memcpy(h0, me, MPI_MAX_PROCESSOR_NAME);
+    MPI_Bcast(h0, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+    same = strcmp(me, h0) == 0;
+    int *all = malloc((size_t)ml_size * sizeof *all);
+    MPI_Allgather(&same, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    partner[ML_PAIR_INTRA] = partner[ML_PAIR_INTER] = -1;
+    for (int r = ml_size - 1; r > 0; r--) partner[all[r] ? ML_PAIR_INTRA : ML_PAIR_INTER] = r;
+    free(all);
+    free(h0);
+    if ((classes & 1u << ML_PAIR_INTRA) && partner[ML_PAIR_INTRA] < 0)
+        ml_usage("--pairs intra: no other rank is on rank 0's host (place two ranks on its node)");
+    if ((classes & 1u << ML_PAIR_INTER) && partner[ML_PAIR_INTER] < 0)
+        ml_usage("--pairs inter: every rank is on rank 0's host (place ranks on two nodes)");
+}
+
+void ml_json_pair_options(ml_json *w, int a, int b, unsigned classes)
+{
+    ml_json_arr(w, "ranks");
+    ml_json_int(w, NULL, a);
+    ml_json_int(w, NULL, b);
+    ml_json_end(w);
+    if (!classes) return;
+    ml_json_arr(w, "pairs");
+    for (int k = 0; k < ML_NPAIR; k++)
+        if (classes & 1u << k) ml_json_str(w, NULL, ml_pair_names[k]);
+    ml_json_end(w);
+}
+
 /* ---- result files (--out, --model): a result file is never lost or left half-written.
  * The check runs before the benchmark and creates nothing that stays (an existing file
  * is not truncated); the write goes to ".<name>.tmp-<pid>" in the same directory,

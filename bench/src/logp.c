@@ -103,43 +103,21 @@ ml_json *ml_logp_model(const double *med, const long long *sz, int ns, double re
     return m;
 }
 
-int ml_logp(ml_json *out, int argc, char **argv)
-{
-    (void)argc; (void)argv;
-    if (ml_size < 2) ml_usage("logp needs at least 2 ranks (got %d)", ml_size);
-    long long *sz;
-    int ns = ml_opt_sizes(0, 1 << 20, 0, 1LL << 28, &sz);
-    int samples = (int)ml_opt_int("samples", 20, 1, 1000000);
-    int reps = (int)ml_opt_int("iters", 10, 1, 1000000);
-    int train = (int)ml_opt_int("train", 64, 2, 1000000);
-    const char *model = ml_opt_str("model", NULL);
-    ml_opts_finish();
-    int err = 0;                /* before measuring: a bad path fails fast */
-    if (ml_rank == 0 && model) err = ml_check_writable(model);
-    MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (err) ml_usage("--model '%s': cannot write this file: %s", model, strerror(err));
+typedef struct { long long *sz; int ns, samples, reps, train; } logp_cfg_t;
 
-    int me = ml_rank, role = me == 0 ? 0 : me == 1 ? 1 : -1, o = 1 - me;
+/* The P-LogP measurements between rank 0 and rank b, every size: their statistics
+ * appended to the array open in out (rank 0), their medians in med (rank 0:
+ * med[q * ns + i], q = rtt, os, or, g).  Collective over MPI_COMM_WORLD. */
+static long measure_pair(ml_json *out, int b, const logp_cfg_t *c, double *med)
+{
+    const long long *sz = c->sz;
+    int ns = c->ns, samples = c->samples, reps = c->reps, train = c->train;
+    int me = ml_rank, role = me == 0 ? 0 : me == b ? 1 : -1, o = role == 0 ? b : 0;
     long long maxs = sz[ns - 1];
     unsigned char *buf = role >= 0 ? ml_alloc((size_t)maxs) : NULL;
     double *x = malloc(4 * (size_t)samples * sizeof *x);   /* rtt, os, or, g */
-    double *med = malloc(4 * (size_t)ns * sizeof *med);
     long errors = 0;
     char ack = 0;
-    if (me == 0) {
-        ml_json_obj(out, "options");
-        ml_json_arr(out, "ranks");
-        ml_json_int(out, NULL, 0);
-        ml_json_int(out, NULL, 1);
-        ml_json_end(out);
-        ml_json_int(out, "min_size", sz[0]);
-        ml_json_int(out, "max_size", maxs);
-        ml_json_int(out, "samples", samples);
-        ml_json_int(out, "iters", reps);
-        ml_json_int(out, "train", train);
-        ml_json_end(out);
-        ml_json_arr(out, "results");
-    }
     for (int i = 0; i < ns; i++) {
         int n = (int)sz[i];
         unsigned seed = (unsigned)i + 1;
@@ -209,7 +187,7 @@ int ml_logp(ml_json *out, int argc, char **argv)
         if (role == 1 && n && ml_check(buf, (size_t)n, 0, seed)) errors++;
         if (role == 1) MPI_Send(x + 2 * samples, samples, MPI_DOUBLE, 0, T_DATA, MPI_COMM_WORLD);
         else {
-            MPI_Recv(x + 2 * samples, samples, MPI_DOUBLE, 1, T_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(x + 2 * samples, samples, MPI_DOUBLE, b, T_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             for (int q = 0; q < 4; q++) med[q * ns + i] = ml_median(x + q * samples, samples);
             ml_json_obj(out, NULL);
             ml_json_int(out, "size", sz[i]);
@@ -221,15 +199,109 @@ int ml_logp(ml_json *out, int argc, char **argv)
         }
         ml_progress(i + 1, ns);
     }
-    if (me == 0) {
+    free(buf);
+    free(x);
+    return errors;
+}
+
+/* --pairs intra,inter: the model of each class under "classes"; its top-level
+ * parameters are the inter-node class's (the network), else the one measured.
+ * Returns malloc'd JSON text. */
+static char *classes_model(ml_json *const m[ML_NPAIR], unsigned classes)
+{
+    int top = (classes & 1u << ML_PAIR_INTER) ? ML_PAIR_INTER : ML_PAIR_INTRA;
+    const char *t = ml_json_text(m[top]);
+    size_t n = strlen(t), total = n + 64;
+    while (n && t[n - 1] != '}') n--; /* the closing brace of the top-level object */
+    for (int k = 0; k < ML_NPAIR; k++)
+        if (classes & 1u << k) total += strlen(ml_json_text(m[k]));
+    char *out = malloc(total);
+    size_t at = (size_t)snprintf(out, total, "%.*s,\"classes\":{", (int)(n ? n - 1 : 0), t);
+    for (int k = 0, first = 1; k < ML_NPAIR; k++) {
+        if (!(classes & 1u << k)) continue;
+        at += (size_t)snprintf(out + at, total - at, "%s\"%s\":%s", first ? "" : ",", ml_pair_names[k],
+                               ml_json_text(m[k]));
+        first = 0;
+    }
+    snprintf(out + at, total - at, "}}");
+    return out;
+}
+
+int ml_logp(ml_json *out, int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    if (ml_size < 2) ml_usage("logp needs at least 2 ranks (got %d)", ml_size);
+    logp_cfg_t c;
+    c.ns = ml_opt_sizes(0, 1 << 20, 0, 1LL << 28, &c.sz);
+    c.samples = (int)ml_opt_int("samples", 20, 1, 1000000);
+    c.reps = (int)ml_opt_int("iters", 10, 1, 1000000);
+    c.train = (int)ml_opt_int("train", 64, 2, 1000000);
+    const char *model = ml_opt_str("model", NULL);
+    unsigned classes = ml_opt_names("pairs", ml_pair_names, ML_NPAIR, 0);
+    ml_opts_finish();
+    int err = 0;                /* before measuring: a bad path fails fast */
+    if (ml_rank == 0 && model) err = ml_check_writable(model);
+    MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (err) ml_usage("--model '%s': cannot write this file: %s", model, strerror(err));
+    int partner[ML_NPAIR] = {1, 1};
+    if (classes) ml_pair_partners(classes, partner);
+    int first = classes ? ((classes & 1u << ML_PAIR_INTRA) ? ML_PAIR_INTRA : ML_PAIR_INTER) : 0;
+    double *med = malloc(4 * (size_t)c.ns * sizeof *med);
+    long errors = 0;
+    if (ml_rank == 0) {
+        ml_json_obj(out, "options");
+        ml_json_pair_options(out, 0, partner[first], classes);
+        ml_json_int(out, "min_size", c.sz[0]);
+        ml_json_int(out, "max_size", c.sz[c.ns - 1]);
+        ml_json_int(out, "samples", c.samples);
+        ml_json_int(out, "iters", c.reps);
+        ml_json_int(out, "train", c.train);
         ml_json_end(out);
-        ml_json *m = ml_logp_model(med, sz, ns, ml_clock_resolution());
-        ml_json_raw(out, "model", ml_json_text(m));
-        if (model) err = ml_write_file_atomic(model, ml_json_text(m));
-        ml_json_free(m);
+    }
+    char *m = NULL;
+    if (!classes) {
+        if (ml_rank == 0) ml_json_arr(out, "results");
+        errors = measure_pair(out, 1, &c, med);
+        if (ml_rank == 0) {
+            ml_json_end(out);
+            ml_json *one = ml_logp_model(med, c.sz, c.ns, ml_clock_resolution());
+            m = strdup(ml_json_text(one));
+            ml_json_free(one);
+        }
+    } else {
+        ml_json *mk[ML_NPAIR] = {NULL, NULL};
+        if (ml_rank == 0) ml_json_arr(out, "pairs");
+        for (int k = 0; k < ML_NPAIR; k++) {
+            if (!(classes & 1u << k)) continue;
+            if (ml_rank == 0) {
+                ml_json_obj(out, NULL);
+                ml_json_str(out, "class", ml_pair_names[k]);
+                ml_json_arr(out, "ranks");
+                ml_json_int(out, NULL, 0);
+                ml_json_int(out, NULL, partner[k]);
+                ml_json_end(out);
+                ml_json_arr(out, "results");
+            }
+            errors += measure_pair(out, partner[k], &c, med);
+            if (ml_rank == 0) {
+                ml_json_end(out);
+                mk[k] = ml_logp_model(med, c.sz, c.ns, ml_clock_resolution());
+                ml_json_end(out);
+            }
+        }
+        if (ml_rank == 0) {
+            ml_json_end(out);
+            m = classes_model(mk, classes);
+        }
+        for (int k = 0; k < ML_NPAIR; k++) ml_json_free(mk[k]);
+    }
+    if (ml_rank == 0) {
+        ml_json_raw(out, "model", m);
+        if (model) err = ml_write_file_atomic(model, m);
+        free(m);
     }
     MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (err) ml_usage("--model '%s': cannot write this file: %s", model, strerror(err));
-    free(buf); free(x); free(med); free(sz);
+    free(med); free(c.sz);
     return (int)errors;
 }

@@ -60,6 +60,14 @@ void ml_json_env(ml_json *w, int argc, char **argv);
 void ml_progress(long done, long total);        /* rank 0, if --progress */
 /* inserts JSON text built on rank src under key in rank 0's document */
 void ml_json_ship(ml_json *w, const char *key, ml_json *sub, int src);
+/* --pairs intra,inter (p2p, logp): rank 0's partner within its node (the first rank on
+ * rank 0's host) and across nodes (the first rank on another host), by
+ * MPI_Get_processor_name; a class that cannot be formed stops with one line. */
+enum { ML_PAIR_INTRA, ML_PAIR_INTER, ML_NPAIR };
+extern const char *const ml_pair_names[ML_NPAIR];
+void ml_pair_partners(unsigned classes, int partner[ML_NPAIR]);
+/* options "ranks": [a, b] and, with --pairs, "pairs": the classes asked for */
+void ml_json_pair_options(ml_json *w, int a, int b, unsigned classes);
 extern int ml_progress_on;
 /* result files (--out, --model): 0 or an errno value.  ml_check_writable runs before
  * the benchmark: the directory exists and a file can be created there, path is not a

@@ -153,77 +153,46 @@ static void crossovers(ml_json *w, const long long *sz, int ns, const double *la
     ml_json_end(w);
 }
 
-int ml_p2p(ml_json *out, int argc, char **argv)
-{
-    (void)argc; (void)argv;
-    if (ml_size < 2) ml_usage("p2p needs at least 2 ranks (got %d)", ml_size);
-    static pair_t p;
-    parse_ranks(&p.a, &p.b);
+typedef struct {
     long long *sz;
-    int ns = ml_opt_sizes(0, 4 << 20, 0, 1LL << 30, &sz);
-    int samples = (int)ml_opt_int("samples", 20, 1, 1000000);
-    long long iters_opt = ml_opt_int("iters", 0, 1, 100000000);
-    long long bwit_opt = ml_opt_int("bw-iters", 0, 1, 100000000);
-    int warmup = (int)ml_opt_int("warmup", 10, 0, 100000000);
-    p.window = (int)ml_opt_int("window", 64, 1, 4096);
-    unsigned modes = ml_opt_names("modes", mode_names, NMODE, (1u << NMODE) - 1);
-    static const char *const refs[] = {"none", "osu"};
-    unsigned ref = ml_opt_names("reference", refs, 2, 1);
-    int osu = (ref & 2) != 0;
-    long long osu_n = ml_opt_int("osu-iters", 10000, 1, 100000000);
-    int rounds = (int)ml_opt_int("osu-rounds", 5, 1, 1000);
-    if (!osu) rounds = 1;
-    if (rounds > samples)
-        ml_usage("--osu-rounds %d exceeds --samples %d (each round holds our samples too)",
-                 rounds, samples);
-    ml_opts_finish();
+    int ns, samples, warmup, rounds, osu;
+    long long iters_opt, bwit_opt, osu_n;
+    unsigned modes;
+} p2p_cfg_t;
 
-    p.role = ml_rank == p.a ? 0 : ml_rank == p.b ? 1 : -1;
-    p.other = p.role == 0 ? p.b : p.a;
+/* Every size and mode between the ranks p->a and p->b (collective over
+ * MPI_COMM_WORLD); "results" and "analysis" go into the current object of out
+ * on rank 0; lat_med / bw_med get the medians on every rank.  Returns errors. */
+static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_med, double *bw_med)
+{
+    const long long *sz = c->sz;
+    int ns = c->ns, samples = c->samples, warmup = c->warmup, rounds = c->rounds, osu = c->osu;
+    long long iters_opt = c->iters_opt, bwit_opt = c->bwit_opt, osu_n = c->osu_n;
+    unsigned modes = c->modes;
+    p->role = ml_rank == p->a ? 0 : ml_rank == p->b ? 1 : -1;
+    p->other = p->role == 0 ? p->b : p->a;
     long long maxs = sz[ns - 1];
-    if (p.role >= 0) {
-        p.sbuf = ml_alloc((size_t)maxs);
-        p.rbuf = ml_alloc((size_t)maxs);
+    p->sbuf = p->rbuf = NULL;
+    if (p->role >= 0) {
+        p->sbuf = ml_alloc((size_t)maxs);
+        p->rbuf = ml_alloc((size_t)maxs);
     }
-    MPI_Comm_split(MPI_COMM_WORLD, p.role >= 0 ? 0 : MPI_UNDEFINED, p.role, &p.comm);
-
-    if (ml_rank == 0) {
-        ml_json_obj(out, "options");
-        ml_json_arr(out, "ranks");
-        ml_json_int(out, NULL, p.a);
-        ml_json_int(out, NULL, p.b);
-        ml_json_end(out);
-        ml_json_int(out, "min_size", sz[0]);
-        ml_json_int(out, "max_size", maxs);
-        ml_json_int(out, "samples", samples);
-        ml_json_int(out, "warmup", warmup);
-        ml_json_int(out, "window", p.window);
-        ml_json_arr(out, "modes");
-        for (int m = 0; m < NMODE; m++)
-            if (modes & (1u << m)) ml_json_str(out, NULL, mode_names[m]);
-        ml_json_end(out);
-        ml_json_str(out, "reference", osu ? "osu" : "none");
-        ml_json_int(out, "osu_rounds", rounds);
-        ml_json_int(out, "osu_iters", osu_n);
-        ml_json_end(out);
-    }
+    MPI_Comm_split(MPI_COMM_WORLD, p->role >= 0 ? 0 : MPI_UNDEFINED, p->role, &p->comm);
 
     ml_json *w = ml_json_new();      /* built on rank a, shipped to rank 0 */
     double *x = malloc((size_t)samples * sizeof *x), *xo = malloc((size_t)rounds * sizeof *xo);
-    double *lat_med = malloc((size_t)ns * sizeof *lat_med);
-    double *bw_med = malloc((size_t)ns * sizeof *bw_med);
     long errors = 0;
     ml_json_arr(w, NULL);
     for (int i = 0; i < ns; i++) {
         long long s = sz[i];
         int iters = (int)(iters_opt ? iters_opt : s <= 8192 ? 100 : s <= 262144 ? 20 : 5);
         int bwit = (int)(bwit_opt ? bwit_opt : s <= 8192 ? 4 : s <= 262144 ? 2 : 1);
-        unsigned seed = (unsigned)(2 * i + p.role + 1);
+        unsigned seed = (unsigned)(2 * i + p->role + 1);
         lat_med[i] = bw_med[i] = NAN;
         MPI_Barrier(MPI_COMM_WORLD);
-        if (p.role >= 0) {
-            ml_fill(p.sbuf, (size_t)s, 0, seed);
-            memset(p.rbuf, 0, (size_t)s);
+        if (p->role >= 0) {
+            ml_fill(p->sbuf, (size_t)s, 0, seed);
+            memset(p->rbuf, 0, (size_t)s);
         }
         ml_json_obj(w, NULL);
         ml_json_int(w, "size", s);
@@ -233,33 +202,33 @@ int ml_p2p(ml_json *out, int argc, char **argv)
         int li = (int)(big ? (osu_n / 10 ? osu_n / 10 : 1) : osu_n), ls = li / 100 ? li / 100 : 1;
         int bi = (int)(big ? (osu_n / 500 ? osu_n / 500 : 1) : (osu_n / 100 ? osu_n / 100 : 1));
         int bs = bi / 10 ? bi / 10 : 1;
-        for (int m = 0; m < NMODE && p.role >= 0; m++) {
+        for (int m = 0; m < NMODE && p->role >= 0; m++) {
             if (!(modes & (1u << m))) continue;
             int bwmode = m == M_BW || m == M_BIBW;
             if (bwmode && s == 0) { ml_json_null(w, mode_keys[m]); continue; }
             int it = bwmode ? bwit : iters;
             int withosu = osu && (m == M_LAT || m == M_BW);
-            if (warmup) sample(&p, m, s, bwmode ? (warmup + p.window - 1) / p.window : warmup);
+            if (warmup) sample(p, m, s, bwmode ? (warmup + p->window - 1) / p->window : warmup);
             /* our samples and the OSU loop alternate in `rounds` chunks */
             for (int r = 0, k = 0; r < rounds; r++) {
                 int upto = (int)((long)samples * (r + 1) / rounds);
                 for (; k < upto; k++) {
-                    double t = sample(&p, m, s, it);
+                    double t = sample(p, m, s, it);
                     x[k] = m == M_LAT ? t / (2.0 * it) : m == M_PING ? t / it
-                         : (double)s * p.window * it * (m == M_BIBW ? 2 : 1) / t;
+                         : (double)s * p->window * it * (m == M_BIBW ? 2 : 1) / t;
                 }
-                if (withosu && m == M_LAT) xo[r] = osu_latency(&p, s, li, ls);
-                if (withosu && m == M_BW) xo[r] = osu_bw(&p, s, bi, bs);
+                if (withosu && m == M_LAT) xo[r] = osu_latency(p, s, li, ls);
+                if (withosu && m == M_BW) xo[r] = osu_bw(p, s, bi, bs);
             }
             /* rank b receives in every mode; rank a in all but "bw" */
-            if (!(m == M_BW && p.role == 0)) {
-                size_t bad = ml_check(p.rbuf, (size_t)s, 0, (unsigned)(2 * i + (1 - p.role) + 1));
+            if (!(m == M_BW && p->role == 0)) {
+                size_t bad = ml_check(p->rbuf, (size_t)s, 0, (unsigned)(2 * i + (1 - p->role) + 1));
                 if (bad) {
                     fprintf(stderr, "mpilens-bench: p2p %s size %lld: %zu wrong bytes on rank %d\n",
                             mode_names[m], s, bad, ml_rank);
                     errors++;
                 }
-                memset(p.rbuf, 0, (size_t)s);
+                memset(p->rbuf, 0, (size_t)s);
             }
             ml_json_stats(w, mode_keys[m], x, samples, 1.0);
             double med = ml_median(x, samples);
@@ -284,16 +253,151 @@ int ml_p2p(ml_json *out, int argc, char **argv)
         ml_progress(i + 1, ns);
     }
     ml_json_end(w);
-    ml_json_ship(out, "results", w, p.a);
-    ml_json *c = ml_json_new();
-    ml_json_obj(c, NULL);
-    crossovers(c, sz, ns, lat_med, bw_med);
-    ml_json_end(c);
-    ml_json_ship(out, "analysis", c, p.a);
-    ml_json_free(c);
+    ml_json_ship(out, "results", w, p->a);
+    ml_json *cr = ml_json_new();
+    ml_json_obj(cr, NULL);
+    crossovers(cr, sz, ns, lat_med, bw_med);
+    ml_json_end(cr);
+    ml_json_ship(out, "analysis", cr, p->a);
+    ml_json_free(cr);
     ml_json_free(w);
-    free(x); free(xo); free(lat_med); free(bw_med); free(sz);
-    free(p.sbuf); free(p.rbuf);
-    if (p.comm != MPI_COMM_NULL) MPI_Comm_free(&p.comm);
+    MPI_Bcast(lat_med, ns, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
+    MPI_Bcast(bw_med, ns, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
+    free(x); free(xo);
+    free(p->sbuf); free(p->rbuf);
+    if (p->comm != MPI_COMM_NULL) MPI_Comm_free(&p->comm);
+    return errors;
+}
+
+enum { C_INTRA = ML_PAIR_INTRA, C_INTER = ML_PAIR_INTER, NCLASS = ML_NPAIR };
+static const char *const *const class_names = ml_pair_names;
+
+/* The class faster at each size and the sizes where that changes (seed 001 2.2.2:
+ * where shared memory stops winning), by median latency and by median bandwidth. */
+static void compare_classes(ml_json *out, const p2p_cfg_t *c, double *const lat[NCLASS],
+                            double *const bw[NCLASS])
+{
+    ml_json_arr(out, "comparison");
+    for (int i = 0; i < c->ns; i++) {
+        ml_json_obj(out, NULL);
+        ml_json_int(out, "size", c->sz[i]);
+        ml_json_num(out, "latency_inter_over_intra", lat[C_INTER][i] / lat[C_INTRA][i]);
+        ml_json_num(out, "bw_inter_over_intra", bw[C_INTER][i] / bw[C_INTRA][i]);
+        ml_json_end(out);
+    }
+    ml_json_end(out);
+    ml_json_arr(out, "crossover_sizes");
+    for (int k = 0; k < 2; k++) {
+        double *const *v = k ? bw : lat;
+        int prev = -1;
+        for (int i = 0; i < c->ns; i++) {
+            double a = v[C_INTRA][i], b = v[C_INTER][i];
+            if (!isfinite(a) || !isfinite(b) || a == b) continue;
+            int inter_wins = k ? b > a : b < a;
+            if (prev >= 0 && inter_wins != prev) {
+                ml_json_obj(out, NULL);
+                ml_json_int(out, "size", c->sz[i]);
+                ml_json_str(out, "evidence", k ? "bandwidth" : "latency");
+                ml_json_str(out, "from", class_names[prev]);
+                ml_json_str(out, "to", class_names[inter_wins]);
+                ml_json_end(out);
+            }
+            prev = inter_wins;
+        }
+    }
+    ml_json_end(out);
+}
+
+int ml_p2p(ml_json *out, int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    if (ml_size < 2) ml_usage("p2p needs at least 2 ranks (got %d)", ml_size);
+    static pair_t p;
+    unsigned classes = ml_opt_names("pairs", class_names, NCLASS, 0);
+    if (classes && ml_opt_given("ranks")) ml_usage("--pairs and --ranks both choose the ranks: give one of them");
+    parse_ranks(&p.a, &p.b);
+    p2p_cfg_t c;
+    c.ns = ml_opt_sizes(0, 4 << 20, 0, 1LL << 30, &c.sz);
+    c.samples = (int)ml_opt_int("samples", 20, 1, 1000000);
+    c.iters_opt = ml_opt_int("iters", 0, 1, 100000000);
+    c.bwit_opt = ml_opt_int("bw-iters", 0, 1, 100000000);
+    c.warmup = (int)ml_opt_int("warmup", 10, 0, 100000000);
+    p.window = (int)ml_opt_int("window", 64, 1, 4096);
+    c.modes = ml_opt_names("modes", mode_names, NMODE, (1u << NMODE) - 1);
+    static const char *const refs[] = {"none", "osu"};
+    unsigned ref = ml_opt_names("reference", refs, 2, 1);
+    c.osu = (ref & 2) != 0;
+    c.osu_n = ml_opt_int("osu-iters", 10000, 1, 100000000);
+    c.rounds = (int)ml_opt_int("osu-rounds", 5, 1, 1000);
+    if (!c.osu) c.rounds = 1;
+    if (c.rounds > c.samples)
+        ml_usage("--osu-rounds %d exceeds --samples %d (each round holds our samples too)",
+                 c.rounds, c.samples);
+    ml_opts_finish();
+    int partner[NCLASS];
+    if (classes) {
+        ml_pair_partners(classes, partner);
+        p.a = 0;
+        p.b = partner[(classes & 1u << C_INTRA) ? C_INTRA : C_INTER];
+    }
+
+    if (ml_rank == 0) {
+        ml_json_obj(out, "options");
+        ml_json_pair_options(out, p.a, p.b, classes);
+        ml_json_int(out, "min_size", c.sz[0]);
+        ml_json_int(out, "max_size", c.sz[c.ns - 1]);
+        ml_json_int(out, "samples", c.samples);
+        ml_json_int(out, "warmup", c.warmup);
+        ml_json_int(out, "window", p.window);
+        ml_json_arr(out, "modes");
+        for (int m = 0; m < NMODE; m++)
+            if (c.modes & (1u << m)) ml_json_str(out, NULL, mode_names[m]);
+        ml_json_end(out);
+        ml_json_str(out, "reference", c.osu ? "osu" : "none");
+        ml_json_int(out, "osu_rounds", c.rounds);
+        ml_json_int(out, "osu_iters", c.osu_n);
+        ml_json_end(out);
+    }
+
+    double *lat[NCLASS], *bw[NCLASS];
+    for (int k = 0; k < NCLASS; k++) {
+        lat[k] = malloc((size_t)c.ns * sizeof **lat);
+        bw[k] = malloc((size_t)c.ns * sizeof **bw);
+    }
+    long errors = 0;
+    if (!classes) {
+        errors = run_pair(out, &p, &c, lat[0], bw[0]);
+    } else {
+        /* "results"/"analysis" of the first pair as without --pairs, then every pair */
+        if (ml_rank == 0) ml_json_arr(out, "pairs");
+        for (int k = 0; k < NCLASS; k++) {
+            if (!(classes & 1u << k)) continue;
+            p.a = 0;
+            p.b = partner[k];
+            if (ml_rank == 0) {
+                ml_json_obj(out, NULL);
+                ml_json_str(out, "class", class_names[k]);
+                ml_json_arr(out, "ranks");
+                ml_json_int(out, NULL, p.a);
+                ml_json_int(out, NULL, p.b);
+                ml_json_end(out);
+            }
+            errors += run_pair(out, &p, &c, lat[k], bw[k]);
+            if (ml_rank == 0) ml_json_end(out);
+        }
+        if (ml_rank == 0) {
+            ml_json_end(out);
+            if (classes == (1u << NCLASS) - 1) {
+                ml_json_obj(out, "classes");
+                compare_classes(out, &c, lat, bw);
+                ml_json_end(out);
+            }
+        }
+    }
+    for (int k = 0; k < NCLASS; k++) {
+        free(lat[k]);
+        free(bw[k]);
+    }
+    free(c.sz);
     return (int)errors;
 }

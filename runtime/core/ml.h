@@ -49,6 +49,9 @@ typedef struct {
     uint64_t hist_s[ML_NBINS];
     uint64_t hist_r[ML_NBINS];
     uint64_t hist_bytes_s; /* sum of the sizes hist_s counts: a collective's per-peer block (mpiP's figure) */
+    uint64_t xnode[2][4];  /* messages with a known peer: [0] same node, [1] other node (msgs_s, bytes_s, msgs_r, bytes_r) */
+    uint64_t span_calls[2]; /* collectives: calls on a communicator within one node, across nodes */
+    uint64_t span_max[2];  /* collectives: most nodes a communicator spanned, most of its ranks on one node */
 } ml_drec_t;
 
 typedef struct {
@@ -221,12 +224,31 @@ static inline void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes
     }
 }
 
+/* ---- nodes (nodes.c): the node of every world rank, from the host names, once at MPI_Init ---- */
+extern int *ml_node_of;        /* [world size] node index; nodes numbered in order of their first rank */
+extern int ml_nnodes, ml_my_node;
+void ml_nodes_init(void);      /* collective over MPI_COMM_WORLD */
+/* distinct nodes of n world ranks (ML_NOPEER skipped) and the most of them on one node */
+void ml_node_span(const int *world, int n, int *nodes, int *rpn);
+
+/* A message with a known peer, split by whether the peer is on this rank's node. */
+static inline void ml_node_add(ml_slot_t *s, int fid, int side, int wpeer, uint64_t bytes)
+{
+    int di = ml_func_didx[fid];
+    if (di < 0 || !ml_fon[fid] || wpeer < 0 || wpeer >= ml_world_size || !ml_node_of) return;
+    uint64_t *x = s->d[di].xnode[ml_node_of[wpeer] != ml_my_node] + 2 * side;
+    x[0]++;
+    x[1] += bytes;
+}
+
 static inline void ml_p2p_send(ml_slot_t *s, int fid, int64_t count, MPI_Datatype dt, int dest, MPI_Comm comm)
 {
     if (dest == MPI_PROC_NULL) return;
     uint64_t n = count > 0 ? (uint64_t)count * (uint64_t)ml_type_size(dt) : 0;
     ml_bytes(s, fid, ML_SEND, n, n, 1);
-    ml_peer_add(s, ML_SEND, ml_peer_world(comm, dest), n);
+    int wpeer = ml_peer_world(comm, dest);
+    ml_peer_add(s, ML_SEND, wpeer, n);
+    ml_node_add(s, fid, ML_SEND, wpeer, n);
 }
 
 /* A completed receive: the size actually received and the source, from the status. */
@@ -236,7 +258,11 @@ static inline void ml_p2p_recv(ml_slot_t *s, int fid, MPI_Comm comm, const MPI_S
     MPI_Count n = 0;
     if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) n = 0;
     ml_bytes(s, fid, ML_RECV, (uint64_t)n, (uint64_t)n, 1);
-    if (comm != MPI_COMM_NULL) ml_peer_add(s, ML_RECV, ml_peer_world(comm, st->MPI_SOURCE), (uint64_t)n);
+    if (comm != MPI_COMM_NULL) {
+        int wpeer = ml_peer_world(comm, st->MPI_SOURCE);
+        ml_peer_add(s, ML_RECV, wpeer, (uint64_t)n);
+        ml_node_add(s, fid, ML_RECV, wpeer, (uint64_t)n);
+    }
 }
 
 void ml_rma(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt, int target, MPI_Win win);

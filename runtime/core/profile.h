@@ -17,7 +17,8 @@
 /* Data words per function with data: sums over ranks. */
 enum { ML_DW_BYTES_S, ML_DW_BYTES_R, ML_DW_SERVED, ML_DW_HIST_S,
        ML_DW_HIST_R = ML_DW_HIST_S + ML_NBINS, ML_DW_HIST_BYTES_S = ML_DW_HIST_R + ML_NBINS,
-       ML_DWORDS };
+       ML_DW_XNODE, ML_DW_SPAN = ML_DW_XNODE + 8, /* nodes.c: intra/inter-node split, span calls */
+       ML_DWORDS = ML_DW_SPAN + 2 };
 
 typedef struct {
     ml_slot_t *m;                /* this rank's records, merged over its threads */
@@ -38,6 +39,14 @@ typedef struct {
 
 /* Estimated total time of a function: measured, scaled up when only a sample was timed. */
 double ml_est_s(const ml_frec_t *f);
+/* nodes.c: the node x node matrix and the collectives' largest span (collective),
+ * and the node fields of the profile (docs/profile-format.md, "Nodes") */
+#define ML_NODE_MATRIX_MAX 256 /* nodes up to which the header holds the node x node matrix */
+void ml_nodes_reduce(const ml_slot_t *m);
+void ml_nodes_free(void);
+void ml_nodes_put_header(ml_buf_t *b);
+void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di);
+
 void ml_profile_reduce(ml_profile_t *p);              /* collective */
 void ml_profile_free(ml_profile_t *p);
 /* rank 0: the header line; job and created stamp from the naming step */

@@ -100,6 +100,7 @@ static void ml_put_functions(ml_buf_t *b, const ml_profile_t *p)
             const uint64_t *w = p->calls + NF + (size_t)di * ML_DWORDS;
             ml_put_data(b, w[ML_DW_BYTES_S], w[ML_DW_BYTES_R], w[ML_DW_SERVED], w + ML_DW_HIST_S,
                         w + ML_DW_HIST_R, w[ML_DW_HIST_BYTES_S]);
+            ml_nodes_put_function(b, w + ML_DW_XNODE, w + ML_DW_SPAN, NULL, di);
         }
         ml_buf_printf(b, ",\"caution\":%s}",
                       mean_call * 1e9 < ML_CAUTION_FACTOR * p->overhead_max ? "true" : "false");
@@ -145,6 +146,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_put_mpi(b);
     ml_buf_printf(b, ",\"nranks\":%d", ml_world_size);
     ml_put_hosts(b, p->hosts);
+    ml_nodes_put_header(b);
     ml_buf_printf(b, ",\"clock\":{\"source\":\"%s\",\"ghz\":%.6g,\"resolution_ns\":%.4g},", ml_clock_source(),
                   ml_clock_ghz(), 1.0 / ml_clock_ghz());
     ml_buf_printf(b, "\"timing\":{\"mode\":\"%s\",\"sample_period\":%d,\"warmup_calls\":%d,\"always_above_ns\":%d},",
@@ -191,6 +193,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     const ml_slot_t *m = p->m;
     ml_buf_printf(b, "{\"rank\":%d,\"host\":", ml_world_rank);
     ml_buf_json_str(b, p->host);
+    ml_buf_printf(b, ",\"node\":%d", ml_my_node);
     ml_buf_printf(b, ",\"pid\":%d,\"wall_s\":%.9g,\"mpi_s\":%.9g,\"threads\":%d,\"untracked_requests\":%llu,\"functions\":{",
                   (int)getpid(), p->wall, p->mpi, ml_slot_count(), (unsigned long long)m->untracked);
     int first = 1;
@@ -206,6 +209,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
         if (di >= 0) {
             const ml_drec_t *d = &m->d[di];
             ml_put_data(b, d->bytes_s, d->bytes_r, d->served, d->hist_s, d->hist_r, d->hist_bytes_s);
+            ml_nodes_put_function(b, &d->xnode[0][0], d->span_calls, d->span_max, di);
         }
         ml_buf_printf(b, "}");
     }

@@ -42,6 +42,11 @@ static ml_slot_t *ml_merge(void)
             a->bytes_r += x->bytes_r;
             a->served += x->served;
             a->hist_bytes_s += x->hist_bytes_s;
+            for (int k = 0; k < 8; k++) a->xnode[k / 4][k % 4] += x->xnode[k / 4][k % 4];
+            for (int k = 0; k < 2; k++) {
+                a->span_calls[k] += x->span_calls[k];
+                if (x->span_max[k] > a->span_max[k]) a->span_max[k] = x->span_max[k];
+            }
             for (int k = 0; k < ML_NBINS; k++) {
                 a->hist_s[k] += x->hist_s[k];
                 a->hist_r[k] += x->hist_r[k];
@@ -101,6 +106,8 @@ void ml_profile_reduce(ml_profile_t *p)
         memcpy(w + ML_DW_HIST_S, m->d[i].hist_s, sizeof m->d[i].hist_s);
         memcpy(w + ML_DW_HIST_R, m->d[i].hist_r, sizeof m->d[i].hist_r);
         w[ML_DW_HIST_BYTES_S] = m->d[i].hist_bytes_s;
+        memcpy(w + ML_DW_XNODE, m->d[i].xnode, sizeof m->d[i].xnode);
+        memcpy(w + ML_DW_SPAN, m->d[i].span_calls, sizeof m->d[i].span_calls);
     }
     t[NF] = tmin[NF] = p->wall;
     t[NF + 1] = tmin[NF + 1] = p->mpi;
@@ -132,6 +139,7 @@ void ml_profile_reduce(ml_profile_t *p)
     p->hosts = ml_world_rank == 0 ? ml_zalloc((size_t)ml_world_size, 256) : NULL;
     PMPI_Gather(p->host, 256, MPI_CHAR, p->hosts, 256, MPI_CHAR, 0, MPI_COMM_WORLD);
     p->topo = ml_topo_json(); /* collective */
+    ml_nodes_reduce(m);       /* collective */
 }
 
 void ml_profile_free(ml_profile_t *p)
@@ -139,6 +147,7 @@ void ml_profile_free(ml_profile_t *p)
     free(p->calls); free(p->calls_min); free(p->calls_max); free(p->time); free(p->call_max);
     free(p->call_min); free(p->rank_time_min); free(p->rank_time_max); free(p->hosts);
     free(p->topo);
+    ml_nodes_free();
     if (p->m) free(p->m->peers);
     free(p->m);
     memset(p, 0, sizeof *p);

@@ -112,6 +112,7 @@ void ml_req_start(ml_slot_t *s, int fid, MPI_Request req)
     if (e->flags & ML_RQ_PSEND) {
         ml_bytes(s, fid, ML_SEND, (uint64_t)e->bytes, (uint64_t)e->bytes, 1);
         ml_peer_add(s, ML_SEND, e->wpeer, (uint64_t)e->bytes);
+        ml_node_add(s, fid, ML_SEND, e->wpeer, (uint64_t)e->bytes);
     }
 }
 

@@ -39,6 +39,7 @@ typedef struct {
     int size, rsize;    /* local size, remote size (== size for intra) */
     int rank, inter;
     int *world;         /* peer rank -> world rank (remote group for inter) */
+    int nodes, rpn;     /* nodes that group spans, most of its ranks on one node (ml_node_span) */
     int indeg, outdeg;  /* neighbourhood sizes, -1 unknown */
 } ml_hent_t;
 
@@ -108,6 +109,7 @@ static const ml_hent_t *ml_comm_info(MPI_Comm comm, ml_hent_t *tmp)
         world.size = world.rsize = ml_world_size;
         world.rank = ml_world_rank;
         world.indeg = world.outdeg = -1;
+        if (!world.nodes) ml_node_span(NULL, ml_world_size, &world.nodes, &world.rpn);
         return &world;
     }
     uint64_t key = ml_hkey(&comm, sizeof comm);
@@ -129,6 +131,7 @@ static const ml_hent_t *ml_comm_info(MPI_Comm comm, ml_hent_t *tmp)
     }
     tmp->world = ml_translate(g, tmp->rsize);
     PMPI_Group_free(&g);
+    ml_node_span(tmp->world, tmp->world ? tmp->rsize : 0, &tmp->nodes, &tmp->rpn);
     int topo = MPI_UNDEFINED;
     if (!tmp->inter) PMPI_Topo_test(comm, &topo);
     if (topo == MPI_CART) {
@@ -212,7 +215,9 @@ void ml_rma(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt, int
     if (target == MPI_PROC_NULL) return;
     uint64_t n = count > 0 ? (uint64_t)count * (uint64_t)ml_type_size(dt) : 0;
     ml_bytes(s, fid, side, n, n, 1);
-    ml_peer_add(s, side, ml_win_peer_world(win, target), n);
+    int wpeer = ml_win_peer_world(win, target);
+    ml_peer_add(s, side, wpeer, n);
+    ml_node_add(s, fid, side, wpeer, n);
 }
 
 void ml_io(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt)
@@ -260,12 +265,24 @@ static void ml_side(ml_slot_t *s, int fid, int side, uint64_t total, int npeers)
     ml_bytes(s, fid, side, total, npeers > 0 ? total / (uint64_t)npeers : total, 1);
 }
 
+/* The node span of a collective's communicator (its remote group for an intercommunicator). */
+static void ml_coll_span(ml_slot_t *s, int fid, int nodes, int rpn)
+{
+    int di = ml_func_didx[fid];
+    if (di < 0 || !ml_fon[fid] || nodes <= 0) return;
+    ml_drec_t *d = &s->d[di];
+    d->span_calls[nodes > 1]++;
+    if ((uint64_t)nodes > d->span_max[0]) d->span_max[0] = (uint64_t)nodes;
+    if ((uint64_t)rpn > d->span_max[1]) d->span_max[1] = (uint64_t)rpn;
+}
+
 void ml_coll(ml_slot_t *s, int fid, const ml_coll_t *c)
 {
     ml_hent_t tmp;
     const ml_hent_t *e = ml_comm_info(c->comm, &tmp);
     int P = e->rsize, me = e->rank;
     int inter = e->inter;
+    ml_coll_span(s, fid, e->nodes, e->rpn);
     int isroot = 0, isnull = 0;
     if (c->shape == ML_BCAST || c->shape == ML_REDUCE || c->shape == ML_GATHER || c->shape == ML_SCATTER) {
         isroot = inter ? c->root == MPI_ROOT : c->root == me;

@@ -63,16 +63,18 @@ def run_program(launcher: list[str], argv: list[str], env: dict[str, str] | None
 
 
 def run_bench(launcher: list[str], family: str, options: list[str], *,
-              progress: bool = True, label: str = "", timeout: float | None = None
-              ) -> dict[str, Any]:
+              progress: bool = True, label: str = "", timeout: float | None = None,
+              extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run mpilens-bench and return its JSON document.
 
     The overhead family runs under the profiler (mpilens-exec prefix); its
-    profile goes to a temporary file unless MPILENS_OUTPUT is set."""
+    profile goes to a temporary file unless MPILENS_OUTPUT is set.  extra_env:
+    variables set for this run only."""
     exe = paths.artifact("bin/mpilens-bench")
     if shutil.which(launcher[0]) is None:
         raise UserError(f"launcher '{launcher[0]}' not found")
     env = mpi_env.job_env(paths.mpi_flavour(), allow_root=True)
+    env.update(extra_env or {})
     with tempfile.TemporaryDirectory(prefix="mpilens-bench-") as tmp, \
             mpi_env.forwarding() as fw:
         out = Path(tmp) / "result.json"

@@ -39,6 +39,10 @@ def _loglog(ax: Axes, xlabel: str, ylabel: str) -> None:
 
 
 def p2p(doc: Doc) -> plt.Figure:
+    if "rails" in doc:
+        return _p2p_rails(doc)
+    if "pairs" in doc:
+        return _p2p_classes(doc)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
     rows = doc["results"]
     for key, label in (("latency_s", "ping-pong latency"), ("pingping_s", "ping-ping")):
@@ -54,6 +58,28 @@ def p2p(doc: Doc) -> plt.Figure:
     if osu:
         a2.plot(*_xy(osu, "v", 1e-6), ls="--", label="osu_bw loop")
     _loglog(a2, "message size (B)", "MB/s")
+    return fig
+
+
+def _p2p_rails(doc: Doc) -> plt.Figure:
+    """--rails: bandwidth against size, one line per number of rails."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for run in doc["rails"]:
+        ax.plot(*_xy(run["result"]["results"], "bw_Bps", 1e-6), marker="o",
+                label=f"{run['rails']} rail(s): {','.join(run['interfaces'])}")
+    _loglog(ax, "message size (B)", "bandwidth (MB/s)")
+    return fig
+
+
+def _p2p_classes(doc: Doc) -> plt.Figure:
+    """--pairs: latency and bandwidth of each pair class, on the same axes."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for pair in doc["pairs"]:
+        label = f"{pair['class']}-node (ranks {pair['ranks'][0]}, {pair['ranks'][1]})"
+        a1.plot(*_xy(pair["results"], "latency_s", 1e6), marker="o", label=label)
+        a2.plot(*_xy(pair["results"], "bw_Bps", 1e-6), marker="o", label=label)
+    _loglog(a1, "message size (B)", "ping-pong latency (us)")
+    _loglog(a2, "message size (B)", "bandwidth (MB/s)")
     return fig
 
 

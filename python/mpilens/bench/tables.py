@@ -36,10 +36,61 @@ def _pct(v: float | None) -> str:
 
 
 def p2p(doc: Doc) -> list[Table]:
-    res = doc["results"]
+    """One pair, or (--pairs intra,inter) each pair and where one class wins, or
+    (--rails) the bandwidth over each number of rails and its gain."""
+    if "rails" in doc:
+        return [_p2p_rails(doc)]
+    if "pairs" not in doc:
+        return _p2p_pair(doc, doc["results"], doc.get("analysis", {}), doc["options"]["ranks"], "")
+    tables = []
+    for pair in doc["pairs"]:
+        tables += _p2p_pair(doc, pair["results"], pair.get("analysis", {}), pair["ranks"],
+                            f"{pair['class']}-node pair, ")
+    cmp = doc.get("classes")
+    if cmp:
+        t = Table(title="inter-node / intra-node pair, by size (< 1: inter-node is faster "
+                        "for latency; > 1: for bandwidth)", min_width=70)
+        for c in ("size", "latency inter/intra", "bw inter/intra"):
+            t.add_column(c, justify="right")
+        for r in cmp["comparison"]:
+            lr, br = r.get("latency_inter_over_intra"), r.get("bw_inter_over_intra")
+            t.add_row(fmt_bytes(r["size"]), "-" if lr is None else f"{lr:.3g}",
+                      "-" if br is None else f"{br:.3g}")
+        tables.append(t)
+        c = Table(title=f"crossover sizes: {len(cmp['crossover_sizes'])}", min_width=70)
+        for col in ("size", "evidence", "faster before", "faster from here"):
+            c.add_column(col, justify="right")
+        for x in cmp["crossover_sizes"]:
+            c.add_row(fmt_bytes(x["size"]), x["evidence"], x["from"], x["to"])
+        tables.append(c)
+    return tables
+
+
+def _p2p_rails(doc: Doc) -> Table:
+    counts = [str(r["rails"]) for r in doc["rails"]]
+    t = Table(title="p2p bandwidth over rails (median; gain over "
+                    f"{counts[0]} rail{'s' if counts[0] != '1' else ''})", min_width=70)
+    t.add_column("size", justify="right")
+    for k in counts:
+        t.add_column(f"{k} rail{'s' if k != '1' else ''}", justify="right")
+        if k != counts[0]:
+            t.add_column("gain", justify="right")
+    for row in doc["gain"]:
+        cells = [fmt_bytes(row["size"])]
+        for k in counts:
+            cells.append(_bw(row["bw_Bps"].get(k)))
+            if k != counts[0]:
+                g = row["gain"].get(k)
+                cells.append("-" if g is None else f"{g:.2f}x")
+        t.add_row(*cells)
+    return t
+
+
+def _p2p_pair(doc: Doc, res: list[Doc], analysis: Doc, ranks: list[int], label: str) -> list[Table]:
     osu = doc["options"]["reference"] == "osu"
-    a, b = doc["options"]["ranks"]
-    t = Table(title=f"p2p ranks {a}<->{b}: medians (!n = n outlier samples)")
+    a, b = ranks
+    t = Table(title=f"p2p {label}ranks {a}<->{b}: medians (!n = n outlier samples)",
+              min_width=70 if label else None)
     cols = ["size", "latency", "pingping", "bw", "bibw"]
     if osu:
         cols += ["OSU lat", "Δ", "OSU bw", "Δ"]
@@ -55,7 +106,7 @@ def p2p(doc: Doc) -> list[Table]:
                     _bw(ob.get("bw_Bps")), _pct(ob.get("ours_vs_osu_pct"))]
         t.add_row(*row)
     tables = [t]
-    cross = doc.get("analysis", {}).get("crossovers", [])
+    cross = analysis.get("crossovers", [])
     if cross:
         c = Table(title="protocol crossovers seen")
         for col in ("size", "evidence", "before", "after"):
@@ -100,9 +151,16 @@ def halo(doc: Doc) -> list[Table]:
 
 
 def logp(doc: Doc) -> list[Table]:
-    m = doc["model"]
+    """The model, or (--pairs intra,inter) the model of each link class."""
+    classes = doc["model"].get("classes")
+    if not classes:
+        return [_logp_model(doc["model"], "")]
+    return [_logp_model(m, f"{name}-node pair ") for name, m in classes.items()]
+
+
+def _logp_model(m: Doc, label: str) -> Table:
     bounds = {e["size"] for e in m.get("not_measured", []) if e.get("param") == "g_s"}
-    t = Table(title=f"P-LogP: L = {fmt_time(m['L_s'])}"
+    t = Table(title=f"P-LogP {label}L = {fmt_time(m['L_s'])}"
                     + (" (not measured: RTT(0)/2)" if m["L_clamped"] else "")
                     + ("; * g not measured (train below the clock resolution): os used"
                        if bounds else ""))
@@ -111,7 +169,7 @@ def logp(doc: Doc) -> list[Table]:
     for i, s in enumerate(m["sizes"]):
         t.add_row(fmt_bytes(s), _t(m["rtt_s"][i]), _t(m["os_s"][i]), _t(m["or_s"][i]),
                   _t(m["g_s"][i]) + (" *" if s in bounds else ""))
-    return [t]
+    return t
 
 
 def io(doc: Doc) -> list[Table]:

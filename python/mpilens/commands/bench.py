@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 FAMILY_OPTIONS = {
-    "p2p": "--ranks A,B --min-size --max-size --samples --warmup --iters --bw-iters --window "
+    "p2p": "--ranks A,B | --pairs intra,inter --min-size --max-size --samples --warmup --iters --bw-iters --window "
            "--modes latency,pingping,bw,bibw --reference none|osu --osu-iters --osu-rounds",
     "coll": "--ops LIST --min-size --max-size --samples --warmup --nranks LIST --root",
     "halo": "--dimension 1|2 --npartner 2..12 --min-size --max-size --samples --iters "
@@ -64,6 +64,12 @@ def _options_parser(family: str) -> argparse.ArgumentParser:
                    help="ranks for the default launcher (default 2)")
     p.add_argument("--nprocs", default=None,
                    help="memory: comma list of rank counts, one run each")
+    p.add_argument("--rails", default=None,
+                   help="p2p: comma list of rail counts (e.g. 1,2,4), one run each over the "
+                        "first k of --rail-interfaces (Open MPI's btl_tcp_if_include)")
+    p.add_argument("--rail-interfaces", default=None,
+                   help="p2p --rails: the interfaces, in order (default rail0,rail1,...: "
+                        "tests/cluster/vcluster's)")
     p.add_argument("--from", dest="from_json", type=Path, default=None,
                    help="show/plot a saved JSON result instead of running")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -97,6 +103,55 @@ def _nprocs(text: str | None, family: str) -> list[int] | None:
         raise UserError(f"--nprocs '{text}' is invalid (accepted: comma list of rank "
                         f"counts such as 2,4,8)")
     return counts
+
+
+RAIL_VARIABLES = ("OMPI_MCA_btl_tcp_if_include", "UCX_NET_DEVICES")
+
+
+def _rails(opts: argparse.Namespace, family: str, launcher: list[str]
+           ) -> list[tuple[int, list[str]]] | None:
+    """--rails: (rail count, interfaces) per run, or None."""
+    if opts.rails is None:
+        if opts.rail_interfaces is not None:
+            raise UserError("--rail-interfaces is used with --rails only")
+        return None
+    if family != "p2p":
+        raise UserError("--rails is accepted only by the p2p family")
+    try:
+        counts = [int(v) for v in opts.rails.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1 or len(set(counts)) != len(counts):
+        raise UserError(f"--rails '{opts.rails}' is invalid (accepted: distinct rail counts "
+                        "such as 1,2,4)")
+    names = (opts.rail_interfaces.split(",") if opts.rail_interfaces
+             else [f"rail{k}" for k in range(max(counts))])
+    if max(counts) > len(names) or not all(names):
+        raise UserError(f"--rails {opts.rails}: --rail-interfaces names {len(names)} "
+                        f"interface(s), {max(counts)} needed")
+    if any("btl_tcp_if_include" in a or "UCX_NET_DEVICES" in a for a in launcher):
+        raise UserError("--rails chooses the interfaces of each run: remove btl_tcp_if_include "
+                        "/ UCX_NET_DEVICES from the launcher line")
+    return [(k, names[:k]) for k in counts]
+
+
+def _rails_doc(docs: list[tuple[int, list[str], dict[str, Any]]]) -> dict[str, Any]:
+    """One document for the runs over 1, 2, 4... rails: each run, and per size the
+    median bandwidth of each and its gain over the first."""
+    runs = [{"rails": k, "interfaces": names, "result": d} for k, names, d in docs]
+    base = {r["size"]: (r.get("bw_Bps") or {}).get("median") for r in docs[0][2]["results"]}
+    gain = []
+    for size, b0 in base.items():
+        row: dict[str, Any] = {"size": size, "bw_Bps": {}, "gain": {}}
+        for k, _, d in docs:
+            v = next(((r.get("bw_Bps") or {}).get("median") for r in d["results"]
+                      if r["size"] == size), None)
+            row["bw_Bps"][str(k)] = v
+            row["gain"][str(k)] = v / b0 if v and b0 else None
+        gain.append(row)
+    errors = sum(d["errors"] for _, _, d in docs)
+    return {"format": "mpilens-bench", "version": 1, "family": "p2p", "rails": runs,
+            "gain": gain, "errors": errors, "validated": errors == 0}
 
 
 def _load(path: Path, family: str) -> dict[str, Any]:
@@ -133,10 +188,17 @@ def run(args: argparse.Namespace) -> int:
                         "(e.g. -- mpirun -np {np})")
     if opts.np is not None and opts.np < 1:
         raise UserError(f"--np {opts.np} is invalid (accepted: 1 or more ranks)")
+    rails = _rails(opts, args.family, launcher)
     progress = not opts.no_progress and sys.stderr.isatty()
     try:
         if opts.from_json is not None:
             doc = _load(opts.from_json, args.family)
+        elif rails:
+            line = bench_launch.launcher_for(launcher, opts.np or 2)
+            doc = _rails_doc([(k, names, bench_launch.run_bench(
+                line, "p2p", passthrough, progress=progress, label=f"{k} rail(s)",
+                timeout=opts.timeout, extra_env=dict.fromkeys(RAIL_VARIABLES, ",".join(names))))
+                for k, names in rails])
         elif counts:
             docs = [bench_launch.run_bench(bench_launch.launcher_for(launcher, n), "memory",
                                            passthrough, progress=progress, label=f"{n} ranks",

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import UserError
-from ..report import analysis, commpattern, conventions, ranks, terminal
+from ..report import analysis, commpattern, conventions, nodes, ranks, terminal
 from ..report.profile import Profile, load
 
 DEFAULT_TOP = 15
@@ -54,6 +54,7 @@ def report_data(args: argparse.Namespace, prof: Profile) -> dict[str, Any]:
         "communication": commpattern.summary(prof),
         "alltoall": analysis.alltoall_rows(prof),
         "ranks": ranks.rank_rows(prof),
+        "nodes": nodes.node_view(prof),
     }
     if args.function:
         data["histogram"] = analysis.histogram(prof, args.function)

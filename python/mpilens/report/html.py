@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, commpattern, ranks
+from . import analysis, commpattern, nodes, ranks
 from .profile import Profile
 from .schema import CAUTION_FACTOR
 
@@ -212,6 +212,28 @@ def pattern_html(cp: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def nodes_html(prof: Profile) -> str:
+    """Traffic within and across nodes, heaviest node pairs, collectives' node span."""
+    view = nodes.node_view(prof)
+    if view is None:
+        return "<p>This profile has no node-level fields.</p>"
+    e = html.escape
+    out = [f'<p class="callout">{e(nodes.cross_sentence(view))}</p>']
+    if view["count"] > 1 and view["functions"]:
+        out.append("<p>Point-to-point sent, within and across nodes:</p>" + _table(
+            ["function", "msgs intra", "bytes intra", "msgs inter", "bytes inter"],
+            [[e(f["function"]), f"{f['intra_msgs']:,}", fmt_bytes(f["intra_bytes"]),
+              f"{f['inter_msgs']:,}", fmt_bytes(f["inter_bytes"])] for f in view["functions"]]))
+    if view["heaviest_pairs"]:
+        out.append("<p>Heaviest node pairs (point-to-point, both ways):</p>" + _table(
+            ["nodes", "messages", "bytes"],
+            [[e(f"{p['a']} <-> {p['b']}"), f"{p['msgs']:,}", fmt_bytes(p["bytes"])]
+             for p in view["heaviest_pairs"]]))
+    if view["count"] > 1:
+        out.append(f"<p>{e(nodes.collectives_sentence(view))}</p>")
+    return "".join(out)
+
+
 def render(prof: Profile) -> str:
     """The complete HTML document for a profile."""
     e = html.escape
@@ -275,6 +297,7 @@ def render(prof: Profile) -> str:
 <h2>MPI time by function per rank</h2>{fig_time_per_rank(prof, rows)}
 <h2>Per-rank imbalance</h2>{fig_imbalance(prof)}{ranks_html(prof)}
 <h2>Communication matrix</h2>{pattern_html(cp)}{fig_heatmap(prof)}
+<h2 id="nodes">Nodes</h2>{nodes_html(prof)}
 <h2>Message-size histograms</h2>{''.join(hists) or '<p>No messages recorded.</p>'}
 <h2 id="caution">Caution list</h2>{caution}
 <p><small>profile {e(str(prof.path))}, created {e(s['created'])}</small></p>

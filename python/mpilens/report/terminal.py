@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, commpattern, ranks
+from . import analysis, commpattern, nodes, ranks
 from .profile import Profile
 
 BAR_WIDTH = 40
@@ -146,6 +146,34 @@ def ranks_table(rows: list[dict[str, Any]] | None) -> Table | Text:
     return t
 
 
+def nodes_block(view: dict[str, Any] | None) -> list[Any]:
+    """Point-to-point traffic within and across nodes, heaviest node pairs, collectives' span."""
+    if view is None:
+        return []
+    out: list[Any] = [Text.assemble(("Nodes: ", "bold"), nodes.cross_sentence(view))]
+    if view["count"] > 1 and view["functions"]:
+        t = Table(title="Point-to-point sent, within and across nodes", title_justify="left")
+        t.add_column("function")
+        for col in ("msgs intra", "bytes intra", "msgs inter", "bytes inter"):
+            t.add_column(col, justify="right", no_wrap=True)
+        for f in view["functions"]:
+            t.add_row(f["function"], f"{f['intra_msgs']:,}", fmt_bytes(f["intra_bytes"]),
+                      f"{f['inter_msgs']:,}", fmt_bytes(f["inter_bytes"]))
+        out.append(t)
+    if view["heaviest_pairs"]:
+        t = Table(title="Heaviest node pairs (point-to-point, both ways)", title_justify="left",
+                  min_width=50)
+        t.add_column("nodes")
+        t.add_column("messages", justify="right")
+        t.add_column("bytes", justify="right")
+        for p in view["heaviest_pairs"]:
+            t.add_row(Text(f"{p['a']} <-> {p['b']}"), f"{p['msgs']:,}", fmt_bytes(p["bytes"]))
+        out.append(t)
+    if view["count"] > 1:
+        out.append(Text(nodes.collectives_sentence(view)))
+    return out
+
+
 def render(prof: Profile, top: int, function: str | None,
            console: Console | None = None, per_rank: bool = False) -> None:
     if console is None:
@@ -163,4 +191,6 @@ def render(prof: Profile, top: int, function: str | None,
         for item in histogram_table(analysis.histogram(prof, function)):
             console.print(item)
     for item in pattern_block(commpattern.summary(prof)):
+        console.print(item)
+    for item in nodes_block(nodes.node_view(prof)):
         console.print(item)

@@ -103,6 +103,7 @@ class _Checker:
             if key in f:
                 for i, c in enumerate(self.seq(w + key, f[key], NBINS)):
                     self.count(f"{w}{key}[{i}]", c)
+        self.node_fields(w, f)
         if not header:
             return
         if "caution" in f:
@@ -119,6 +120,26 @@ class _Checker:
             for key in ("min", "max"):
                 if key in cp:
                     self.count(f"{w}calls_per_rank.{key}", cp[key])
+
+    def node_fields(self, w: str, f: dict[str, Any]) -> None:
+        """A function's intra/inter-node split and node span (docs/profile-format.md, Nodes)."""
+        for key in ("p2p_intra_node", "p2p_inter_node"):
+            if key in f:
+                for i, c in enumerate(self.seq(w + key, f[key], 4)):
+                    self.count(f"{w}{key}[{i}]", c)
+        if "node_span" in f:
+            span = self.obj(w + "node_span", f["node_span"])
+            for key in ("one_node", "multi_node", "max_nodes", "max_ranks_per_node"):
+                self.count(f"{w}node_span.{key}", span.get(key, 0))
+
+    def nodes(self, h: dict[str, Any]) -> None:
+        nodes = self.obj("header nodes", h["nodes"])
+        n = self.count("header nodes.count", nodes.get("count", 1), 1, self.nranks)
+        for key in ("matrix_msgs", "matrix_bytes"):
+            if key in nodes:
+                for i, row in enumerate(self.seq(f"header nodes.{key}", nodes[key], n)):
+                    for j, c in enumerate(self.seq(f"header nodes.{key}[{i}]", row, n)):
+                        self.count(f"header nodes.{key}[{i}][{j}]", c)
 
     def functions(self, where: str, funcs: dict[str, Any], header: bool) -> None:
         for name, f in funcs.items():
@@ -155,6 +176,8 @@ class _Checker:
             self.alltoall(f"header alltoall[{i}]", rec)
         if "topologies" in h:
             self.topologies(h)
+        if "nodes" in h:
+            self.nodes(h)
 
     def alltoall(self, where: str, rec: dict[str, Any]) -> None:
         for key in _A2A_COUNTS:
@@ -209,6 +232,8 @@ class _Checker:
         for key in ("pid", "threads", "untracked_requests"):
             if key in r:
                 self.count(f"{w} {key}", r[key])
+        if "node" in r:
+            self.rank(f"{w} node", r["node"])
         self.functions(w, r["functions"], header=False)
         peers = self.obj(f"{w} peers", r.get("peers", {}))
         for side in ("sent", "recv"):

@@ -1,0 +1,166 @@
+/* Nodes: which world ranks share a node, and the profile's node-level view
+ * (docs/profile-format.md, "Nodes").
+ *
+ * At MPI_Init every rank hashes its host name (the name the profile's "hosts"
+ * list shows) and the hashes are gathered: ranks with the same name are one
+ * node, nodes numbered in order of their first rank (the order of "hosts").
+ * The per-call path then splits every message with a known peer into same-node
+ * and other-node (ml_node_add in ml.h), and collectives record the node span
+ * of their communicator (ml_coll_span in sem.c, from ml_node_span here).
+ *
+ * At MPI_Finalize (ml_nodes_reduce, collective) rank 0 gets the node x node
+ * matrix of point-to-point messages and bytes sent (from each rank's peers)
+ * and the largest node span per collective function.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profile.h"
+
+int *ml_node_of = NULL;
+int ml_nnodes = 1, ml_my_node = 0;
+
+/* results on rank 0 after ml_nodes_reduce */
+static uint64_t *ml_span_max;   /* [ML_NDATA][2] */
+static uint64_t *ml_matrix;     /* [nnodes][nnodes][2]: messages, bytes; NULL above ML_NODE_MATRIX_MAX */
+
+static void *ml_nodes_alloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) {
+        fprintf(stderr, "mpilens: out of memory for the node table (%zu bytes)\n", n * size);
+        abort();
+    }
+    return p;
+}
+
+static uint64_t ml_fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+void ml_nodes_init(void)
+{
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    uint64_t mine = ml_fnv1a(host);
+    uint64_t *all = ml_nodes_alloc((size_t)ml_world_size, sizeof *all);
+    PMPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    /* open addressing: hash -> node, nodes numbered by first rank */
+    size_t cap = 16;
+    while (cap < 2 * (size_t)ml_world_size) cap <<= 1;
+    uint64_t *keys = ml_nodes_alloc(cap, sizeof *keys);
+    int *vals = ml_nodes_alloc(cap, sizeof *vals);
+    char *used = ml_nodes_alloc(cap, 1);
+    ml_node_of = ml_nodes_alloc((size_t)ml_world_size, sizeof *ml_node_of);
+    ml_nnodes = 0;
+    for (int r = 0; r < ml_world_size; r++) {
+        size_t i = (size_t)(all[r] * 0x9E3779B97F4A7C15ull) & (cap - 1);
+        while (used[i] && keys[i] != all[r]) i = (i + 1) & (cap - 1);
+        if (!used[i]) {
+            used[i] = 1;
+            keys[i] = all[r];
+            vals[i] = ml_nnodes++;
+        }
+        ml_node_of[r] = vals[i];
+    }
+    ml_my_node = ml_node_of[ml_world_rank];
+    free(all); free(keys); free(vals); free(used);
+}
+
+/* world NULL: the world ranks 0 .. n-1 (MPI_COMM_WORLD).  Called once per
+ * communicator (sem.c's table), never per call. */
+void ml_node_span(const int *world, int n, int *nodes, int *rpn)
+{
+    *nodes = *rpn = 0;
+    int *cnt = ml_node_of ? calloc((size_t)ml_nnodes, sizeof *cnt) : NULL;
+    if (!cnt) return; /* no span recorded for this communicator */
+    for (int i = 0; i < n; i++) {
+        int w = world ? world[i] : i;
+        if (w < 0 || w >= ml_world_size) continue;
+        int k = ml_node_of[w];
+        if (cnt[k]++ == 0) (*nodes)++;
+        if (cnt[k] > *rpn) *rpn = cnt[k];
+    }
+    free(cnt);
+}
+
+void ml_nodes_reduce(const ml_slot_t *m)
+{
+    uint64_t *mx = ml_nodes_alloc((size_t)ML_NDATA * 2, sizeof *mx);
+    for (int i = 0; i < ML_NDATA; i++) {
+        mx[2 * i] = m->d[i].span_max[0];
+        mx[2 * i + 1] = m->d[i].span_max[1];
+    }
+    ml_span_max = ml_world_rank == 0 ? ml_nodes_alloc((size_t)ML_NDATA * 2, sizeof *mx) : NULL;
+    PMPI_Reduce(mx, ml_span_max, ML_NDATA * 2, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+    free(mx);
+    if (ml_nnodes > ML_NODE_MATRIX_MAX) return;
+    size_t nm = (size_t)ml_nnodes * (size_t)ml_nnodes * 2;
+    uint64_t *mine = ml_nodes_alloc(nm, sizeof *mine);
+    uint64_t *row = mine + (size_t)ml_my_node * (size_t)ml_nnodes * 2;
+    for (int p = 0; p < ml_world_size; p++) {
+        row[2 * ml_node_of[p]] += m->peers[p].msgs_s;
+        row[2 * ml_node_of[p] + 1] += m->peers[p].bytes_s;
+    }
+    ml_matrix = ml_world_rank == 0 ? ml_nodes_alloc(nm, sizeof *mine) : NULL;
+    PMPI_Reduce(mine, ml_matrix, (int)nm, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    free(mine);
+}
+
+void ml_nodes_free(void)
+{
+    free(ml_span_max);
+    free(ml_matrix);
+    ml_span_max = ml_matrix = NULL;
+}
+
+static void ml_put_words(ml_buf_t *b, const uint64_t *w, int n, int stride)
+{
+    ml_buf_printf(b, "[");
+    for (int i = 0; i < n; i++) ml_buf_printf(b, "%s%llu", i ? "," : "", (unsigned long long)w[i * stride]);
+    ml_buf_printf(b, "]");
+}
+
+/* The header's "nodes" member (rank 0). */
+void ml_nodes_put_header(ml_buf_t *b)
+{
+    ml_buf_printf(b, ",\"nodes\":{\"count\":%d", ml_nnodes);
+    if (ml_matrix) {
+        for (int which = 0; which < 2; which++) {
+            ml_buf_printf(b, which ? ",\"matrix_bytes\":[" : ",\"matrix_msgs\":[");
+            for (int i = 0; i < ml_nnodes; i++) {
+                ml_buf_printf(b, i ? "," : "");
+                ml_put_words(b, ml_matrix + (size_t)i * (size_t)ml_nnodes * 2 + which, ml_nnodes, 2);
+            }
+            ml_buf_printf(b, "]");
+        }
+    }
+    ml_buf_printf(b, "}");
+}
+
+/* A function's node fields: the intra/inter-node split of its messages with a
+ * known peer (xnode: [2][4]) and its communicators' node span (calls: one node,
+ * several nodes; max: nodes, ranks per node; max NULL: the header's reduced values
+ * of data index di). */
+void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di)
+{
+    int any = 0;
+    for (int i = 0; i < 8; i++) any |= xnode[i] != 0;
+    if (any) {
+        ml_buf_printf(b, ",\"p2p_intra_node\":");
+        ml_put_words(b, xnode, 4, 1);
+        ml_buf_printf(b, ",\"p2p_inter_node\":");
+        ml_put_words(b, xnode + 4, 4, 1);
+    }
+    if (!calls[0] && !calls[1]) return;
+    if (!max) max = ml_span_max ? ml_span_max + 2 * di : calls; /* calls: never read past 2 */
+    ml_buf_printf(b, ",\"node_span\":{\"one_node\":%llu,\"multi_node\":%llu,\"max_nodes\":%llu,"
+                  "\"max_ranks_per_node\":%llu}", (unsigned long long)calls[0], (unsigned long long)calls[1],
+                  (unsigned long long)max[0], (unsigned long long)max[1]);
+}
