@@ -34,6 +34,8 @@
 #include "profile.h"
 
 #define ML_FL_SIGNAL_WAIT_S 5 /* a terminating signal waits this long at most for its dump */
+#define ML_FL_PEER_WAIT_MS 1500 /* ... and for the other ranks' dumps (see ml_fl_wait_peers) */
+#define ML_FL_PEER_STAT_MAX 128 /* beyond this many ranks: a fixed wait instead of looking */
 
 ml_fl_cfg_t ml_fl_cfg;
 volatile uint64_t ml_fl_clock = 0;
@@ -135,12 +137,45 @@ static void ml_fl_restore(void)
     }
 }
 
+/* A terminating signal usually reaches every rank at once, and the launcher kills
+ * the whole job as soon as one rank has ended (MPICH's hydra at once, Open MPI's
+ * mpirun within about a second): before this rank ends, it waits until every
+ * rank's dump is newer than the signal (at most ML_FL_PEER_WAIT_MS; large jobs
+ * wait a fixed half of it instead of looking at every rank's file). */
+static void ml_fl_wait_peers(const struct timespec *since)
+{
+    struct timespec nap = {0, 20000000};
+    int n = ml_world_size, next = 0;
+    if (n > ML_FL_PEER_STAT_MAX) {
+        struct timespec half = {ML_FL_PEER_WAIT_MS / 2000, (ML_FL_PEER_WAIT_MS / 2 % 1000) * 1000000L};
+        nanosleep(&half, NULL);
+        return;
+    }
+    for (int i = 0; i < ML_FL_PEER_WAIT_MS / 20 && next < n; i++) {
+        char f[4500];
+        struct stat st;
+        while (next < n) {
+            snprintf(f, sizeof f, "%s/rank-%d", ml_fl_dir, next);
+            if (stat(f, &st) != 0 || st.st_mtim.tv_sec < since->tv_sec ||
+                (st.st_mtim.tv_sec == since->tv_sec && st.st_mtim.tv_nsec < since->tv_nsec))
+                break;
+            next++;
+        }
+        if (next < n) nanosleep(&nap, NULL);
+    }
+}
+
 static void ml_fl_dump(int reason, int sig, int code)
 {
+    struct timespec since;
+    clock_gettime(CLOCK_REALTIME, &since);
+    since.tv_sec -= 1; /* file times are coarser than the clock on some file systems */
     pthread_mutex_lock(&ml_fl_mu);
     if (ml_dump_write(ml_fl_dir, reason, sig, code) != 0)
         fprintf(stderr, "mpilens: rank %d: cannot write its partial profile in %s: %s\n", ml_world_rank, ml_fl_dir,
                 strerror(errno));
+    else if (reason == ML_DUMP_SIGNAL && sig != SIGUSR1 && sig != SIGUSR2)
+        ml_fl_wait_peers(&since);
     __atomic_add_fetch(&ml_fl_dumps, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&ml_fl_mu);
 }
