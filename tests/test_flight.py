@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
@@ -271,3 +272,63 @@ def test_report_of_no_partial_files_is_one_line(tmp_path: Path) -> None:
     bad.write_text('{"format":"mpilens-partial","version":9}\n{}\n')
     proc = mpilens("report", bad)
     assert proc.returncode == 2 and "partial profile version 9 is newer" in proc.stderr
+
+
+def _loop_job_until(build: Path, tmp: Path, env: dict[str, str], reason: str) -> Path:
+    """The loop job with env until every rank has a dump for reason; then SIGUSR1 to the
+    launcher: a snapshot (the job goes on), which sees the calls move."""
+    d = tmp / "job.prof.partial"
+
+    def reasons() -> set[str]:
+        out = set()
+        for r in range(NP):
+            try:
+                out.add(json.loads((d / f"rank-{r}").read_text().split("\n")[0])["reason"])
+            except (OSError, ValueError, KeyError):
+                out.add("")
+        return out
+    proc = _start(build, tmp, "loop", env)
+    try:
+        _wait_for(lambda: reasons() == {reason}, proc, f"a {reason} dump of every rank")
+        proc.send_signal(signal.SIGUSR1)
+        _wait_for(lambda: all((d / f"rank-{r}.prev").exists() for r in range(NP)), proc,
+                  "the SIGUSR1 snapshots")
+        time.sleep(0.3)
+        assert proc.poll() is None  # a snapshot: the job goes on
+        snap = tmp / "snapshot"
+        shutil.copytree(d, snap)  # before the SIGTERM that ends the job writes a third dump
+    finally:
+        _end(proc, tmp)
+    return snap
+
+
+def test_time_limit_then_sigusr1_snapshot_shows_progress(build: Path, tmp_path: Path) -> None:
+    d = _loop_job_until(build, tmp_path, {"MPILENS_DUMP_AT": "1.5"}, "time_limit")
+    for r in range(NP):
+        head, _ = read_profile(d / f"rank-{r}.prev")
+        assert (head["reason"], head["dump"]) == ("time_limit", 1)
+        assert 1.5 <= head["elapsed_s"] < 30
+    w = _report(d)["partial"]
+    assert w["progress"]["compared"] == [0, 1, 2, 3]
+    assert w["verdict"]["kind"] == "progressing" and w["progress"]["moved"] == [0, 1, 2, 3]
+
+
+def test_slurm_end_time_minus_margin(build: Path, tmp_path: Path) -> None:
+    end = int(time.time()) + 62
+    d = _loop_job_until(build, tmp_path, {"SLURM_JOB_END_TIME": str(end),
+                                          "MPILENS_DUMP_MARGIN": "60"}, "time_limit")
+    head, _ = read_profile(d / "rank-0.prev")
+    assert head["reason"] == "time_limit" and head["elapsed_s"] < 30
+
+
+def test_bad_dump_settings_stop_the_job_with_one_line(build: Path, tmp_path: Path) -> None:
+    for key, value, accepted in (
+            ("MPILENS_DUMP_SIGNALS", "TERM,KILL", "unknown signal 'KILL'"),
+            ("MPILENS_HANG_AFTER", "soon", "expected a number of seconds > 0"),
+            ("MPILENS_DUMP_AT", "-1", "expected a number of seconds > 0")):
+        proc = subprocess.run(launcher(2) + [str(build / "bin" / "mpilens-exec"),
+                                             str(build / "tests" / "prof_small")],
+                              env=mpi_env({key: value, "MPILENS_OUTPUT": str(tmp_path / "p")}),
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0
+        assert f"mpilens: {key}='{value}' is invalid: " in proc.stderr and accepted in proc.stderr
