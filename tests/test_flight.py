@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from conftest import launcher, mpi_env, read_profile
-from test_cli_support import mpilens
-
 from mpilens import mpi_env as menv
+from test_cli_support import mpilens
 
 NP = 4
 DEADLINE = 90.0  # seconds a test waits for what it expects before it fails
@@ -244,6 +243,21 @@ def test_mpi_abort_dumps_before_the_abort(build: Path, tmp_path: Path) -> None:
     assert (send["calls"], send["bytes_sent"]) == (1, 8)
 
 
+def test_crash_dumps_then_crashes(build: Path, tmp_path: Path) -> None:
+    """SIGSEGV on rank 2: its dump (best effort), then the crash goes on."""
+    proc = _start(build, tmp_path, "crash")
+    try:
+        proc.wait(timeout=DEADLINE)
+    finally:
+        _end(proc, tmp_path)
+    assert proc.returncode != 0
+    head, lines = read_profile(tmp_path / "job.prof.partial" / "rank-2")
+    assert (head["reason"], head["signal"]) == ("crash", "SIGSEGV")
+    assert head["threads"][0]["call"] is None  # outside MPI when it crashed
+    send = lines[0]["functions"]["MPI_Send"]
+    assert (send["calls"], send["bytes_sent"]) == (1, 8)
+
+
 def test_own_sigterm_handler_still_runs(build: Path, tmp_path: Path) -> None:
     """A program's SIGTERM handler installed before MPI_Init runs after the dump; the job
     then finalizes, and its complete profile replaces the partial files."""
@@ -329,6 +343,7 @@ def test_bad_dump_settings_stop_the_job_with_one_line(build: Path, tmp_path: Pat
         proc = subprocess.run(launcher(2) + [str(build / "bin" / "mpilens-exec"),
                                              str(build / "tests" / "prof_small")],
                               env=mpi_env({key: value, "MPILENS_OUTPUT": str(tmp_path / "p")}),
-                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              check=False)
         assert proc.returncode != 0
         assert f"mpilens: {key}='{value}' is invalid: " in proc.stderr and accepted in proc.stderr

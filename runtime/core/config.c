@@ -122,7 +122,7 @@ static const ml_setting core_settings[] = {
     {.key = "max_requests", .type = ML_SET_INT, .def = "4096", .lo = 64, .hi = 16777216,
      .flags = ML_SET_POW2, .out = &ml_cfg.max_requests,
      .accepted = "an integer from 64 to 16777216 that is a power of two",
-     .help = "per-thread table of pending receive / persistent requests (40 bytes each); "
+     .help = "per-thread table of pending requests (56 bytes each): receives, persistent requests, and for the flight recorder sends and collectives; "
              "requests beyond 3/4 of it are counted as untracked_requests"},
     {.key = "quiet", .type = ML_SET_FLAG, .unset = "rank 0 prints where the profile went",
      .out = &ml_cfg.quiet, .accepted = "any value, even empty",

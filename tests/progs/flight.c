@@ -23,7 +23,9 @@
  *             MPI_Finalize
  *   isend     ranks 0 and 1 exchange 2 MPI_Isend of 64 bytes each (tags 5 and 6);
  *             rank 0 then waits in MPI_Waitall on an MPI_Irecv from rank 2 (tag 9)
- *             and on its sends; the others wait in MPI_Barrier */
+ *             and on its sends; the others wait in MPI_Barrier
+ *   crash     rank 2 sends 8 bytes to rank 0 (received), then writes through a null
+ *             pointer (SIGSEGV); the others wait in MPI_Barrier */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -128,8 +130,17 @@ int main(int argc, char **argv)
             if (rank == 1) MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
             MPI_Barrier(MPI_COMM_WORLD);
         }
+    } else if (strcmp(mode, "crash") == 0) {
+        char b[8] = {0};
+        if (rank == 2) {
+            MPI_Send(b, 8, MPI_BYTE, 0, 4, MPI_COMM_WORLD);
+            volatile int *volatile nowhere = NULL;
+            *nowhere = 1;
+        }
+        if (rank == 0) MPI_Recv(b, 8, MPI_BYTE, 2, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Barrier(MPI_COMM_WORLD);
     } else {
-        if (rank == 0) fprintf(stderr, "usage: flight deadlock|mismatch|absent|subcomm|loop|abort|handler|isend [DIR]\n");
+        if (rank == 0) fprintf(stderr, "usage: flight deadlock|mismatch|absent|subcomm|loop|abort|handler|isend|crash [DIR]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Finalize();
