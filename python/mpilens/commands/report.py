@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     elif args.format == "csv":
         if args.ranks and data["ranks"] is None:
-            raise UserError(f"{args.profile}: the profile has no rank lines (written with "
+            raise UserError(f"{prof.path}: the profile has no rank lines (written with "
                             "MPILENS_DETAIL=off): no per-rank table")
         if args.bytes_as == "mpip":
             data["functions"] = conventions.with_mpip_bytes(data["functions"], prof.functions)
