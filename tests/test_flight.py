@@ -13,13 +13,14 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from conftest import launcher, mpi_env, read_profile
 from mpilens import mpi_env as menv
-from test_cli_support import mpilens
+from test_cli_support import cli_env, mpilens
 
 NP = 4
 DEADLINE = 90.0  # seconds a test waits for what it expects before it fails
@@ -347,3 +348,25 @@ def test_bad_dump_settings_stop_the_job_with_one_line(build: Path, tmp_path: Pat
                               check=False)
         assert proc.returncode != 0
         assert f"mpilens: {key}='{value}' is invalid: " in proc.stderr and accepted in proc.stderr
+
+
+def test_mpilens_run_names_the_partial_profile(build: Path, tmp_path: Path) -> None:
+    """`mpilens run` of a job that hangs (watchdog) and is then ended says where the
+    partial profile is."""
+    prof = tmp_path / "job.prof"
+    proc = subprocess.Popen([sys.executable, "-m", "mpilens.cli", "run", "-o", str(prof),
+                             "-e", "MPILENS_HANG_AFTER=1", "--", *launcher(NP),
+                             str(build / "tests" / "flight"), "absent", str(tmp_path)],
+                            env=cli_env(), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    d = tmp_path / "job.prof.partial"
+    try:
+        _wait_for(lambda: _dumps(d, [0, 1, 2]), proc, "the hang dumps")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        _end(proc, tmp_path)
+    assert proc.returncode != 0
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("mpilens: the ranks left a partial profile: see it with: ")
+    assert line.endswith(f"mpilens report {d}"), err
