@@ -567,7 +567,7 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     out.append("    if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); "
                "if (tm) t0 = ml_now(); }")
     fl = plan.fl or "ML_FL_OTHER, MPI_COMM_NULL, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0"
-    out.append(f"    if (on) ml_fl_in(S, FID, {fl}, tm ? t0 : ml_fl_clock);")
+    out.append(f"    if (ML_FL_ON && on) ml_fl_in(S, FID, {fl}, tm ? t0 : ml_fl_clock);")
     if served:
         out.append("    ml_served_flag = 0;")
     out.append(f"    {call};")
