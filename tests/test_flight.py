@@ -26,12 +26,12 @@ NP = 4
 DEADLINE = 90.0  # seconds a test waits for what it expects before it fails
 
 
-def _start(build: Path, tmp: Path, mode: str, env: dict[str, str] | None = None
-           ) -> subprocess.Popen:
+def _start(build: Path, tmp: Path, mode: str, env: dict[str, str] | None = None,
+           stdout: Any = subprocess.PIPE) -> subprocess.Popen:
     cmd = launcher(NP) + [str(build / "bin" / "mpilens-exec"), str(build / "tests" / "flight"),
                           mode, str(tmp)]
     e = mpi_env({"MPILENS_OUTPUT": str(tmp / "job.prof"), **(env or {})})
-    return subprocess.Popen(cmd, env=e, cwd=tmp, stdout=subprocess.PIPE,
+    return subprocess.Popen(cmd, env=e, cwd=tmp, stdout=stdout,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -290,9 +290,20 @@ def test_report_of_no_partial_files_is_one_line(tmp_path: Path) -> None:
 
 
 def _loop_job_until(build: Path, tmp: Path, env: dict[str, str], reason: str) -> Path:
-    """The loop job with env until every rank has a dump for reason; then SIGUSR1 to the
-    launcher: a snapshot (the job goes on), which sees the calls move."""
+    """The loop job with env until every rank has a dump for reason and has printed more
+    MPI_Allreduce calls than that dump holds; then SIGUSR1 to the launcher: a snapshot (the
+    job goes on), which sees the calls move."""
     d = tmp / "job.prof.partial"
+
+    def moved_on() -> bool:
+        printed: dict[int, int] = {}
+        for ln in (tmp / "out.txt").read_text().splitlines():
+            w = ln.split()
+            if len(w) == 4 and w[0] == "rank" and w[2] == "allreduce":
+                printed[int(w[1])] = int(w[3])
+        calls = [read_profile(d / f"rank-{r}")[1][0]["functions"].get("MPI_Allreduce", {})
+                 .get("calls", 0) for r in range(NP)]
+        return all(printed.get(r, 0) > calls[r] for r in range(NP))
 
     def reasons() -> set[str]:
         out = set()
@@ -302,9 +313,11 @@ def _loop_job_until(build: Path, tmp: Path, env: dict[str, str], reason: str) ->
             except (OSError, ValueError, KeyError):
                 out.add("")
         return out
-    proc = _start(build, tmp, "loop", env)
+    with (tmp / "out.txt").open("w") as out:
+        proc = _start(build, tmp, "loop", env, stdout=out)
     try:
         _wait_for(lambda: reasons() == {reason}, proc, f"a {reason} dump of every rank")
+        _wait_for(moved_on, proc, "calls after the dumps")
         proc.send_signal(signal.SIGUSR1)
         _wait_for(lambda: all((d / f"rank-{r}.prev").exists() for r in range(NP)), proc,
                   "the SIGUSR1 snapshots")
