@@ -30,8 +30,10 @@ except UserError:
 
 def _stray_profiles() -> set[str]:
     """Profiles in the repository root: a test that writes one there (a profiled job
-    without MPILENS_OUTPUT, run from the root) litters the checkout."""
-    return {p.name for p in REPO.glob("mpilens-*.prof")}
+    without MPILENS_OUTPUT, run from the root) litters the checkout; so does a partial
+    profile (docs/flight-recorder.md) of such a job that a test ended."""
+    return {p.name for p in REPO.glob("mpilens-*.prof")} | \
+        {p.name for p in REPO.glob("mpilens-*.prof.partial")}
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

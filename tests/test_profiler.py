@@ -212,11 +212,17 @@ def test_missing_directory_falls_back_to_tmpdir(build, tmp_path):
 
 
 def test_abort_does_not_hang_or_leave_files(build, tmp_path):
-    """A job that calls MPI_Abort ends promptly and leaves no (half) profile behind."""
+    """A job that calls MPI_Abort ends promptly and leaves no (half) profile behind: only
+    the flight recorder's complete partial files (docs/flight-recorder.md), the aborting
+    rank's among them."""
     out = tmp_path / "p.prof"
     proc = run_mpi(3, [EXEC, PROGS / "prof_small", "abort"], env=profile_env(out), check=False, timeout=60)
     assert proc.returncode != 0
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["p.prof.partial"]
+    dumps = {p.name: read_profile(p) for p in (tmp_path / "p.prof.partial").iterdir()}
+    assert "rank-0" in dumps and set(dumps) <= {f"rank-{r}" for r in range(3)}  # no .tmp file
+    assert (dumps["rank-0"][0]["reason"], dumps["rank-0"][0]["errorcode"]) == ("abort", 7)
+    assert all(len(lines) == 1 for _, lines in dumps.values())
 
 
 def test_mpilens_exec_usage(build):

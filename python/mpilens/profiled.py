@@ -34,6 +34,7 @@ class ProfiledRun:
     stdout: str | None = None  # captured output (capture=True)
     stderr: str | None = None
     signals: list[str] = field(default_factory=list)  # signals passed on to the launcher
+    partial: Path | None = None  # the ranks' partial profiles (docs/flight-recorder.md), if any
 
     def why_none(self) -> str:
         """Why there is no profile, for a one-line message."""
@@ -123,8 +124,10 @@ def run_profiled(command: list[str], output: str = DEFAULT_OUTPUT, *,
     start = time.time()
     done = mpi_env.run_job(job.argv, env=job_env, timeout=timeout, cwd=cwd,
                            capture_output=capture, text=True)
-    return ProfiledRun(done.returncode, find_profile(job.output, start), done.stdout,
-                       done.stderr, done.signals)
+    prof = find_profile(job.output, start)
+    partial = None if prof else find_profile(job.output + ".partial", start)
+    return ProfiledRun(done.returncode, prof, done.stdout, done.stderr, done.signals,
+                       partial if partial and partial.is_dir() else None)
 
 
 def _check_same_mpi(runtime: paths.Runtime, wrapped: launch.Wrapped) -> None:

@@ -8,6 +8,7 @@
 
 #include "ml.h"
 #include "engine.h"
+#include "flight.h"
 
 ml_core_cfg_t ml_cfg;
 
@@ -45,6 +46,38 @@ static int parse_functions(const char *v, void *out, ml_buf_t *why)
     }
     free(copy);
     return rc;
+}
+
+/* dump_signals: names from ml_fl_signals (flight.c), or none */
+static int parse_signals(const char *v, void *out, ml_buf_t *why)
+{
+    unsigned m = 0;
+    char *copy = strdup(v ? v : ""), *save = NULL;
+    int rc = copy ? 0 : -1;
+    for (char *t = copy ? strtok_r(copy, ", \t\n", &save) : NULL; t && !rc; t = strtok_r(NULL, ", \t\n", &save)) {
+        const char *n = strncasecmp(t, "SIG", 3) == 0 ? t + 3 : t;
+        int i = 0;
+        while (ml_fl_signals[i].name && strcasecmp(n, ml_fl_signals[i].name) != 0) i++;
+        if (ml_fl_signals[i].name) m |= 1u << i;
+        else if (strcasecmp(t, "none") != 0 || save[0]) {
+            ml_buf_printf(why, "unknown signal '%s'", t);
+            rc = -1;
+        }
+    }
+    free(copy);
+    if (!rc) *(unsigned *)out = m;
+    return rc;
+}
+
+/* dump_at, hang_after: seconds > 0, unset = off */
+static int parse_seconds(const char *v, void *out, ml_buf_t *why)
+{
+    (void)why;
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (v && (end == v || *end || !(x > 0 && x <= 1e9))) return -1;
+    *(double *)out = x;
+    return 0;
 }
 
 #define FUNCS_ACCEPTED "comma- or space-separated MPI function names or globs such as MPI_Send, " \
@@ -89,11 +122,34 @@ static const ml_setting core_settings[] = {
     {.key = "max_requests", .type = ML_SET_INT, .def = "4096", .lo = 64, .hi = 16777216,
      .flags = ML_SET_POW2, .out = &ml_cfg.max_requests,
      .accepted = "an integer from 64 to 16777216 that is a power of two",
-     .help = "per-thread table of pending receive / persistent requests (40 bytes each); "
+     .help = "per-thread table of pending requests (56 bytes each): receives, persistent requests, and for the flight recorder sends and collectives; "
              "requests beyond 3/4 of it are counted as untracked_requests"},
     {.key = "quiet", .type = ML_SET_FLAG, .unset = "rank 0 prints where the profile went",
      .out = &ml_cfg.quiet, .accepted = "any value, even empty",
      .help = "rank 0 does not print 'mpilens: profile written to ...'"},
+    {.key = "dump_signals", .type = ML_SET_CUSTOM, .def = "TERM,USR1,XCPU", .parse = parse_signals,
+     .out = &ml_fl_cfg.dump_signals,
+     .accepted = "comma-separated signal names among TERM, USR1, USR2, XCPU, INT, HUP, QUIT, ALRM "
+                 "(SIG prefix allowed), or none",
+     .help = "signals on which each rank writes its partial profile to <output>.partial/rank-N "
+             "(docs/flight-recorder.md). USR1 and USR2 only take a snapshot: the job goes on. "
+             "The others then take their previous action: the handler the program or the MPI "
+             "installed before MPI_Init, else the default (the rank ends)."},
+    {.key = "dump_at", .type = ML_SET_CUSTOM, .unset = "no time-limit dump", .parse = parse_seconds,
+     .out = &ml_fl_cfg.dump_at, .accepted = "a number of seconds > 0",
+     .help = "each rank writes its partial profile this many seconds after MPI_Init (once; the "
+             "job goes on). Under Slurm, SLURM_JOB_END_TIME minus dump_margin is used when earlier."},
+    {.key = "dump_margin", .type = ML_SET_REAL, .def = "60", .lo = 0, .hi = 86400,
+     .out = &ml_fl_cfg.dump_margin, .accepted = "a number of seconds > 0 and <= 86400",
+     .help = "the time-limit dump happens this long before SLURM_JOB_END_TIME"},
+    {.key = "hang_after", .type = ML_SET_CUSTOM, .unset = "no hang watchdog", .parse = parse_seconds,
+     .out = &ml_fl_cfg.hang_after, .accepted = "a number of seconds > 0",
+     .help = "a rank one of whose threads stays this long inside one MPI call writes its partial "
+             "profile (once per call; the job goes on)"},
+    {.key = "crash_dump", .type = ML_SET_BOOL, .def = "on", .out = &ml_fl_cfg.crash_dump,
+     .accepted = "on or off (also 1/0, yes/no, true/false)",
+     .help = "on SIGSEGV, SIGBUS, SIGFPE or SIGILL a rank writes its partial profile (best effort, "
+             "waiting at most 5 s), then the crash goes on through the previous handler"},
     {.key = "config", .type = ML_SET_FILE, .unset = "no config file",
      .flags = ML_SET_ENV_ONLY | ML_SET_CONFIG, .out = &ml_cfg.config,
      .accepted = "a readable regular file of 'key = value' lines",

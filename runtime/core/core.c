@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ml.h"
+#include "flight.h"
 #include "scratch.h"
 
 unsigned char ml_fon[ML_NFUNC];
@@ -108,7 +108,9 @@ static double ml_measure_overhead(void)
             int tm = 0;
             uint64_t t0 = 0;
             if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); if (tm) t0 = ml_now(); }
+            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0, tm ? t0 : ml_fl_clock);
             PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+            if (on) ml_fl_out(S);
             uint64_t dt = tm ? ml_now() - t0 : 0;
             ml_leave();
             if (on) ml_count(S, FID, tm, dt);
@@ -166,8 +168,9 @@ void ml_after_init(int *argc, char ***argv)
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
         ml_fon[0] = 0;
     }
-    ml_depth--;
     ml_t_init = ml_now();
+    if (ml_cfg.profile) ml_flight_start(); /* collective: the partial directory */
+    ml_depth--;
 }
 
 /* At exit: MPI was initialised but never through mpilens (the program uses
@@ -208,10 +211,12 @@ void ml_before_finalize(void)
     int was_active = ml_active;
     ml_active = 0;
     ml_depth++;
+    ml_flight_finalize_enter(); /* a rank waiting here for the others shows as in MPI_Finalize */
     if (was_active) ml_finalize_wait();
     for (int i = 0; ml_engines[i]; i++)
         if (ml_engines[i]->finalize) ml_engines[i]->finalize();
-    if (was_active) ml_write_profile();
+    int failed = was_active ? ml_write_profile() : 1;
+    ml_flight_stop(!failed); /* a complete profile: the partial files go */
     ml_depth--;
 }
 

@@ -27,6 +27,7 @@
 #include "ml_funcs.h"  /* generated: ML_NFUNC, ML_NDATA, ml_func_name[], ml_func_didx[] */
 #include "ml_schema.h" /* generated from schema/profile.json: ML_NBINS, ML_CAUTION_FACTOR, ... */
 #include "engine.h"    /* runtime/common: the engine interface, settings, text buffers */
+#include "inflight.h"  /* ml_fl_t: the call a thread is inside (flight recorder, flight.h) */
 
 #ifdef MPI_F_STATUS_SIZE
 #define ML_F_STATUS_SIZE MPI_F_STATUS_SIZE
@@ -67,6 +68,7 @@ typedef struct ml_slot {
     uint64_t untracked;    /* requests the full table could not hold */
     struct ml_slot *next;
     int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
+    ml_fl_t fl;            /* the call this thread is inside (flight.h) */
 } ml_slot_t;
 
 /* ---- global state (core.c) ---- */
@@ -293,6 +295,8 @@ void ml_coll(ml_slot_t *s, int fid, const ml_coll_t *c);
 #define ML_RQ_RECV 1       /* receive: bytes/peer known at completion */
 #define ML_RQ_PSEND 2      /* persistent send: bytes/peer recorded at each MPI_Start */
 #define ML_RQ_PERSIST 4    /* persistent: stays until MPI_Request_free */
+#define ML_RQ_SEND 8       /* non-blocking send: tracked for the flight recorder only */
+#define ML_RQ_COLL 16      /* non-blocking collective: likewise */
 #define ml_req_live (ml_tslot ? ml_tslot->rq_live : 0)
 void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm comm, int64_t bytes, int wpeer);
 void ml_req_free(MPI_Request req);

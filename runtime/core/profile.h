@@ -52,5 +52,10 @@ void ml_profile_free(ml_profile_t *p);
 /* rank 0: the header line; job and created stamp from the naming step */
 void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, const char *iso);
 void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p);
+/* this rank's thread records summed into m (cleared first; m->peers holds world size entries) */
+void ml_merge_into(ml_slot_t *m);
+double ml_mpi_time(const ml_slot_t *m); /* time inside MPI without MPI_Init* and MPI_Finalize */
+void ml_job_id(char *out, size_t n, const char *stamp);
+void ml_output_path(char *out, size_t n);
 
 #endif

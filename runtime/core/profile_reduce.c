@@ -18,14 +18,12 @@ double ml_est_s(const ml_frec_t *f)
     return ml_ticks_to_s(f->ticks) * ((double)f->calls / (double)f->timed);
 }
 
-static ml_slot_t *ml_merge(void)
+void ml_merge_into(ml_slot_t *m)
 {
-    ml_slot_t *m = calloc(1, sizeof *m);
-    if (m) m->peers = calloc((size_t)ml_world_size, sizeof(ml_peer_t));
-    if (!m || !m->peers) {
-        fprintf(stderr, "mpilens: out of memory merging the records for the profile\n");
-        abort();
-    }
+    ml_peer_t *peers = m->peers;
+    memset(m, 0, sizeof *m);
+    memset(peers, 0, sizeof(ml_peer_t) * (size_t)ml_world_size);
+    m->peers = peers;
     for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
         for (int i = 0; i < ML_NFUNC; i++) {
             ml_frec_t *a = &m->f[i], *x = &s->f[i];
@@ -60,7 +58,27 @@ static ml_slot_t *ml_merge(void)
         }
         m->untracked += s->untracked;
     }
+}
+
+static ml_slot_t *ml_merge(void)
+{
+    ml_slot_t *m = calloc(1, sizeof *m);
+    if (m) m->peers = calloc((size_t)ml_world_size, sizeof(ml_peer_t));
+    if (!m || !m->peers) {
+        fprintf(stderr, "mpilens: out of memory merging the records for the profile\n");
+        abort();
+    }
+    ml_merge_into(m);
     return m;
+}
+
+double ml_mpi_time(const ml_slot_t *m)
+{
+    double mpi = 0.0;
+    for (int i = 1; i < ML_NFUNC; i++) /* MPI_Init* and MPI_Finalize lie outside the wall-time window */
+        if (strncmp(ml_func_name[i], "MPI_Init", 8) != 0 && strcmp(ml_func_name[i], "MPI_Finalize") != 0)
+            mpi += ml_est_s(&m->f[i]);
+    return mpi;
 }
 
 static void *ml_zalloc(size_t n, size_t size)
@@ -81,9 +99,7 @@ void ml_profile_reduce(ml_profile_t *p)
     gethostname(p->host, sizeof p->host - 1);
     ml_slot_t *m = p->m = ml_merge();
     p->wall = ml_ticks_to_s(ml_t_final - ml_t_init);
-    for (int i = 1; i < NF; i++) /* MPI_Init* and MPI_Finalize lie outside the wall-time window */
-        if (strncmp(ml_func_name[i], "MPI_Init", 8) != 0 && strcmp(ml_func_name[i], "MPI_Finalize") != 0)
-            p->mpi += ml_est_s(&m->f[i]);
+    p->mpi = ml_mpi_time(m);
 
     /* this rank's values, laid out as the results */
     uint64_t *u = ml_zalloc(NU, sizeof *u), *cnt = ml_zalloc(NF, sizeof *cnt);

@@ -17,7 +17,7 @@
 
 /* ---- names ---- */
 
-static void ml_job_id(char *out, size_t n, const char *stamp)
+void ml_job_id(char *out, size_t n, const char *stamp)
 {
     const char *vars[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID", "COBALT_JOBID", NULL};
     for (int i = 0; vars[i]; i++) {
@@ -47,6 +47,20 @@ static void ml_expand(char *out, size_t n, const char *tmpl, const char *job, co
         if (k >= n) k = n - 1;
     }
     out[k] = 0;
+}
+
+/* MPILENS_OUTPUT's path for a profile written now by this process (the flight
+ * recorder's partial directory is this path + ".partial", fixed at MPI_Init). */
+void ml_output_path(char *out, size_t n)
+{
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    char stamp[32], job[128], host[256] = {0};
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
+    ml_job_id(job, sizeof job, stamp);
+    gethostname(host, sizeof host - 1);
+    ml_expand(out, n, ml_cfg.output, job, stamp, host);
 }
 
 /* ---- step 3: write ---- */

@@ -15,19 +15,26 @@
  * addressing with backward-shift deletion): no lock, no atomic.  A request
  * completed by another thread than the one that started it is not attributed;
  * requests beyond the capacity are counted as "untracked_requests".
+ *
+ * The flight recorder (flight.h) reads the same table: non-blocking sends and
+ * collectives are tracked too (ML_RQ_SEND, ML_RQ_COLL: nothing to attribute at
+ * completion), and every entry keeps the tag, the peer asked for and the time
+ * it started, taken from the thread's in-flight state of the starting call.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ml.h"
+#include "flight.h"
 
 typedef struct ml_rq {
     uint64_t key; /* 0 = empty */
     MPI_Comm comm;
     int64_t bytes;
-    int fid, startfid, flags, wpeer;
+    int fid, startfid, flags, wpeer; /* wpeer: a send's destination; a receive's source asked for */
+    int tag;
+    uint64_t t0;
 } ml_rq_t;
 
 static inline uint64_t ml_rkey(MPI_Request r)
@@ -94,6 +101,10 @@ void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm co
     e->fid = e->startfid = fid;
     e->flags = flags;
     e->wpeer = wpeer;
+    e->tag = s->fl.tag;
+    e->t0 = s->fl.t0;
+    if (flags & ML_RQ_RECV) /* only the flight recorder reads a receive's wpeer */
+        e->wpeer = s->fl.kind == ML_FL_SENDRECV ? s->fl.peer2 : s->fl.peer;
 }
 
 void ml_req_free(MPI_Request req)
@@ -109,6 +120,7 @@ void ml_req_start(ml_slot_t *s, int fid, MPI_Request req)
     ml_rq_t *e = ml_rfind(s, ml_rkey(req));
     if (!e) return;
     e->startfid = fid;
+    e->t0 = s->fl.t0;
     if (e->flags & ML_RQ_PSEND) {
         ml_bytes(s, fid, ML_SEND, (uint64_t)e->bytes, (uint64_t)e->bytes, 1);
         ml_peer_add(s, ML_SEND, e->wpeer, (uint64_t)e->bytes);
@@ -144,4 +156,32 @@ void ml_cpl_end(ml_slot_t *s, ml_cpl_t *c, int ndone, const int *idx, const MPI_
         if (k < 0 || k >= c->n) continue;
         ml_req_done(s, c->saved[k], &sts[i]);
     }
+}
+
+/* ---- the flight recorder's view (flight.h); reads only ---- */
+
+static void ml_req_view(const ml_rq_t *e, ml_req_view_t *v)
+{
+    v->fid = e->startfid;
+    v->flags = e->flags;
+    v->peer = e->wpeer;
+    v->tag = e->tag;
+    v->bytes = e->bytes;
+    v->t0 = e->t0;
+    v->comm = e->comm;
+}
+
+int ml_req_at(const ml_slot_t *s, int i, ml_req_view_t *v)
+{
+    if (!s->rq || i < 0 || i >= s->rq_cap || !s->rq[i].key) return 0;
+    ml_req_view(&s->rq[i], v);
+    return 1;
+}
+
+int ml_req_lookup(const ml_slot_t *s, MPI_Request r, ml_req_view_t *v)
+{
+    const ml_rq_t *e = ml_rfind((ml_slot_t *)s, ml_rkey(r));
+    if (!e) return 0;
+    ml_req_view(e, v);
+    return 1;
 }

@@ -118,7 +118,7 @@ static const ml_hent_t *ml_comm_info(MPI_Comm comm, ml_hent_t *tmp)
     memset(tmp, 0, sizeof *tmp);
     tmp->indeg = tmp->outdeg = -1;
     if (comm == MPI_COMM_NULL) return tmp;
-    PMPI_Comm_size(comm, &tmp->size);
+    if (PMPI_Comm_size(comm, &tmp->size) != MPI_SUCCESS) return tmp; /* not a communicator (errors return) */
     PMPI_Comm_rank(comm, &tmp->rank);
     PMPI_Comm_test_inter(comm, &tmp->inter);
     MPI_Group g;
@@ -160,6 +160,17 @@ int ml_peer_world_slow(MPI_Comm comm, int rank)
     const ml_hent_t *e = ml_comm_info(comm, &tmp);
     if (!e->world || rank >= e->rsize) return ML_NOPEER;
     return e->world[rank];
+}
+
+/* The flight recorder's view (flight.h): no MPI call, only what is known. */
+int ml_comm_members(MPI_Comm comm, int *size, const int **world)
+{
+    const ml_hent_t *e = comm == MPI_COMM_WORLD || comm == MPI_COMM_NULL ? NULL
+                         : ml_hfind(ml_comms, ml_hkey(&comm, sizeof comm));
+    if (!e || !e->world) return 0;
+    *size = e->rsize;
+    *world = e->world;
+    return 1;
 }
 
 void ml_comm_forget(MPI_Comm comm)

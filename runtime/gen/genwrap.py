@@ -268,6 +268,7 @@ class Plan:
     post: list[str] = field(default_factory=list)   # after a successful call, when recording
     subst: dict[str, str] = field(default_factory=dict)   # argument replacements in the call
     kind: str = "time"
+    fl: str = ""    # the in-flight hook's arguments (fl_args; runtime/core/flight.h)
 
 
 def status_plan(b: Binding, plan: Plan, name: str = "status") -> str:
@@ -285,17 +286,44 @@ def status_plan(b: Binding, plan: Plan, name: str = "status") -> str:
     return "&_st"
 
 
+def fl_args(kind: str, b: Binding, peer: str = "", tag: str = "", count: str = "",
+            peer2: str = "", tag2: str = "", rq: str = "NULL", nrq: str = "0") -> str:
+    """ml_fl_in's arguments after (S, FID): what the thread is inside (standard parameter
+    names of the peer, tag, count and datatype; absent ones are left out)."""
+    def arg(n: str, conv: str, none: str) -> str:
+        return getattr(b, conv)(n) if n and b.has(n) else none
+    dt = "sendtype" if count == "sendcount" else "datatype"
+    nbytes = f"ml_fl_bytes({b.count(count)}, {b.dtype(dt)})" if count and b.has(count) and b.has(dt) else "0"
+    return (f"ML_FL_{kind}, {arg('comm', 'comm', 'MPI_COMM_NULL')}, {arg(peer, 'int_', 'ML_FL_NOARG')}, "
+            f"{arg(tag, 'int_', '-1')}, {nbytes}, {arg(peer2, 'int_', 'ML_FL_NOARG')}, "
+            f"{arg(tag2, 'int_', '-1')}, {rq}, {nrq}")
+
+
 def plan_for(fname: str, b: Binding) -> Plan:
     p = Plan()
     base = base_of(fname)
     F = "FID"
+    if base in ("Probe", "Iprobe", "Mprobe", "Improbe"):
+        p.fl = fl_args("RECV", b, "source", "tag")
+    if base in ("Barrier", "Ibarrier", "Barrier_init"):
+        p.fl = fl_args("COLL", b)
+        if base == "Ibarrier":
+            p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, {F}, ML_RQ_COLL, {b.comm('comm')}, 0, ML_NOPEER);")
+        return p
+    if base == "Abort":  # the rank's partial profile before the abort goes on (flight.c)
+        p.pre.append(f"ml_flight_abort(FID, {b.comm('comm')}, {b.int_('errorcode')});")
+        return p
     # --- point-to-point sends
     if base in P2P_SEND:
         p.kind = "send"
+        p.fl = fl_args("SEND", b, "dest", "tag", "count")
         p.post.append(f"ml_p2p_send(S, {F}, {b.count('count')}, {b.dtype('datatype')}, {b.int_('dest')}, {b.comm('comm')});")
+        if base.startswith("I"):
+            p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, {F}, ML_RQ_SEND, {b.comm('comm')}, S->fl.bytes, S->fl.peer);")
         return p
     if base in P2P_SEND_INIT:
         p.kind = "send_init"
+        p.fl = fl_args("SEND", b, "dest", "tag", "count")
         req = b.raw("request")
         creq = f"PMPI_Request_f2c(*(MPI_Fint *)({req}))" if b.lang == "f" else f"*{req}"
         p.post.append(
@@ -303,6 +331,8 @@ def plan_for(fname: str, b: Binding) -> Plan:
             f"{b.comm('comm')}, {b.count('count')} * ml_type_size({b.dtype('datatype')}), "
             f"ml_peer_world({b.comm('comm')}, {b.int_('dest')}));")
         return p
+    if base in ("Recv", "Mrecv", "Irecv", "Imrecv", "Recv_init"):
+        p.fl = fl_args("RECV", b, "source", "tag", "count")
     if base in ("Recv", "Mrecv"):
         p.kind = "recv"
         st = status_plan(b, p)
@@ -322,6 +352,9 @@ def plan_for(fname: str, b: Binding) -> Plan:
             track = f"if ({b.int_('source')} != MPI_PROC_NULL) {track}"
         p.post.append(track)
         return p
+    if base in ("Sendrecv", "Sendrecv_replace", "Isendrecv", "Isendrecv_replace"):
+        cnt = "sendcount" if b.has("sendcount") else "count"
+        p.fl = fl_args("SENDRECV", b, "dest", "sendtag", cnt, "source", "recvtag")
     if base in ("Sendrecv", "Sendrecv_replace"):
         p.kind = "sendrecv"
         cnt, dt = ("sendcount", "sendtype") if b.has("sendcount") else ("count", "datatype")
@@ -427,6 +460,7 @@ def completion_plan(base: str, b: Binding, p: Plan) -> Plan:
         p.pre.append(f"if (_cp.track && (void *)_fst == {ign}) "
                      "_fst = ml_scratch(sizeof(MPI_Fint) * ML_F_STATUS_SIZE * (_n > 0 ? _n : 1), 2);")
         p.subst[stname] = "_fst"
+    p.fl = fl_args("WAIT", b, rq="_cp.track ? _cp.saved : NULL", nrq="_cp.track ? _cp.n : 0")
     flag = ""
     if base in ("Test", "Testany", "Testall"):
         flag = f"*(const MPI_Fint *)({b.raw('flag')})" if fl else f"*{b.raw('flag')}"
@@ -494,7 +528,18 @@ def coll_plan(cb: str, b: Binding, p: Plan) -> Plan:
     f["counts64"] = c64
     init = ", ".join(f".{k} = {v}" for k, v in f.items())
     p.post.append(f"ml_coll_t _c = {{ {init} }}; ml_coll(S, {'FID'}, &_c);")
+    scalar = next((n for n in ("count", "sendcount") if b.has(n)), "")
+    p.fl = fl_args("COLL", b, "root", count=scalar)
+    name = b.cfunc_name[4:]
+    if name.startswith("I") and not name.endswith("_init"):
+        p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, FID, ML_RQ_COLL, {b.comm('comm')}, S->fl.bytes, S->fl.peer);")
     return p
+
+
+def creq_of(b: Binding) -> str:
+    """The C handle of the request a call returned."""
+    req = b.raw("request")
+    return f"PMPI_Request_f2c(*(MPI_Fint *)({req}))" if b.lang == "f" else f"*{req}"
 
 
 # ----------------------------------------------------------------------------
@@ -521,9 +566,12 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     out.append("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0;")
     out.append("    if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); "
                "if (tm) t0 = ml_now(); }")
+    fl = plan.fl or "ML_FL_OTHER, MPI_COMM_NULL, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0"
+    out.append(f"    if (ML_FL_ON && on) ml_fl_in(S, FID, {fl}, tm ? t0 : ml_fl_clock);")
     if served:
         out.append("    ml_served_flag = 0;")
     out.append(f"    {call};")
+    out.append("    if (on) ml_fl_out(S);")
     if served:
         out.append("    int served = ml_served_flag; ml_served_flag = 0;")
     out += ["    uint64_t dt = tm ? ml_now() - t0 : 0;", "    ml_leave();",
@@ -553,7 +601,7 @@ def emit_call(fn: str, params: list[str], plan: Plan, names: list[str]) -> str:
 
 
 def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
-    out = [HEADER, "#include \"ml.h\"", *OVERRIDE_INCLUDES,
+    out = [HEADER, "#include \"flight.h\"", *OVERRIDE_INCLUDES,
            "#define ML_EXPORT __attribute__((visibility(\"default\")))", ""]
     for f in funcs:
         names = f.std if f.std else [pr.name for pr in f.params]
@@ -649,7 +697,7 @@ def f2c_arg(p: dict, a: str, fname: str) -> str:
 
 
 def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]) -> tuple[str, int, int]:
-    out = [HEADER, '#include "ml.h"', *OVERRIDE_INCLUDES, ""]
+    out = [HEADER, '#include "flight.h"', *OVERRIDE_INCLUDES, ""]
     n = n08 = 0
     f08_ok = not any(x.endswith("_f08ts_") for x in exports)
     for key, e in sorted(std.items()):

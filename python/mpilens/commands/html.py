@@ -8,23 +8,26 @@ from pathlib import Path
 
 from .. import outfile
 from ..errors import UserError
-from ..report.profile import load
+from ..report.partial import load_any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("html", help="self-contained HTML report with plots",
                        description=__doc__)
-    p.add_argument("profile", help="profile file written by mpilens")
+    p.add_argument("profile", nargs="+",
+                   help="profile file written by mpilens, or a partial profile (its directory "
+                        "or rank files)")
     p.add_argument("-o", "--output", default=None,
                    help="HTML file to write (default: the profile's name with .html)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.set_defaults(func=run)
 
 
-def write_html(profile: str | Path, output: str | Path | None, force: bool) -> Path:
+def write_html(profile: str | Path | list[str], output: str | Path | None, force: bool) -> Path:
     """Render profile to output (refusing to overwrite without force); returns the path."""
-    prof = load(profile)
-    out = Path(output) if output else prof.path.with_suffix(".html")
+    prof = load_any([str(p) for p in profile] if isinstance(profile, list) else [str(profile)])
+    out = Path(output) if output else (prof.path.with_name(prof.path.name + ".html")
+                                       if prof.partial is not None else prof.path.with_suffix(".html"))
     if out.resolve() == prof.path.resolve():
         raise UserError(f"{out}: the output would overwrite the profile itself")
     outfile.check_output(out, force, "HTML report")

@@ -9,8 +9,9 @@ import sys
 from typing import Any
 
 from ..errors import UserError
-from ..report import analysis, commpattern, conventions, nodes, ranks, terminal
-from ..report.profile import Profile, load
+from ..report import analysis, commpattern, conventions, nodes, ranks, terminal, waitsfor
+from ..report.partial import load_any
+from ..report.profile import Profile
 
 DEFAULT_TOP = 15
 
@@ -28,7 +29,10 @@ def positive_int(text: str) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="one-page report of a profile",
                        description=__doc__)
-    p.add_argument("profile", help="profile file written by mpilens (mpilens-<job>.prof)")
+    p.add_argument("profile", nargs="+",
+                   help="profile file written by mpilens (mpilens-<job>.prof), or a partial "
+                        "profile of a job that did not finish: its directory "
+                        "(mpilens-<job>.prof.partial) or some of its rank files")
     p.add_argument("--format", choices=("text", "json", "csv"), default="text",
                    help="text (default): rich tables; json: everything, exact numbers; "
                         "csv: the function table (or the --function histogram)")
@@ -58,6 +62,8 @@ def report_data(args: argparse.Namespace, prof: Profile) -> dict[str, Any]:
     }
     if args.function:
         data["histogram"] = analysis.histogram(prof, args.function)
+    if prof.partial is not None:
+        data["partial"] = waitsfor.analyse(prof)
     return data
 
 
@@ -94,7 +100,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_args(args)
-    prof = load(args.profile)
+    prof = load_any(args.profile)
     if args.format == "text":
         if args.function:
             analysis.resolve_function(prof, args.function)  # fail before printing anything
@@ -106,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     elif args.format == "csv":
         if args.ranks and data["ranks"] is None:
-            raise UserError(f"{args.profile}: the profile has no rank lines (written with "
+            raise UserError(f"{prof.path}: the profile has no rank lines (written with "
                             "MPILENS_DETAIL=off): no per-rank table")
         if args.bytes_as == "mpip":
             data["functions"] = conventions.with_mpip_bytes(data["functions"], prof.functions)

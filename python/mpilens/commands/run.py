@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     if job.profile is None:
         print(f"mpilens: no profile found at {output} ({job.why_none()}; "
               f"a profile is written at MPI_Finalize)", file=sys.stderr)
+        if job.partial:
+            print(f"mpilens: the ranks left a partial profile: see it with: {command_name()} "
+                  f"report {job.partial}", file=sys.stderr)
         return rc if rc else 1
     try:
         if args.quiet:

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, commpattern, nodes, ranks
+from . import analysis, commpattern, nodes, ranks, waitsfor
 from .profile import Profile
 from .schema import CAUTION_FACTOR
 
@@ -234,6 +234,25 @@ def nodes_html(prof: Profile) -> str:
     return "".join(out)
 
 
+def partial_html(prof: Profile) -> str:
+    """A partial profile's section: who waits for whom and the verdict."""
+    if prof.partial is None:
+        return ""
+    e = html.escape
+    w = waitsfor.analyse(prof)
+    rows = [[str(r["rank"]), e(f"{r['reason']} #{r['dump']}" if r["reason"] else "-"),
+             e({"no_dump": "no dump", "not_in_mpi": "not in MPI"}.get(r["state"], r["call"] or "")),
+             "" if r["since_s"] is None else fmt_time(r["since_s"]),
+             e(waitsfor.ranges(r["waits_for"]))] for r in w["ranks"]]
+    findings = "".join(f'<p class="callout">{"Verdict" if i == 0 else "Also"}: {e(f["text"])}</p>'
+                       for i, f in enumerate(w["findings"]))
+    return ('<h2 id="partial">Partial profile: who waits for whom</h2>'
+            "<p>The job did not reach MPI_Finalize: these are the ranks' last dumps "
+            "(docs/flight-recorder.md); the tables below count the calls each rank had "
+            "completed at its dump.</p>" + findings
+            + _table(["rank", "dump", "inside", "for", "waits for"], rows))
+
+
 def render(prof: Profile) -> str:
     """The complete HTML document for a profile."""
     e = html.escape
@@ -292,6 +311,7 @@ def render(prof: Profile) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>{CSS}</style></head><body>
 <div class="banner" id="summary"><h1>{e(title)}</h1><table>{banner}</table></div>
+{partial_html(prof)}
 <h2>MPI functions by total time</h2>{ftable}
 {a2a}
 <h2>MPI time by function per rank</h2>{fig_time_per_rank(prof, rows)}

@@ -41,6 +41,7 @@ class Profile:
     path: Path
     header: dict[str, Any]
     ranks: list[dict[str, Any]] = field(default_factory=list)
+    partial: dict[str, Any] | None = None  # a flight recorder's partial profile (partial.py)
 
     @property
     def nranks(self) -> int:

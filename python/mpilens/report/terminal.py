@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, commpattern, nodes, ranks
+from . import analysis, commpattern, nodes, ranks, waitsfor
 from .profile import Profile
 
 BAR_WIDTH = 40
@@ -174,6 +174,33 @@ def nodes_block(view: dict[str, Any] | None) -> list[Any]:
     return out
 
 
+def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
+    """A partial profile: what the dumps are, who waits for whom, the verdict."""
+    part = prof.partial or {}
+    missing = part.get("missing", [])
+    out: list[Any] = [Text.assemble(
+        ("PARTIAL PROFILE", "bold red"),
+        f": the job did not reach MPI_Finalize; dumps of {len(part.get('ranks_dumped', []))} "
+        f"of {prof.nranks} ranks" + (f" (none from {waitsfor.ranges(missing)})" if missing else "")
+        + ". The tables count the calls each rank had completed at its dump.")]
+    t = Table(title="Who waits for whom (each rank's last dump)", title_justify="left")
+    for col in ("rank", "dump", "inside", "for", "waits for"):
+        t.add_column(col, no_wrap=col != "inside")
+    for r in w["ranks"]:
+        state = {"no_dump": Text("no dump", style="yellow"),
+                 "not_in_mpi": Text("not in MPI", style="yellow")}.get(r["state"])
+        t.add_row(str(r["rank"]), f"{r['reason']} #{r['dump']}" if r["reason"] else "-",
+                  state or Text(r["call"] + (f" (+{r['threads_in_mpi'] - 1} thread(s))"
+                                             if r["threads_in_mpi"] > 1 else "")),
+                  "" if r["since_s"] is None else fmt_time(r["since_s"]),
+                  waitsfor.ranges(r["waits_for"]))
+    out.append(t)
+    for i, f in enumerate(w["findings"]):
+        out.append(Text(("Verdict: " if i == 0 else "Also: ") + f["text"],
+                        style="bold" if i == 0 else ""))
+    return out
+
+
 def render(prof: Profile, top: int, function: str | None,
            console: Console | None = None, per_rank: bool = False) -> None:
     if console is None:
@@ -181,6 +208,9 @@ def render(prof: Profile, top: int, function: str | None,
         if not console.is_terminal:  # piped or redirected: do not squeeze the tables to 80
             console = Console(width=max(console.width, 150))
     console.print(summary_panel(analysis.summary(prof)))
+    if prof.partial is not None:
+        for item in partial_block(prof, waitsfor.analyse(prof)):
+            console.print(item)
     console.print(functions_table(analysis.function_rows(prof), top))
     if per_rank:
         console.print(ranks_table(ranks.rank_rows(prof)))

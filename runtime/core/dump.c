@@ -1,0 +1,249 @@
+/* A rank's partial profile (docs/flight-recorder.md): <dir>/rank-N, two JSON
+ * lines, written by the flight recorder (flight.c) without any MPI call:
+ *
+ *   1. the partial header: why and when, and what each thread is inside now
+ *      (function, communicator, peer or root in MPI_COMM_WORLD, tag, bytes,
+ *      time in the call), the outstanding non-blocking requests (req.c);
+ *   2. the rank's records so far, in the profile's rank-line format
+ *      (profile_format.c).
+ *
+ * Written to a temporary name and renamed: a reader sees the last complete
+ * dump (the one before is kept as rank-N.prev, to tell a stuck rank from a
+ * slow one).  The buffers are made at start, so a dump normally allocates
+ * nothing. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flight.h"
+#include "profile.h"
+
+#define ML_DUMP_FORMAT "mpilens-partial"
+#define ML_DUMP_VERSION 1
+#define ML_DUMP_MAX_REQUESTS 256 /* requests listed per dump (all are counted) */
+#define ML_DUMP_MAX_WAITS 64     /* requests listed per completion call */
+
+ml_slot_t *ml_first_slot(void);
+
+static ml_slot_t ml_dm;          /* this rank's records merged (peers allocated at start) */
+static ml_buf_t ml_db;           /* the text */
+static char ml_d_host[256], ml_d_job[128], ml_d_cmd[2048], ml_d_lib[256];
+static int ml_d_seq = 0;
+
+static const char *const ml_reason[] = {"signal", "time_limit", "hang", "abort", "crash"};
+static const char *const ml_kind[] = {"other", "send", "recv", "sendrecv", "coll", "wait"};
+
+void ml_dump_prepare(void)
+{
+    ml_dm.peers = calloc((size_t)ml_world_size, sizeof(ml_peer_t));
+    size_t cap = (1u << 18) + (size_t)ml_world_size * 96;
+    ml_db.p = malloc(cap);
+    if (!ml_dm.peers || !ml_db.p) {
+        fprintf(stderr, "mpilens: out of memory preparing the flight recorder\n");
+        abort();
+    }
+    ml_db.cap = cap;
+    ml_db.n = 0;
+    ml_db.p[0] = 0;
+    gethostname(ml_d_host, sizeof ml_d_host - 1);
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
+    ml_job_id(ml_d_job, sizeof ml_d_job, stamp);
+    FILE *cf = fopen("/proc/self/cmdline", "r");
+    if (cf) {
+        size_t k = fread(ml_d_cmd, 1, sizeof ml_d_cmd - 1, cf);
+        fclose(cf);
+        for (size_t i = 0; i + 1 < k; i++) if (!ml_d_cmd[i]) ml_d_cmd[i] = ' ';
+    }
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+    int len = 0;
+    PMPI_Get_library_version(lib, &len);
+    snprintf(ml_d_lib, sizeof ml_d_lib, "%.*s", (int)strcspn(lib, "\n"), lib);
+}
+
+/* world rank or one of ML_FL_* as JSON */
+static void ml_put_peer(ml_buf_t *b, const char *key, int p)
+{
+    ml_buf_printf(b, ",\"%s\":", key);
+    if (p >= 0) ml_buf_printf(b, "%d", p);
+    else ml_buf_printf(b, "%s", p == ML_FL_ANY ? "\"any\"" : p == ML_FL_PROCNULL ? "\"proc_null\""
+                                 : p == ML_FL_UNKNOWN ? "\"unknown\"" : "null");
+}
+
+/* "world", {"size": n, "ranks": [world ranks]}, "unknown" (not seen by the profiler yet) or null */
+static void ml_put_comm(ml_buf_t *b, MPI_Comm c)
+{
+    int n = 0;
+    const int *w = NULL;
+    ml_buf_printf(b, ",\"comm\":");
+    if (c == MPI_COMM_WORLD) ml_buf_printf(b, "\"world\"");
+    else if (c == MPI_COMM_NULL) ml_buf_printf(b, "null");
+    else if (ml_comm_members(c, &n, &w)) {
+        ml_buf_printf(b, "{\"size\":%d,\"ranks\":[", n);
+        for (int i = 0; i < n; i++) ml_buf_printf(b, "%s%d", i ? "," : "", w[i]);
+        ml_buf_printf(b, "]}");
+    } else ml_buf_printf(b, "\"unknown\"");
+}
+
+static double ml_since(uint64_t now, uint64_t t0) { return now > t0 ? ml_ticks_to_s(now - t0) : 0.0; }
+
+static void ml_put_request(ml_buf_t *b, const ml_req_view_t *v, uint64_t now)
+{
+    const char *kind = (v->flags & ML_RQ_RECV) ? "recv" : (v->flags & ML_RQ_COLL) ? "coll" : "send";
+    ml_buf_printf(b, "{\"function\":\"%s\",\"kind\":\"%s\",\"persistent\":%s", ml_func_name[v->fid], kind,
+                  (v->flags & ML_RQ_PERSIST) ? "true" : "false");
+    ml_put_comm(b, v->comm);
+    ml_put_peer(b, (v->flags & ML_RQ_RECV) ? "source" : (v->flags & ML_RQ_COLL) ? "root" : "dest", v->peer);
+    ml_buf_printf(b, ",\"tag\":%d,\"bytes\":%lld,\"since_s\":%.6f}", v->tag, (long long)v->bytes,
+                  ml_since(now, v->t0));
+}
+
+/* A consistent copy of a thread's in-flight state: 1 if it is inside a call. */
+static int ml_snap(const ml_slot_t *s, ml_fl_t *out)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        uint64_t a = __atomic_load_n(&s->fl.seq, __ATOMIC_ACQUIRE);
+        if (!(a & 1)) return 0;
+        memcpy(out, (const void *)&s->fl, sizeof *out);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&s->fl.seq, __ATOMIC_ACQUIRE) == a) return 1;
+    }
+    return 0;
+}
+
+static void ml_put_call(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f, uint64_t now)
+{
+    ml_buf_printf(b, "{\"function\":\"%s\",\"kind\":\"%s\"", ml_func_name[f->fid], ml_kind[f->kind]);
+    ml_put_comm(b, f->comm);
+    switch (f->kind) {
+    case ML_FL_SEND: ml_put_peer(b, "dest", f->peer); break;
+    case ML_FL_RECV: ml_put_peer(b, "source", f->peer); break;
+    case ML_FL_SENDRECV:
+        ml_put_peer(b, "dest", f->peer);
+        ml_put_peer(b, "source", f->peer2);
+        ml_buf_printf(b, ",\"recv_tag\":%d", f->tag2);
+        break;
+    case ML_FL_COLL: ml_put_peer(b, "root", f->peer); break;
+    default: break;
+    }
+    ml_buf_printf(b, ",\"tag\":%d,\"bytes\":%lld,\"since_s\":%.6f", f->tag, (long long)f->bytes, ml_since(now, f->t0));
+    if (f->kind == ML_FL_WAIT) {
+        ml_buf_printf(b, ",\"requests\":%d,\"waits_on\":[", f->nrq);
+        int first = 1;
+        for (int i = 0; f->rq && i < f->nrq && i < ML_DUMP_MAX_WAITS; i++) {
+            ml_req_view_t v;
+            if (f->rq[i] == MPI_REQUEST_NULL || !ml_req_lookup(s, f->rq[i], &v)) continue;
+            ml_buf_printf(b, first ? "" : ",");
+            ml_put_request(b, &v, now);
+            first = 0;
+        }
+        ml_buf_printf(b, "]");
+    }
+    ml_buf_printf(b, "}");
+}
+
+static void ml_dump_header(ml_buf_t *b, int reason, int sig, int code, uint64_t now)
+{
+    char iso[32];
+    time_t t = time(NULL);
+    struct tm tmv;
+    gmtime_r(&t, &tmv);
+    strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    ml_buf_printf(b, "{\"format\":\"%s\",\"version\":%d,\"rank\":%d,\"nranks\":%d,\"reason\":\"%s\",\"signal\":",
+                  ML_DUMP_FORMAT, ML_DUMP_VERSION, ml_world_rank, ml_world_size, ml_reason[reason]);
+    if (sig) ml_buf_printf(b, "\"SIG%s\"", ml_fl_signal_name(sig));
+    else ml_buf_printf(b, "null");
+    ml_buf_printf(b, ",\"errorcode\":");
+    if (reason == ML_DUMP_ABORT) ml_buf_printf(b, "%d", code);
+    else ml_buf_printf(b, "null");
+    ml_buf_printf(b, ",\"dump\":%d,\"created\":\"%s\",\"elapsed_s\":%.6f,\"job_id\":", ++ml_d_seq, iso,
+                  ml_since(now, ml_t_init));
+    ml_buf_json_str(b, ml_d_job);
+    ml_buf_printf(b, ",\"command\":");
+    ml_buf_json_str(b, ml_d_cmd);
+    ml_buf_printf(b, ",\"host\":");
+    ml_buf_json_str(b, ml_d_host);
+    ml_buf_printf(b, ",\"pid\":%d,\"mpi_library\":", (int)getpid());
+    ml_buf_json_str(b, ml_d_lib);
+    ml_buf_printf(b, ",\"hang_after_s\":%.6g,\"threads\":[", ml_fl_cfg.hang_after);
+    int i = 0, live = 0, shown = 0;
+    for (const ml_slot_t *s = ml_first_slot(); s; s = s->next, i++) {
+        ml_fl_t f;
+        ml_buf_printf(b, "%s{\"thread\":%d,\"call\":", i ? "," : "", i);
+        if (ml_snap(s, &f)) ml_put_call(b, s, &f, now);
+        else ml_buf_printf(b, "null");
+        ml_buf_printf(b, "}");
+    }
+    ml_buf_printf(b, "],\"requests\":[");
+    for (const ml_slot_t *s = ml_first_slot(); s; s = s->next) {
+        for (int k = 0; k < s->rq_cap; k++) {
+            ml_req_view_t v;
+            if (!ml_req_at(s, k, &v)) continue;
+            live++;
+            if (shown == ML_DUMP_MAX_REQUESTS) continue;
+            ml_buf_printf(b, shown++ ? "," : "");
+            ml_put_request(b, &v, now);
+        }
+    }
+    uint64_t untracked = 0;
+    for (const ml_slot_t *s = ml_first_slot(); s; s = s->next) untracked += s->untracked;
+    ml_buf_printf(b, "],\"requests_live\":%d,\"untracked_requests\":%llu}\n", live, (unsigned long long)untracked);
+}
+
+static int ml_write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+int ml_dump_write(const char *dir, int reason, int sig, int code)
+{
+    uint64_t now = ml_now();
+    ml_buf_t *b = &ml_db;
+    b->n = 0;
+    if (b->p) b->p[0] = 0;
+    ml_dump_header(b, reason, sig, code, now);
+    ml_profile_t prof;
+    memset(&prof, 0, sizeof prof);
+    ml_merge_into(&ml_dm);
+    prof.m = &ml_dm;
+    prof.wall = ml_since(now, ml_t_init);
+    prof.mpi = ml_mpi_time(&ml_dm);
+    snprintf(prof.host, sizeof prof.host, "%s", ml_d_host);
+    ml_profile_rank_line(b, &prof);
+
+    char tmp[4600], fin[4600], ptmp[4600], prev[4600];
+    snprintf(tmp, sizeof tmp, "%s/.rank-%d.tmp", dir, ml_world_rank);
+    snprintf(fin, sizeof fin, "%s/rank-%d", dir, ml_world_rank);
+    snprintf(ptmp, sizeof ptmp, "%s/.rank-%d.prev.tmp", dir, ml_world_rank);
+    snprintf(prev, sizeof prev, "%s/rank-%d.prev", dir, ml_world_rank);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) return -1;
+    int bad = ml_write_all(fd, b->p, b->n);
+    if (close(fd) != 0) bad = -1;
+    if (bad) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    unlink(ptmp); /* keep the dump before as rank-N.prev; rank-N is never missing */
+    if (link(fin, ptmp) == 0) rename(ptmp, prev);
+    return rename(tmp, fin);
+}

@@ -1,0 +1,332 @@
+/* The flight recorder (docs/flight-recorder.md): a thread of its own that
+ * writes this rank's partial profile (dump.c) when
+ *
+ *   - a signal of MPILENS_DUMP_SIGNALS arrives: the handler only writes the
+ *     signal number to a pipe; SIGUSR1/SIGUSR2 then go on as before (the
+ *     application's handler, if it had one before MPI_Init); any other signal
+ *     waits (at most ML_FL_SIGNAL_WAIT_S) for the dump, then takes its previous
+ *     action (the application's or the MPI's handler, else the default one,
+ *     raised again);
+ *   - MPILENS_DUMP_AT seconds have passed since MPI_Init, or the Slurm job's
+ *     end (SLURM_JOB_END_TIME) is MPILENS_DUMP_MARGIN seconds away;
+ *   - a thread has stayed MPILENS_HANG_AFTER seconds in one MPI call (once per
+ *     call; the job goes on);
+ *   - MPI_Abort is called (its wrapper dumps on the calling thread, then aborts);
+ *   - the application crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL; MPILENS_CRASH_DUMP):
+ *     best effort, then the crash goes on through the previous handler.
+ *
+ * The recorder never calls MPI and takes no lock an application thread holds;
+ * it reads the records and the in-flight state as they are (flight.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flight.h"
+#include "profile.h"
+
+#define ML_FL_SIGNAL_WAIT_S 5 /* a terminating signal waits this long at most for its dump */
+#define ML_FL_PEER_WAIT_MS 1500 /* ... and for the other ranks' dumps (see ml_fl_wait_peers) */
+#define ML_FL_PEER_STAT_MAX 128 /* beyond this many ranks: a fixed wait instead of looking */
+
+ml_fl_cfg_t ml_fl_cfg;
+volatile uint64_t ml_fl_clock = 0;
+ml_slot_t *ml_first_slot(void);
+
+static char ml_fl_dir[4400];          /* <output>.partial */
+static int ml_fl_pipe[2] = {-1, -1};
+static pthread_t ml_fl_thread;
+static int ml_fl_running = 0, ml_fl_fid_finalize = 0;
+static volatile int ml_fl_dumps = 0;  /* dumps finished (the signal handler waits on it) */
+static pthread_mutex_t ml_fl_mu = PTHREAD_MUTEX_INITIALIZER; /* one dump at a time */
+static struct sigaction ml_fl_old[65];
+static unsigned char ml_fl_mine[65];  /* our handler is installed for this signal */
+static ML_TLS int ml_fl_is_recorder = 0;
+
+const ml_fl_signame_t ml_fl_signals[] = {
+    {"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"XCPU", SIGXCPU}, {"INT", SIGINT},
+    {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"ALRM", SIGALRM}, {NULL, 0}};
+static const int ml_fl_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, 0};
+
+const char *ml_fl_signal_name(int sig)
+{
+    for (int i = 0; ml_fl_signals[i].name; i++)
+        if (ml_fl_signals[i].sig == sig) return ml_fl_signals[i].name;
+    switch (sig) {
+    case SIGSEGV: return "SEGV";
+    case SIGBUS: return "BUS";
+    case SIGFPE: return "FPE";
+    case SIGILL: return "ILL";
+    default: return "?";
+    }
+}
+
+static int ml_fl_is_crash(int sig)
+{
+    for (int i = 0; ml_fl_crash_signals[i]; i++)
+        if (ml_fl_crash_signals[i] == sig) return 1;
+    return 0;
+}
+
+/* Waits (async-signal-safe) until the dump counter moves past d0, at most s seconds. */
+static void ml_fl_wait_dump(int d0, int s)
+{
+    struct timespec nap = {0, 2000000};
+    for (int i = 0; i < s * 500 && __atomic_load_n(&ml_fl_dumps, __ATOMIC_ACQUIRE) == d0; i++)
+        nanosleep(&nap, NULL);
+}
+
+static void ml_fl_on_signal(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    int d0 = __atomic_load_n(&ml_fl_dumps, __ATOMIC_ACQUIRE);
+    unsigned char c = (unsigned char)sig;
+    int snapshot = sig == SIGUSR1 || sig == SIGUSR2;
+    const struct sigaction *old = &ml_fl_old[sig];
+    int handler = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
+                  : old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN;
+    if (!ml_fl_is_recorder && write(ml_fl_pipe[1], &c, 1) == 1 && (!snapshot || handler))
+        ml_fl_wait_dump(d0, ML_FL_SIGNAL_WAIT_S);
+    if (ml_fl_is_crash(sig)) { /* back to the previous handler; the fault happens again there */
+        sigaction(sig, old, NULL);
+        errno = saved;
+        return;
+    }
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction) old->sa_sigaction(sig, si, uc);
+    } else if (handler) {
+        old->sa_handler(sig);
+    } else if (old->sa_handler == SIG_DFL && !snapshot) { /* the default action, now */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);
+        raise(sig); /* pending until this handler returns */
+    }
+    errno = saved;
+}
+
+static void ml_fl_install(int sig)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = ml_fl_on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &ml_fl_old[sig]) == 0) ml_fl_mine[sig] = 1;
+}
+
+static void ml_fl_restore(void)
+{
+    for (int sig = 1; sig < 65; sig++) {
+        if (!ml_fl_mine[sig]) continue;
+        struct sigaction cur;
+        /* only if ours is still in place: the application may have replaced it since */
+        if (sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == ml_fl_on_signal)
+            sigaction(sig, &ml_fl_old[sig], NULL);
+        ml_fl_mine[sig] = 0;
+    }
+}
+
+/* A terminating signal usually reaches every rank at once, and the launcher kills
+ * the whole job as soon as one rank has ended (MPICH's hydra at once, Open MPI's
+ * mpirun within about a second): before this rank ends, it waits until every
+ * rank's dump is newer than the signal (at most ML_FL_PEER_WAIT_MS; large jobs
+ * wait a fixed half of it instead of looking at every rank's file). */
+static void ml_fl_wait_peers(const struct timespec *since)
+{
+    struct timespec nap = {0, 20000000};
+    int n = ml_world_size, next = 0;
+    if (n > ML_FL_PEER_STAT_MAX) {
+        struct timespec half = {ML_FL_PEER_WAIT_MS / 2000, (ML_FL_PEER_WAIT_MS / 2 % 1000) * 1000000L};
+        nanosleep(&half, NULL);
+        return;
+    }
+    for (int i = 0; i < ML_FL_PEER_WAIT_MS / 20 && next < n; i++) {
+        char f[4500];
+        struct stat st;
+        while (next < n) {
+            snprintf(f, sizeof f, "%s/rank-%d", ml_fl_dir, next);
+            if (stat(f, &st) != 0 || st.st_mtim.tv_sec < since->tv_sec ||
+                (st.st_mtim.tv_sec == since->tv_sec && st.st_mtim.tv_nsec < since->tv_nsec))
+                break;
+            next++;
+        }
+        if (next < n) nanosleep(&nap, NULL);
+    }
+}
+
+static void ml_fl_dump(int reason, int sig, int code)
+{
+    struct timespec since;
+    clock_gettime(CLOCK_REALTIME, &since);
+    since.tv_sec -= 1; /* file times are coarser than the clock on some file systems */
+    pthread_mutex_lock(&ml_fl_mu);
+    if (ml_dump_write(ml_fl_dir, reason, sig, code) != 0)
+        fprintf(stderr, "mpilens: rank %d: cannot write its partial profile in %s: %s\n", ml_world_rank, ml_fl_dir,
+                strerror(errno));
+    else if (reason == ML_DUMP_SIGNAL && sig != SIGUSR1 && sig != SIGUSR2)
+        ml_fl_wait_peers(&since);
+    __atomic_add_fetch(&ml_fl_dumps, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ml_fl_mu);
+}
+
+/* A thread in one call for hang_after seconds that was not dumped for that call yet: 1. */
+static int ml_fl_hanging(uint64_t now, uint64_t limit)
+{
+    int found = 0;
+    for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
+        uint64_t seq = __atomic_load_n(&s->fl.seq, __ATOMIC_ACQUIRE);
+        uint64_t t0 = s->fl.t0;
+        if (!(seq & 1) || seq == s->fl.hang_seq || __atomic_load_n(&s->fl.seq, __ATOMIC_ACQUIRE) != seq) continue;
+        if (now > t0 && now - t0 >= limit) {
+            s->fl.hang_seq = seq;
+            found = 1;
+        }
+    }
+    return found;
+}
+
+static void *ml_fl_main(void *arg)
+{
+    (void)arg;
+    ml_fl_is_recorder = 1;
+    uint64_t start = ml_now();
+    uint64_t deadline = ml_fl_cfg.deadline_s > 0 ? start + ml_ns_to_ticks((uint64_t)(ml_fl_cfg.deadline_s * 1e9)) : 0;
+    uint64_t hang = ml_fl_cfg.hang_after > 0 ? ml_ns_to_ticks((uint64_t)(ml_fl_cfg.hang_after * 1e9)) : 0;
+    for (;;) {
+        struct pollfd p = {ml_fl_pipe[0], POLLIN, 0};
+        int n = poll(&p, 1, ML_FL_TICK_MS);
+        uint64_t now = ml_now();
+        __atomic_store_n(&ml_fl_clock, now, __ATOMIC_RELAXED);
+        if (n > 0) {
+            unsigned char buf[64];
+            ssize_t k = read(ml_fl_pipe[0], buf, sizeof buf);
+            int done = 0;
+            unsigned char seen[65] = {0};
+            for (ssize_t i = 0; i < k; i++) {
+                if (buf[i] == 0) done = 1;
+                else if (buf[i] < 65 && !seen[buf[i]]) { /* several of one signal: one dump */
+                    seen[buf[i]] = 1;
+                    ml_fl_dump(ml_fl_is_crash(buf[i]) ? ML_DUMP_CRASH : ML_DUMP_SIGNAL, buf[i], 0);
+                }
+            }
+            if (done) break;
+        }
+        if (deadline && now >= deadline) {
+            deadline = 0;
+            ml_fl_dump(ML_DUMP_TIME_LIMIT, 0, 0);
+        }
+        if (hang && ml_fl_hanging(now, hang)) ml_fl_dump(ML_DUMP_HANG, 0, 0);
+    }
+    return NULL;
+}
+
+/* SLURM_JOB_END_TIME (epoch seconds) minus the margin, as seconds from now; 0 if none */
+static double ml_fl_slurm_deadline(void)
+{
+    const char *v = getenv("SLURM_JOB_END_TIME");
+    char *end;
+    if (!v || !*v) return 0;
+    double t = strtod(v, &end);
+    if (*end || t <= 0) return 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    double left = t - ml_fl_cfg.dump_margin - ((double)now.tv_sec + now.tv_nsec * 1e-9);
+    return left > 0.001 ? left : 0.001;
+}
+
+void ml_flight_start(void)
+{
+    /* the partial directory: rank 0's expansion of MPILENS_OUTPUT, the same on every rank */
+    char path[4300] = {0};
+    if (ml_world_rank == 0) ml_output_path(path, sizeof path);
+    PMPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(ml_fl_dir, sizeof ml_fl_dir, "%s.partial", path);
+    for (int i = 1; i < ML_NFUNC && !ml_fl_fid_finalize; i++)
+        if (strcmp(ml_func_name[i], "MPI_Finalize") == 0) ml_fl_fid_finalize = i;
+    ml_fl_cfg.deadline_s = ml_fl_cfg.dump_at;
+    double slurm = ml_fl_slurm_deadline();
+    if (slurm > 0 && (ml_fl_cfg.deadline_s <= 0 || slurm < ml_fl_cfg.deadline_s)) ml_fl_cfg.deadline_s = slurm;
+    ml_dump_prepare();
+    ml_fl_clock = ml_now();
+    if (pipe2(ml_fl_pipe, O_CLOEXEC) != 0) {
+        fprintf(stderr, "mpilens: rank %d: no flight recorder (pipe: %s)\n", ml_world_rank, strerror(errno));
+        return;
+    }
+    fcntl(ml_fl_pipe[1], F_SETFL, O_NONBLOCK);
+    /* the recorder's thread never takes the signals it writes dumps for */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&ml_fl_thread, NULL, ml_fl_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "mpilens: rank %d: no flight recorder (thread: %s)\n", ml_world_rank, strerror(rc));
+        close(ml_fl_pipe[0]);
+        close(ml_fl_pipe[1]);
+        ml_fl_pipe[0] = ml_fl_pipe[1] = -1;
+        return;
+    }
+    ml_fl_running = 1;
+    for (int i = 0; ml_fl_signals[i].name; i++)
+        if (ml_fl_cfg.dump_signals & (1u << i)) ml_fl_install(ml_fl_signals[i].sig);
+    for (int i = 0; ml_fl_cfg.crash_dump && ml_fl_crash_signals[i]; i++) ml_fl_install(ml_fl_crash_signals[i]);
+}
+
+/* This thread's in-flight state set by hand (MPI_Finalize, MPI_Abort: not timed calls). */
+static void ml_fl_mark(int fid, int kind, MPI_Comm comm)
+{
+    ml_slot_t *s = ml_slot();
+    if ((s->fl.seq & 1) == 0)
+        ml_fl_in(s, fid, kind, comm, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0, ml_now());
+}
+
+void ml_flight_finalize_enter(void)
+{
+    if (ml_fl_running && ml_fl_fid_finalize) ml_fl_mark(ml_fl_fid_finalize, ML_FL_COLL, MPI_COMM_WORLD);
+}
+
+void ml_flight_abort(int fid, MPI_Comm comm, int errorcode)
+{
+    if (!ml_fl_running) return;
+    ml_fl_mark(fid, ML_FL_OTHER, comm);
+    ml_fl_dump(ML_DUMP_ABORT, 0, errorcode);
+    ml_fl_out(ml_slot());
+}
+
+/* Removes this rank's partial files, and the directory once empty. */
+static void ml_fl_remove(void)
+{
+    static const char *const names[] = {"rank-%d", "rank-%d.prev", ".rank-%d.tmp", ".rank-%d.prev.tmp"};
+    char f[4500];
+    for (int i = 0; i < 4; i++) {
+        int k = snprintf(f, sizeof f, "%s/", ml_fl_dir);
+        snprintf(f + k, sizeof f - (size_t)k, names[i], ml_world_rank);
+        unlink(f);
+    }
+    rmdir(ml_fl_dir); /* the last rank's succeeds */
+}
+
+void ml_flight_stop(int profile_written)
+{
+    if (!ml_fl_running) return;
+    ml_fl_restore();
+    unsigned char z = 0;
+    while (write(ml_fl_pipe[1], &z, 1) != 1 && errno == EINTR) {}
+    pthread_join(ml_fl_thread, NULL);
+    close(ml_fl_pipe[0]);
+    close(ml_fl_pipe[1]);
+    ml_fl_pipe[0] = ml_fl_pipe[1] = -1;
+    ml_fl_running = 0;
+    if (profile_written) ml_fl_remove();
+}

@@ -1,0 +1,113 @@
+/* The flight recorder (docs/flight-recorder.md): the in-flight hooks of every
+ * wrapper, and the recorder that writes a rank's partial profile without any
+ * collective when the job is signalled, reaches its time limit, hangs in one
+ * MPI call or calls MPI_Abort (flight.c, dump.c).
+ *
+ * The hooks cost a few stores per call: no clock read (the entry time is the
+ * call's own timing start when it is timed, else the recorder's clock, which
+ * its thread advances every ML_FL_TICK_MS), no lock, no allocation.  Built
+ * with -DML_NO_INFLIGHT they vanish (the overhead benchmark's baseline). */
+#ifndef MLENS_FLIGHT_H
+#define MLENS_FLIGHT_H
+#include <limits.h>
+
+#include "ml.h"
+
+#ifdef ML_NO_INFLIGHT
+#define ML_FL_ON 0
+#else
+#define ML_FL_ON 1
+#endif
+#define ML_FL_NOARG INT_MIN /* no peer argument */
+#define ML_FL_TICK_MS 100
+
+extern volatile uint64_t ml_fl_clock; /* ticks, advanced by the recorder's thread */
+
+/* a peer argument of comm -> world rank or one of ML_FL_* (inflight.h) */
+static inline int ml_fl_peer(MPI_Comm comm, int r)
+{
+    if (r >= 0) {
+        if (comm == MPI_COMM_WORLD) return r;
+        int w = comm == MPI_COMM_NULL ? ML_NOPEER : ml_peer_world_slow(comm, r);
+        return w < 0 ? ML_FL_UNKNOWN : w;
+    }
+    if (r == ML_FL_NOARG) return ML_FL_NONE;
+    return r == MPI_ANY_SOURCE ? ML_FL_ANY : r == MPI_PROC_NULL ? ML_FL_PROCNULL : ML_FL_NONE;
+}
+
+static inline int64_t ml_fl_bytes(int64_t count, MPI_Datatype dt)
+{
+    return count > 0 ? count * ml_type_size(dt) : 0;
+}
+
+/* before the PMPI call (outermost calls while profiling) */
+static inline void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer, int tag, int64_t bytes,
+                            int peer2, int tag2, const MPI_Request *rq, int nrq, uint64_t t0)
+{
+#if ML_FL_ON
+    ml_fl_t *f = &S->fl;
+    f->fid = fid;
+    f->kind = kind;
+    f->comm = comm;
+    f->peer = ml_fl_peer(comm, peer);
+    f->tag = tag;
+    f->bytes = bytes;
+    f->peer2 = ml_fl_peer(comm, peer2);
+    f->tag2 = tag2;
+    f->rq = rq;
+    f->nrq = nrq;
+    f->t0 = t0;
+    /* a collective on a new communicator: its members known to the recorder (sem.c's table) */
+    if (kind == ML_FL_COLL && comm != MPI_COMM_WORLD && comm != MPI_COMM_NULL) ml_peer_world_slow(comm, 0);
+    __atomic_store_n(&f->seq, f->seq + 1, __ATOMIC_RELEASE);
+#else
+    (void)S; (void)fid; (void)kind; (void)comm; (void)peer; (void)tag; (void)bytes;
+    (void)peer2; (void)tag2; (void)rq; (void)nrq; (void)t0;
+#endif
+}
+
+/* after the PMPI call */
+static inline void ml_fl_out(ml_slot_t *S)
+{
+#if ML_FL_ON
+    __atomic_store_n(&S->fl.seq, S->fl.seq + 1, __ATOMIC_RELEASE);
+#else
+    (void)S;
+#endif
+}
+
+/* ---- the recorder (flight.c) ---- */
+typedef struct {
+    unsigned dump_signals;      /* bit i: ml_fl_signals[i] */
+    double dump_at, dump_margin, hang_after; /* seconds; 0: off */
+    int crash_dump;
+    double deadline_s;          /* seconds after MPI_Init of the time-limit dump, 0: none */
+} ml_fl_cfg_t;
+extern ml_fl_cfg_t ml_fl_cfg;   /* settings (config.c's table) */
+typedef struct { const char *name; int sig; } ml_fl_signame_t;
+extern const ml_fl_signame_t ml_fl_signals[]; /* the signals MPILENS_DUMP_SIGNALS may name */
+const char *ml_fl_signal_name(int sig);
+void ml_flight_start(void);          /* end of MPI_Init (collective: agrees on the partial directory) */
+void ml_flight_finalize_enter(void); /* MPI_Finalize reached: this thread is "in MPI_Finalize" */
+void ml_flight_stop(int profile_written); /* after the profile: stop; remove the partial files if written */
+void ml_flight_abort(int fid, MPI_Comm comm, int errorcode); /* MPI_Abort's wrapper, before the abort */
+
+/* ---- the dump (dump.c) ---- */
+enum { ML_DUMP_SIGNAL, ML_DUMP_TIME_LIMIT, ML_DUMP_HANG, ML_DUMP_ABORT, ML_DUMP_CRASH };
+/* Writes <dir>/rank-N atomically (the previous one kept as rank-N.prev).  0 ok. */
+int ml_dump_write(const char *dir, int reason, int sig, int code);
+void ml_dump_prepare(void); /* at start: fixed facts and buffers (no allocation later, normally) */
+
+/* req.c: a tracked request as the recorder reads it */
+typedef struct {
+    int fid, flags, peer, tag;
+    int64_t bytes;
+    uint64_t t0;
+    MPI_Comm comm;
+} ml_req_view_t;
+int ml_req_at(const ml_slot_t *s, int i, ml_req_view_t *v);         /* entry i of the table: 1 if live */
+int ml_req_lookup(const ml_slot_t *s, MPI_Request r, ml_req_view_t *v); /* 1 if tracked */
+/* sem.c: a communicator's members (world ranks) if known, without MPI calls */
+int ml_comm_members(MPI_Comm comm, int *size, const int **world);
+
+#endif
