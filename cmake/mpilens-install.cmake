@@ -11,6 +11,7 @@
 include(GNUInstallDirs)
 install(TARGETS mpilens LIBRARY DESTINATION lib)
 install(FILES ${CMAKE_SOURCE_DIR}/runtime/include/mpilens.h DESTINATION include)
+install(FILES ${CMAKE_SOURCE_DIR}/runtime/include/mpilens_regions_f.c DESTINATION share/mpilens)
 install(PROGRAMS ${CMAKE_BINARY_DIR}/bin/mpilens-exec DESTINATION bin)
 foreach(t mpilens-bench mpilens-bench-alltoall mpilens-bench-repro)
   if(TARGET ${t})

@@ -56,13 +56,14 @@ def report(build, tmp_path_factory) -> tuple[Path, Path]:
 
 def expected_images(prof: Path) -> int:
     """3 figures (per-rank time, imbalance, heatmap) + one histogram per function
-    that sent or received messages (heat2d: Bcast, Isend, Irecv, Allreduce, Alltoall)."""
-    header, _ = read_profile(prof)
+    that sent or received messages (heat2d: Bcast, Isend, Irecv, Allreduce, Alltoall)
+    + 2 of the time line (heat map ranks x time, stacked classes)."""
+    header, ranks = read_profile(prof)
     moved = [n for n, f in header["functions"].items()
              if sum(f.get("hist_send", [])) + sum(f.get("hist_recv", []))]
     assert set(moved) == {"MPI_Bcast", "MPI_Isend", "MPI_Irecv", "MPI_Allreduce",
                           "MPI_Alltoall"}
-    return 3 + len(moved)
+    return 3 + len(moved) + (2 if any("timeline" in r for r in ranks) else 0)
 
 
 def test_html_is_self_contained(report) -> None:

@@ -26,7 +26,7 @@ def profile_env(out: Path, **extra: str) -> dict[str, str]:
 
 
 def check_header(header: dict, ranks: list[dict], P: int) -> None:
-    assert header["format"] == "mpilens-profile" and header["version"] == 1
+    assert header["format"] == "mpilens-profile" and header["version"] == 2
     assert header["nranks"] == P and len(ranks) == P
     assert [r["rank"] for r in ranks] == list(range(P))
     assert header["mpi_flavour"] == FLAVOUR

@@ -12,6 +12,7 @@
 #include <string.h>
 
 typedef size_t (*recbytes_fn)(void);
+typedef int (*setcs_fn)(int);
 static volatile int sink;
 
 static double rank_block(int profiled, long calls)
@@ -103,6 +104,23 @@ int ml_overhead(ml_json *out, int argc, char **argv)
         a[k] = rank_block(0, calls);
         b[k] = rank_block(1, calls);
     }
+    /* call sites: depth 0 and depth 1 interleaved with PMPI in the same run
+     * (mpilens_set_callsites, when the library exports it and call sites are on) */
+    setcs_fn setcs = NULL;
+    void *scs = dlsym(RTLD_DEFAULT, "mpilens_set_callsites");
+    if (scs) memcpy(&setcs, &scs, sizeof setcs);
+    int depth0 = setcs ? setcs(0) : -1, csok = depth0 >= 0;
+    double *ca = malloc(3 * (size_t)blocks * sizeof *ca), *c0 = ca + blocks, *c1 = c0 + blocks;
+    if (csok) {
+        for (int k = 0; k < blocks; k++) {
+            ca[k] = rank_block(0, calls);
+            setcs(0);
+            c0[k] = rank_block(1, calls);
+            setcs(1);
+            c1[k] = rank_block(1, calls);
+        }
+        setcs(depth0);
+    }
     ml_progress(2, 3);
     double *pa = malloc(2 * (size_t)blocks * sizeof *pa), *pb = pa + blocks;
     int role = ml_rank < 2 ? ml_rank : -1, pp = ml_size >= 2;
@@ -132,6 +150,13 @@ int ml_overhead(ml_json *out, int argc, char **argv)
         ml_json_bool(out, "record_bytes_symbol", recbytes != NULL);
         ml_json_end(out);
         ab_json(out, "comm_rank", a, b, blocks, "calls_per_block", calls);
+        if (csok) { /* added over PMPI with call sites off (depth 0) and at depth 1 */
+            ml_json_obj(out, "comm_rank_callsites");
+            ml_json_int(out, "configured_depth", depth0);
+            ab_json(out, "depth0", ca, c0, blocks, "calls_per_block", calls);
+            ab_json(out, "depth1", ca, c1, blocks, "calls_per_block", calls);
+            ml_json_end(out);
+        } else ml_json_null(out, "comm_rank_callsites");
         if (pp) {
             ab_json(out, "pingpong_8B", pa, pb, blocks, "roundtrips_per_block", rounds);
         } else ml_json_null(out, "pingpong_8B");
@@ -148,6 +173,7 @@ int ml_overhead(ml_json *out, int argc, char **argv)
         ml_json_end(out);
         ml_json_end(out);
     }
-    free(a); free(pa);
+    free(a);
+    free(ca); free(pa);
     return 0;
 }

@@ -124,6 +124,30 @@ static const ml_setting core_settings[] = {
      .accepted = "an integer from 64 to 16777216 that is a power of two",
      .help = "per-thread table of pending requests (56 bytes each): receives, persistent requests, and for the flight recorder sends and collectives; "
              "requests beyond 3/4 of it are counted as untracked_requests"},
+    {.key = "callsites", .type = ML_SET_INT, .def = "1", .lo = 0, .hi = ML_CS_MAXDEPTH, .out = &ml_cs_depth,
+     .accepted = "an integer from 0 to 8",
+     .help = "call-site depth: calls, time, bytes and sizes per call site. 1 (default): the immediate "
+             "caller of each MPI function (one return address); 2..8: that many frames of the "
+             "application's stack (walked with backtrace(), slower); 0: off. Frames inside the MPI "
+             "libraries and mpilens are skipped. See docs/runtime.md."},
+    {.key = "callsite_slots", .type = ML_SET_INT, .def = "256", .lo = 1, .hi = 65536,
+     .out = &ml_cs_slots, .accepted = "an integer from 1 to 65536",
+     .help = "call sites each thread records (about 300 bytes each); calls from further sites "
+             "are counted in callsites_dropped"},
+    {.key = "regions", .type = ML_SET_INT, .def = "16", .lo = 0, .hi = 1024, .out = &ml_rg_max,
+     .accepted = "an integer from 0 to 1024",
+     .help = "region labels kept (MPI_Pcontrol(1, \"label\") / MPI_Pcontrol(-1, \"label\"), "
+             "mpilens_region_begin/end); further labels share one record \"(other)\"; 0: regions ignored"},
+    {.key = "timeline_bins", .type = ML_SET_INT, .def = "64", .lo = 0, .hi = 4096, .flags = ML_SET_POW2,
+     .out = &ml_tl_bins, .accepted = "0, or a power of two up to 4096",
+     .help = "time line: per rank, this many time bins of calls, MPI time and bytes per function "
+             "class (p2p, coll, rma, io, other); bins start about 1 ms wide and pairs merge when "
+             "the run outgrows them (memory stays fixed); 0: off"},
+    {.key = "comms", .type = ML_SET_INT, .def = "32", .lo = 0, .hi = 4096, .out = &ml_cm_max,
+     .accepted = "an integer from 0 to 4096",
+     .help = "communicators each rank keeps a record of (calls, time, bytes; size, how it was made, "
+             "its parent, its MPI_Comm_set_name name), MPI_COMM_WORLD and MPI_COMM_SELF included; "
+             "calls on further ones go to one record \"other\"; 0: off"},
     {.key = "quiet", .type = ML_SET_FLAG, .unset = "rank 0 prints where the profile went",
      .out = &ml_cfg.quiet, .accepted = "any value, even empty",
      .help = "rank 0 does not print 'mpilens: profile written to ...'"},

@@ -38,6 +38,7 @@ static ml_slot_t *ml_slot_new(void)
         fprintf(stderr, "mpilens: out of memory allocating a thread's records (%zu bytes)\n", sizeof *s);
         abort();
     }
+    ml_hooks_attach(s);
     s->next = ml_slots;
     ml_slots = s;
     ml_nslots++;
@@ -71,7 +72,7 @@ void ml_shared_unlock(void) { __atomic_store_n(&ml_shared_spin, 0, __ATOMIC_RELE
 
 __attribute__((visibility("default"))) size_t mpilens_record_bytes(void)
 {
-    return (size_t)ml_nslots * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t));
+    return (size_t)ml_nslots * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t) + ml_hooks_bytes());
 }
 
 void ml_mark_served(void) { ml_served_flag = 1; }
@@ -107,13 +108,14 @@ static double ml_measure_overhead(void)
             ml_slot_t *S = NULL;
             int tm = 0;
             uint64_t t0 = 0;
-            if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); if (tm) t0 = ml_now(); }
+            ml_hook_t H;
+            if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); ml_hook_begin(&H, S, FID, (void *)0x1000 /* an application's call site: one record */); if (tm) t0 = ml_now(); }
             if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0, tm ? t0 : ml_fl_clock);
             PMPI_Comm_rank(MPI_COMM_WORLD, &r);
             if (on) ml_fl_out(S);
             uint64_t dt = tm ? ml_now() - t0 : 0;
             ml_leave();
-            if (on) ml_count(S, FID, tm, dt);
+            if (on) { ml_count(S, FID, tm, dt); ml_hook_end(&H, S, FID, tm, t0, dt); }
         }
         uint64_t a2 = ml_now_slow();
         if (a1 - a0 < best_plain) best_plain = a1 - a0;
@@ -150,6 +152,7 @@ void ml_after_init(int *argc, char ***argv)
     }
     ml_clock_init();
     ml_fortran_init();
+    ml_hooks_init();
     ml_slow_ticks = ml_ns_to_ticks(ML_ALWAYS_TIME_ABOVE_NS);
     if (ml_cfg.profile) {
         /* The probe runs as an outermost call, even when MPI_Init was reached
@@ -166,6 +169,7 @@ void ml_after_init(int *argc, char ***argv)
         ml_overhead_sampled_ns = ml_measure_overhead();
         ml_depth = depth;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
+        ml_hooks_reset(ml_slot());
         ml_fon[0] = 0;
     }
     ml_t_init = ml_now();
@@ -208,7 +212,7 @@ void ml_before_finalize(void)
     if (ml_final_done || !ml_init_done) return;
     ml_final_done = 1;
     ml_t_final = ml_now();
-    int was_active = ml_active;
+    int was_active = ml_active || ml_paused;
     ml_active = 0;
     ml_depth++;
     ml_flight_finalize_enter(); /* a rank waiting here for the others shows as in MPI_Finalize */
@@ -223,6 +227,11 @@ void ml_before_finalize(void)
 /* MPI_Pcontrol is variadic: wrapped by hand (the MPI ignores the extra arguments too). */
 __attribute__((visibility("default"))) int MPI_Pcontrol(const int level, ...)
 {
+    va_list ap;
+    va_start(ap, level);
+    const char *label = level == 1 || level == -1 ? va_arg(ap, const char *) : NULL;
+    va_end(ap);
+    ml_pcontrol(level, label); /* regions and recording off/on (region.c) */
     int on = ml_enter();
     uint64_t t0 = ml_now();
     int ret = PMPI_Pcontrol(level);

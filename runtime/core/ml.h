@@ -67,6 +67,10 @@ typedef struct ml_slot {
     int rq_cap, rq_live;
     uint64_t untracked;    /* requests the full table could not hold */
     struct ml_slot *next;
+    struct ml_cstab *cs;   /* call sites (callsite.c, hooks.h); NULL when off */
+    struct ml_rgtab *rg;   /* per-region records (region.c, hooks.h) */
+    struct ml_tltab *tl;   /* time line (timeline.c, hooks.h) */
+    struct ml_cm_rec *cm;  /* per-communicator records (comms.c, hooks.h) */
     int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
     ml_fl_t fl;            /* the call this thread is inside (flight.h) */
 } ml_slot_t;
@@ -351,5 +355,7 @@ extern double ml_overhead_ns, ml_overhead_sampled_ns;
 extern uint64_t ml_t_init, ml_t_final;
 extern int ml_wrapped_c, ml_wrapped_f;
 size_t mpilens_record_bytes(void);
+
+#include "hooks.h" /* call sites and regions: the wrappers' second pair of hooks */
 
 #endif

@@ -299,9 +299,45 @@ def fl_args(kind: str, b: Binding, peer: str = "", tag: str = "", count: str = "
             f"{arg(tag2, 'int_', '-1')}, {rq}, {nrq}")
 
 
+COMM_MAKERS = {  # base name -> (kind, parent parameter, new communicator parameter)
+    "Comm_dup": ("dup", "comm", "newcomm"), "Comm_dup_with_info": ("dup", "comm", "newcomm"),
+    "Comm_idup": ("idup", "comm", "newcomm"), "Comm_idup_with_info": ("idup", "comm", "newcomm"),
+    "Comm_split": ("split", "comm", "newcomm"), "Comm_split_type": ("split_type", "comm", "newcomm"),
+    "Comm_create": ("create", "comm", "newcomm"), "Comm_create_group": ("create", "comm", "newcomm"),
+    "Comm_create_from_group": ("create", None, "newcomm"), "Cart_sub": ("cart_sub", "comm", "newcomm"),
+    "Cart_create": ("cart", "comm_old", "comm_cart"), "Graph_create": ("graph", "comm_old", "comm_graph"),
+    "Dist_graph_create": ("dist_graph", "comm_old", "comm_dist_graph"),
+    "Dist_graph_create_adjacent": ("dist_graph", "comm_old", "comm_dist_graph"),
+    "Intercomm_create": ("intercomm", "local_comm", "newintercomm"),
+    "Intercomm_create_from_groups": ("intercomm", None, "newintercomm"),
+    "Intercomm_merge": ("merge", "intercomm", "newintracomm"),
+    "Comm_accept": ("accept", "comm", "newcomm"), "Comm_connect": ("connect", "comm", "newcomm"),
+    "Comm_spawn": ("spawn", "comm", "intercomm"), "Comm_spawn_multiple": ("spawn", "comm", "intercomm"),
+    "Comm_join": ("join", None, "intercomm"), "Comm_get_parent": ("parent", None, "parent"),
+}
+
+
+def comm_plan(base: str, b: Binding, p: Plan) -> None:
+    """Per-communicator records (runtime/core/comms.c): the call's communicator, the
+    communicators the call makes, the ones it frees."""
+    if base in ("Comm_free", "Comm_disconnect"):
+        p.pre.append(f"ml_comm_freeing({b.comm('comm') if b.lang == 'f' else b.ref('comm')});")
+        return
+    mk = COMM_MAKERS.get(base)
+    if mk and b.has(mk[2]):
+        kind, parent, new = mk
+        newc = b.comm(new) if b.lang == "f" else b.ref(new)
+        par = b.comm(parent) if parent and b.has(parent) else "MPI_COMM_NULL"
+        p.post.append(f'ml_comm_created({newc}, {par}, "{kind}");')
+    arg = "comm" if b.has("comm") else "comm_old" if b.has("comm_old") else None
+    if arg and (mk is None or mk[2] != arg) and not base.endswith(("_f2c", "_c2f", "_toint", "_fromint")):
+        p.post.insert(0, f"ml_hook_comm(&H, {b.comm(arg)});")
+
+
 def plan_for(fname: str, b: Binding) -> Plan:
     p = Plan()
     base = base_of(fname)
+    comm_plan(base, b, p)
     F = "FID"
     if base in ("Probe", "Iprobe", "Mprobe", "Improbe"):
         p.fl = fl_args("RECV", b, "source", "tag")
@@ -393,6 +429,9 @@ def plan_for(fname: str, b: Binding) -> Plan:
         req = b.raw("request")
         creq = f"PMPI_Request_f2c(*(MPI_Fint *)({req}))" if b.lang == "f" else f"*{req}"
         p.pre.append(f"if (ml_req_live) ml_req_free({creq});")
+        return p
+    if base == "Pcontrol" and b.lang == "f":  # levels only (runtime/core/region.c)
+        p.pre.append(f"ml_pcontrol({b.int_('level')}, NULL);")
         return p
     if base == "Type_free":
         p.pre.append("ml_type_forget();")
@@ -563,9 +602,9 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     """
     out = ["    int on = ml_enter();"]
     out += ["    " + ln for ln in plan.pre if ln]
-    out.append("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0;")
+    out.append("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0; ml_hook_t H;")
     out.append("    if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); "
-               "if (tm) t0 = ml_now(); }")
+               "ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now(); }")
     fl = plan.fl or "ML_FL_OTHER, MPI_COMM_NULL, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0"
     out.append(f"    if (ML_FL_ON && on) ml_fl_in(S, FID, {fl}, tm ? t0 : ml_fl_clock);")
     if served:
@@ -586,6 +625,7 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
             out += ["            " + ln for ln in post]
             out.append("        }")
         out.append("        if (__builtin_expect(S->shared, 0)) ml_shared_unlock();")
+    out.append("        ml_hook_end(&H, S, FID, tm, t0, dt);")
     out.append("    }")
     return out
 

@@ -61,6 +61,19 @@ def _render(d: dict[str, Any], top: int) -> None:
                   f"{r['calls_change']:+,} ({_pct(r['calls_change_pct'])})",
                   f"{dbytes:+,}")
     console.print(t)
+    if d["callsites"]:
+        c = Table(title="Per call site (function and source line), largest time change first",
+                  title_justify="left")
+        c.add_column("function", no_wrap=True)
+        c.add_column("call site")
+        for col in ("time A", "time B", "change", "", "calls A", "calls B", "bytes change"):
+            c.add_column(col, justify="right", no_wrap=True)
+        for r in d["callsites"][:top]:
+            c.add_row(r["function"], Text(r["location"]), fmt_time(r["time_a_s"]),
+                      fmt_time(r["time_b_s"]), _signed_time(r["time_change_s"]),
+                      _pct(r["time_change_pct"]), f"{r['calls_a']:,}", f"{r['calls_b']:,}",
+                      f"{r['bytes_b'] - r['bytes_a']:+,}")
+        console.print(c)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         if args.top:
             d["functions"] = d["functions"][: args.top]
+            d["callsites"] = d["callsites"][: args.top]
         json.dump(d, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import sys
 from typing import Any
 
 from ..errors import UserError
-from ..report import analysis, commpattern, conventions, nodes, ranks, terminal, waitsfor
+from ..report import (
+    analysis,
+    callsites,
+    commpattern,
+    comms,
+    conventions,
+    nodes,
+    ranks,
+    regions,
+    terminal,
+    timeline,
+    waitsfor,
+)
 from ..report.partial import load_any
 from ..report.profile import Profile
 
@@ -47,11 +60,37 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="per-rank table: time in MPI, wall time, calls, bytes, top function "
                         "(text: added to the page; csv: printed instead of the function table; "
                         "json: always included)")
+    p.add_argument("--callsite", type=positive_int, metavar="N",
+                   help="call site N of the 'top call sites' table in detail: its stack, "
+                        "per-rank calls and time, message sizes")
+    p.add_argument("--region", metavar="NAME",
+                   help="only the MPI calls made inside region NAME (MPI_Pcontrol labels, "
+                        "mpilens_region_begin/end): the function table and histograms")
     p.set_defaults(func=run)
 
 
+def region_view(prof: Profile, region: str | None) -> Profile:
+    """The profile seen through --region: its functions are the region's calls."""
+    if region is None:
+        return prof
+    return dataclasses.replace(prof, header={**prof.header,
+                                             "functions": regions.region_functions(prof, region)})
+
+
+def callsite_detail(prof: Profile, n: int) -> dict[str, Any]:
+    rows = callsites.callsite_rows(prof)
+    if not rows:
+        raise UserError(f"{prof.path}: the profile has no call sites (written with "
+                        "MPILENS_CALLSITES=0, MPILENS_DETAIL=off or by a version 1 mpilens)")
+    if n > len(rows):
+        raise UserError(f"--callsite {n}: the profile has {len(rows)} call sites (1..{len(rows)})")
+    return rows[n - 1]
+
+
 def report_data(args: argparse.Namespace, prof: Profile) -> dict[str, Any]:
-    rows = analysis.function_rows(prof)
+    view = region_view(prof, args.region)
+    rows = analysis.function_rows(view)
+    cs = callsites.callsite_rows(prof)
     data: dict[str, Any] = {
         "summary": analysis.summary(prof),
         "functions": rows[: args.top] if args.top else rows,
@@ -59,9 +98,20 @@ def report_data(args: argparse.Namespace, prof: Profile) -> dict[str, Any]:
         "alltoall": analysis.alltoall_rows(prof),
         "ranks": ranks.rank_rows(prof),
         "nodes": nodes.node_view(prof),
+        "callsites": cs[: args.top] if args.top else cs,
+        "callsites_dropped": callsites.dropped(prof),
+        "regions": regions.region_rows(prof),
+        "regions_dropped": regions.dropped(prof),
+        "timeline": timeline.timeline(prof),
+        "comms": comms.comm_rows(prof),
+        "comms_dropped": comms.dropped(prof),
     }
+    if args.region:
+        data["region"] = args.region
+    if args.callsite:
+        data["callsite"] = callsite_detail(prof, args.callsite)
     if args.function:
-        data["histogram"] = analysis.histogram(prof, args.function)
+        data["histogram"] = analysis.histogram(view, args.function)
     if prof.partial is not None:
         data["partial"] = waitsfor.analyse(prof)
     return data
@@ -102,9 +152,12 @@ def run(args: argparse.Namespace) -> int:
     check_args(args)
     prof = load_any(args.profile)
     if args.format == "text":
+        view = region_view(prof, args.region)  # fail before printing anything
         if args.function:
-            analysis.resolve_function(prof, args.function)  # fail before printing anything
-        terminal.render(prof, args.top or DEFAULT_TOP, args.function, per_rank=args.ranks)
+            analysis.resolve_function(view, args.function)
+        site = callsite_detail(prof, args.callsite) if args.callsite else None
+        terminal.render(prof, args.top or DEFAULT_TOP, args.function, per_rank=args.ranks,
+                        region=args.region, callsite=site)
         return 0
     data = report_data(args, prof)
     if args.format == "json":

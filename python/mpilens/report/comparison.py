@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import callsites
 from .analysis import OUTSIDE
 from .profile import Profile
 
@@ -42,6 +43,7 @@ def compare(a: Profile, b: Profile) -> dict[str, Any]:
         rows.append(row)
     rows.sort(key=lambda r: (r["function"] in OUTSIDE, -abs(r["time_change_s"]), r["function"]))
     return {
+        "callsites": compare_callsites(a, b),
         "a": {"profile": str(a.path), "nranks": a.nranks, "wall_s": wall_a,
               "mpi_s": float(a.header["mpi_s"]["mean"])},
         "b": {"profile": str(b.path), "nranks": b.nranks, "wall_s": wall_b,
@@ -50,3 +52,22 @@ def compare(a: Profile, b: Profile) -> dict[str, Any]:
         "wall_change_pct": _rel(wall_a, wall_b),
         "functions": rows,
     }
+
+
+def compare_callsites(a: Profile, b: Profile) -> list[dict[str, Any]]:
+    """Call sites matched by function and source location (callsites.site_key); times
+    per rank as for functions; largest change first."""
+    sa = {callsites.site_key(r): r for r in callsites.callsite_rows(a)}
+    sb = {callsites.site_key(r): r for r in callsites.callsite_rows(b)}
+    rows = []
+    for key in set(sa) | set(sb):
+        ra, rb = sa.get(key, {}), sb.get(key, {})
+        ta = float(ra.get("time_s", 0.0)) / a.nranks
+        tb = float(rb.get("time_s", 0.0)) / b.nranks
+        rows.append({"function": key[0], "location": key[1], "time_a_s": ta, "time_b_s": tb,
+                     "time_change_s": tb - ta, "time_change_pct": _rel(ta, tb),
+                     "calls_a": int(ra.get("calls", 0)), "calls_b": int(rb.get("calls", 0)),
+                     "bytes_a": int(ra.get("bytes_sent", 0)) + int(ra.get("bytes_recv", 0)),
+                     "bytes_b": int(rb.get("bytes_sent", 0)) + int(rb.get("bytes_recv", 0))})
+    rows.sort(key=lambda r: (-abs(r["time_change_s"]), r["function"], r["location"]))
+    return rows

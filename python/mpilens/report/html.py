@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, commpattern, nodes, ranks, waitsfor
+from . import analysis, callsites, commpattern, nodes, ranks, regions, timeline, waitsfor
 from .profile import Profile
 from .schema import CAUTION_FACTOR
 
@@ -253,6 +253,76 @@ def partial_html(prof: Profile) -> str:
             + _table(["rank", "dump", "inside", "for", "waits for"], rows))
 
 
+MAX_CALLSITES = 30
+
+
+def timeline_html(prof: Profile) -> str:
+    """Heat map ranks x time (fraction of each bin in MPI) and the stacked MPI time per class."""
+    tl = timeline.timeline(prof)
+    if tl is None:
+        return ""
+    w, n = tl["bin_s"], tl["nbins"]
+    fig, ax = plt.subplots(figsize=(8, max(2.0, min(8.0, 0.25 * prof.nranks + 1.5))))
+    im = ax.imshow(tl["mpi_fraction"], aspect="auto", cmap="magma", vmin=0.0, vmax=1.0,
+                   origin="upper", extent=(0.0, w * n, prof.nranks - 0.5, -0.5))
+    fig.colorbar(im, ax=ax, label="fraction of the bin in MPI")
+    ax.set_xlabel("time since MPI_Init (s)")
+    ax.set_ylabel("rank")
+    ax.set_yticks(_rank_ticks(prof.nranks))
+    ax.set_title("Time in MPI per rank over the run")
+    heat = _png(fig, "time line heat map")
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    xs = [w * (i + 0.5) for i in range(n)]
+    used = [c for c in tl["classes"] if sum(c["calls"])]
+    if used:
+        ax.stackplot(xs, *[c["time_s"] for c in used], labels=[c["class"] for c in used])
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    else:
+        _no_data(ax, "no calls in the time line")
+    ax.set_xlabel("time since MPI_Init (s)")
+    ax.set_ylabel(f"MPI time per bin of {fmt_time(w)} (s)")
+    ax.set_title("MPI time per function class, summed over ranks")
+    stacked = _png(fig, "time line per class")
+    return (f'<h2 id="timeline">Time line</h2><p>{n} bins of {fmt_time(w)} from MPI_Init.</p>'
+            + heat + stacked)
+
+
+def callsites_html(prof: Profile) -> str:
+    """The top call sites (as `mpilens report`), with every frame of each."""
+    rows = callsites.callsite_rows(prof)
+    if not rows:
+        return ""
+    e = html.escape
+    drop = callsites.dropped(prof)
+    note = (f"<p>{drop['calls']:,} calls came from sites beyond MPILENS_CALLSITE_SLOTS "
+            f"({fmt_time(drop['time_s'])}): not in the table.</p>" if drop["calls"] else "")
+    return ('<h2 id="callsites">Call sites by total time</h2>'
+            "<p>Innermost frame first; file:line from the programs' debug information.</p>"
+            + _table(["#", "function", "call site", "calls", "total", "% sites", "ranks", "bytes"],
+                     [[str(r["id"]), e(r["function"]),
+                       "<br>".join(e(callsites.location(f)) for f in r["frames"]),
+                       f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_pct(r["pct_sites"]),
+                       str(r["nranks"]), fmt_bytes(r["bytes_sent"] + r["bytes_recv"])]
+                      for r in rows[:MAX_CALLSITES]]) + note)
+
+
+def regions_html(prof: Profile) -> str:
+    rows = regions.region_rows(prof)
+    if not rows:
+        return ""
+    e = html.escape
+    return ('<h2 id="regions">Regions</h2><p>MPI_Pcontrol labels and mpilens_region_begin/end: '
+            "a call counts in its innermost region; wall time includes nested regions.</p>"
+            + _table(["region", "inside", "entries", "wall/rank", "MPI calls", "MPI time",
+                      "bytes", "functions"],
+                     [[e(r["name"]), e(r["parent"] or "-"), f"{r['entries']:,}",
+                       fmt_time(r["wall_mean_s"]), f"{r['calls']:,}", fmt_time(r["time_s"]),
+                       fmt_bytes(r["bytes_sent"] + r["bytes_recv"]),
+                       e(", ".join(f"{k} {v['calls']:,}" for k, v in sorted(
+                           r["functions"].items(), key=lambda kv: -kv[1]["time_s"])))]
+                      for r in rows]))
+
+
 def render(prof: Profile) -> str:
     """The complete HTML document for a profile."""
     e = html.escape
@@ -313,7 +383,7 @@ def render(prof: Profile) -> str:
 <div class="banner" id="summary"><h1>{e(title)}</h1><table>{banner}</table></div>
 {partial_html(prof)}
 <h2>MPI functions by total time</h2>{ftable}
-{a2a}
+{a2a}{regions_html(prof)}{callsites_html(prof)}{timeline_html(prof)}
 <h2>MPI time by function per rank</h2>{fig_time_per_rank(prof, rows)}
 <h2>Per-rank imbalance</h2>{fig_imbalance(prof)}{ranks_html(prof)}
 <h2>Communication matrix</h2>{pattern_html(cp)}{fig_heatmap(prof)}

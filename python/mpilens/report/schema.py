@@ -5,7 +5,7 @@ schema/genschema.py, do not edit (tests/test_schema.py checks it is current).
 from __future__ import annotations
 
 FORMAT = "mpilens-profile"
-VERSION = 1  # the newest format version this reader understands
+VERSION = 2  # the newest format version this reader understands
 # message-size classes of hist_send and hist_recv: 0 bytes, 1 byte, 2^(k-1) .. 2^k - 1 bytes for
 # k = 2 .. 23, >= 8 MiB
 NBINS = 25
@@ -70,6 +70,35 @@ RANK_KEYS: dict[str, type | tuple[type, ...]] = {
     "rank": int,
     "wall_s": (int, float),
     "mpi_s": (int, float),
+    "functions": dict,
+}
+CALLSITE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "function": str,
+    "frames": list,
+    "calls": int,
+    "time_s": (int, float),
+    "bytes_sent": int,
+    "bytes_recv": int,
+}
+TIMELINE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "bin_s": (int, float),
+    "classes": list,
+    "calls": list,
+    "time_s": list,
+    "bytes": list,
+}
+COMM_KEYS: dict[str, type | tuple[type, ...]] = {
+    "id": int,
+    "kind": str,
+    "calls": int,
+    "time_s": (int, float),
+    "bytes_sent": int,
+    "bytes_recv": int,
+}
+REGION_KEYS: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "entries": int,
+    "wall_s": (int, float),
     "functions": dict,
 }
 RANK_FUNCTION_KEYS: dict[str, type | tuple[type, ...]] = {

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, commpattern, nodes, ranks, waitsfor
+from . import analysis, callsites, commpattern, comms, nodes, ranks, regions, timeline, waitsfor
 from .profile import Profile
 
 BAR_WIDTH = 40
@@ -201,8 +201,107 @@ def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
     return out
 
 
+def callsites_table(rows: list[dict[str, Any]], top: int, drop: dict[str, Any]) -> list[Any]:
+    """The top call sites (report --callsite N shows one in detail)."""
+    t = Table(title=f"Top {min(top, len(rows))} of {len(rows)} call sites by total time "
+                    "(innermost frame first)", title_justify="left")
+    t.add_column("#", justify="right")
+    t.add_column("function", no_wrap=True)
+    t.add_column("call site")
+    for col in ("calls", "total", "% sites", "ranks", "bytes"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for r in rows[:top]:
+        t.add_row(str(r["id"]), r["function"], Text(r["location"]), f"{r['calls']:,}",
+                  fmt_time(r["time_s"]), fmt_pct(r["pct_sites"]), str(r["nranks"]),
+                  fmt_bytes(r["bytes_sent"] + r["bytes_recv"]))
+    out: list[Any] = [t]
+    if drop["calls"]:
+        out.append(Text(f"{drop['calls']:,} calls came from sites beyond MPILENS_CALLSITE_SLOTS "
+                        f"({fmt_time(drop['time_s'])}, "
+                        f"{fmt_bytes(drop['bytes_sent'] + drop['bytes_recv'])}): not in the table"))
+    return out
+
+
+def callsite_block(r: dict[str, Any], labels: list[str]) -> list[Any]:
+    """One call site in detail (report --callsite N)."""
+    out: list[Any] = [Text(f"Call site {r['id']}: {r['function']}, {r['calls']:,} calls, "
+                           f"{fmt_time(r['time_s'])}, {fmt_bytes(r['bytes_sent'])} sent, "
+                           f"{fmt_bytes(r['bytes_recv'])} received", style="bold")]
+    for i, f in enumerate(r["frames"]):
+        out.append(Text(f"  {'at' if i == 0 else 'from'} {callsites.location(f)}   "
+                        f"[{f['module']} +{f['offset']:#x}]"))
+    t = Table(title="per rank", title_justify="left")
+    t.add_column("rank", justify="right")
+    t.add_column("calls", justify="right")
+    t.add_column("time", justify="right")
+    for pr in r["per_rank"]:
+        t.add_row(str(pr["rank"]), f"{pr['calls']:,}", fmt_time(pr["time_s"]))
+    out.append(t)
+    sizes = [f"{labels[i]}: {c:,}" for i, c in enumerate(r["hist"]) if c and i < len(labels)]
+    if sizes:
+        out.append(Text("calls by size class of their bytes (B): " + ", ".join(sizes)))
+    return out
+
+
+def regions_table(rows: list[dict[str, Any]], drop: dict[str, int]) -> list[Any]:
+    t = Table(title="Regions (MPI_Pcontrol labels): a call counts in its innermost region; "
+                    "wall time includes nested regions", title_justify="left")
+    t.add_column("region", no_wrap=True)
+    t.add_column("inside", no_wrap=True)
+    for col in ("entries", "wall/rank", "MPI calls", "MPI time", "% of region", "bytes"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for r in rows:
+        wall = r["wall_s"]
+        t.add_row(Text(r["name"]), Text(r["parent"] or "-"), f"{r['entries']:,}",
+                  fmt_time(r["wall_mean_s"]), f"{r['calls']:,}", fmt_time(r["time_s"]),
+                  fmt_pct(100.0 * r["time_s"] / wall) if wall > 0 else "-",
+                  fmt_bytes(r["bytes_sent"] + r["bytes_recv"]))
+    out: list[Any] = [t]
+    if drop["labels"] or drop["calls"] or drop["unmatched"]:
+        out.append(Text(f"{drop['labels']:,} region openings beyond MPILENS_REGIONS (in \"(other)\"), "
+                        f"{drop['calls']:,} calls not recorded per region, "
+                        f"{drop['unmatched']:,} unmatched region ends"))
+    return out
+
+
+def timeline_block(tl: dict[str, Any]) -> list[Any]:
+    """One sparkline per class: MPI time per bin, summed over ranks (scaled per class)."""
+    t = Table(title=f"Time line: MPI time per class in {tl['nbins']} bins of "
+                    f"{fmt_time(tl['bin_s'])} from MPI_Init (summed over ranks; each line "
+                    "scaled to its own peak)", title_justify="left")
+    t.add_column("class")
+    t.add_column("", no_wrap=True)
+    for col in ("calls", "time", "bytes"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for c in tl["classes"]:
+        if not sum(c["calls"]):
+            continue
+        t.add_row(c["class"], Text(timeline.sparkline(c["time_s"]), style="cyan"),
+                  f"{sum(c['calls']):,}", fmt_time(sum(c["time_s"])), fmt_bytes(sum(c["bytes"])))
+    return [t]
+
+
+def comms_table(rows: list[dict[str, Any]], top: int, dropped: int) -> list[Any]:
+    """The heaviest communicators (records of all ranks grouped by description)."""
+    t = Table(title=f"Heaviest {min(top, len(rows))} of {len(rows)} communicators by MPI time "
+                    "(how each was made, its size, its name; records: one per rank in it)",
+                    title_justify="left")
+    t.add_column("communicator")
+    for col in ("records", "calls", "time", "bytes"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for r in rows[:top]:
+        t.add_row(Text(r["communicator"]), str(r["records"]), f"{r['calls']:,}",
+                  fmt_time(r["time_s"]), fmt_bytes(r["bytes_sent"] + r["bytes_recv"]))
+    out: list[Any] = [t]
+    if dropped:
+        out.append(Text(f"{dropped:,} communicators beyond MPILENS_COMMS: their calls are in "
+                        "\"other\""))
+    return out
+
+
 def render(prof: Profile, top: int, function: str | None,
-           console: Console | None = None, per_rank: bool = False) -> None:
+           console: Console | None = None, per_rank: bool = False,
+           region: str | None = None, callsite: dict[str, Any] | None = None) -> None:
     if console is None:
         console = Console()
         if not console.is_terminal:  # piped or redirected: do not squeeze the tables to 80
@@ -211,14 +310,40 @@ def render(prof: Profile, top: int, function: str | None,
     if prof.partial is not None:
         for item in partial_block(prof, waitsfor.analyse(prof)):
             console.print(item)
-    console.print(functions_table(analysis.function_rows(prof), top))
+    view = prof
+    if region is not None:
+        from ..commands.report import region_view
+
+        view = region_view(prof, region)
+        console.print(Text(f"Region {region}: the function table and histograms below count "
+                           "only the calls made inside it", style="bold"))
+    console.print(functions_table(analysis.function_rows(view), top))
+    rg = regions.region_rows(prof)
+    if rg:
+        for item in regions_table(rg, regions.dropped(prof)):
+            console.print(item)
+    cm = comms.comm_rows(prof)
+    if cm:
+        for item in comms_table(cm, min(top, 10), comms.dropped(prof)):
+            console.print(item)
+    tl = timeline.timeline(prof)
+    if tl:
+        for item in timeline_block(tl):
+            console.print(item)
+    cs = callsites.callsite_rows(prof)
+    if cs:
+        for item in callsites_table(cs, min(top, 10), callsites.dropped(prof)):
+            console.print(item)
+    if callsite is not None:
+        for item in callsite_block(callsite, prof.hist_labels()):
+            console.print(item)
     if per_rank:
         console.print(ranks_table(ranks.rank_rows(prof)))
     a2a = analysis.alltoall_rows(prof)
     for item in alltoall_block(a2a) if a2a else []:
         console.print(item)
     if function:
-        for item in histogram_table(analysis.histogram(prof, function)):
+        for item in histogram_table(analysis.histogram(view, function)):
             console.print(item)
     for item in pattern_block(commpattern.summary(prof)):
         console.print(item)

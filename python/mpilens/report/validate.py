@@ -242,6 +242,92 @@ class _Checker:
                 self.rank(f"{w} peers.{side}[{i}] peer", e[0])
                 self.count(f"{w} peers.{side}[{i}] messages", e[1])
                 self.count(f"{w} peers.{side}[{i}] bytes", e[2])
+        self.version2(w, r)
+
+    # ---- version 2: call sites, regions, time line (docs/profile-format.md) ----
+
+    def counts(self, where: str, d: Any, keys: tuple[str, ...]) -> None:
+        d = self.obj(where, d)
+        for key in keys:
+            if key in d:
+                if key.endswith("_s"):
+                    self.time(f"{where}.{key}", d[key])
+                else:
+                    self.count(f"{where}.{key}", d[key])
+
+    def version2(self, w: str, r: dict[str, Any]) -> None:
+        site_keys = ("calls", "timed_calls", "time_s", "bytes_sent", "bytes_recv")
+        mods = self.seq(f"{w} callsite_modules", r.get("callsite_modules", []))
+        for i, m in enumerate(mods):
+            self.text(f"{w} callsite_modules[{i}]", m)
+        for i, s in enumerate(self.seq(f"{w} callsites", r.get("callsites", []))):
+            ws = f"{w} callsites[{i}]"
+            s = self.obj(ws, s)
+            self.text(f"{ws}.function", s.get("function"))
+            for key in ("calls", "bytes_sent", "bytes_recv", "time_s"):
+                if key not in s:
+                    raise self.fail(f"{ws}.{key}", None, "a value (required)")
+            self.counts(ws, s, site_keys)
+            for j, fr in enumerate(self.seq(f"{ws}.frames", s.get("frames"))):
+                fr = self.seq(f"{ws}.frames[{j}]", fr, 2)
+                self.count(f"{ws}.frames[{j}] module", fr[0], 0, max(0, len(mods) - 1))
+                self.count(f"{ws}.frames[{j}] offset", fr[1])
+            for j, c in enumerate(self.seq(f"{ws}.hist", s.get("hist", [0] * NBINS), NBINS)):
+                self.count(f"{ws}.hist[{j}]", c)
+        if "callsites_dropped" in r:
+            self.counts(f"{w} callsites_dropped", r["callsites_dropped"],
+                        ("calls", "time_s", "bytes_sent", "bytes_recv"))
+        for i, g in enumerate(self.seq(f"{w} regions", r.get("regions", []))):
+            wg = f"{w} regions[{i}]"
+            g = self.obj(wg, g)
+            self.text(f"{wg}.name", g.get("name"))
+            if g.get("parent") is not None:
+                self.text(f"{wg}.parent", g["parent"])
+            self.count(f"{wg}.entries", g.get("entries"))
+            self.time(f"{wg}.wall_s", g.get("wall_s"))
+            for name, f in self.obj(f"{wg}.functions", g.get("functions")).items():
+                self.text(f"{wg}.functions key", name)
+                self.counts(f"{wg}.functions.{name}", f, ("calls", "time_s", "bytes_sent",
+                                                          "bytes_recv"))
+        if "regions_dropped" in r:
+            self.counts(f"{w} regions_dropped", r["regions_dropped"],
+                        ("labels", "calls", "unmatched"))
+        if "timeline" in r:
+            self.timeline(f"{w} timeline", r["timeline"])
+        self.count(f"{w} comms_dropped", r.get("comms_dropped", 0))
+        for i, c in enumerate(self.seq(f"{w} comms", r.get("comms", []))):
+            wc = f"{w} comms[{i}]"
+            c = self.obj(wc, c)
+            self.count(f"{wc}.id", c.get("id"), -1, 2**31 - 1)
+            self.text(f"{wc}.kind", c.get("kind"))
+            if "name" in c:
+                self.text(f"{wc}.name", c["name"])
+            if c.get("parent") is not None:
+                self.count(f"{wc}.parent", c["parent"], 0, 2**31 - 1)
+            if "size" in c:
+                self.count(f"{wc}.size", c["size"], 0, 2**31 - 1)
+            for key in ("calls", "time_s", "bytes_sent", "bytes_recv"):
+                if key not in c:
+                    raise self.fail(f"{wc}.{key}", None, "a value (required)")
+            self.counts(wc, c, ("calls", "time_s", "bytes_sent", "bytes_recv"))
+
+    def timeline(self, w: str, tl: Any) -> None:
+        tl = self.obj(w, tl)
+        if self.time(f"{w}.bin_s", tl.get("bin_s")) <= 0:
+            raise self.fail(f"{w}.bin_s", tl.get("bin_s"), "a bin width > 0")
+        classes = self.seq(f"{w}.classes", tl.get("classes"))
+        if not classes:
+            raise self.fail(f"{w}.classes", classes, "a non-empty list of class names")
+        for i, c in enumerate(classes):
+            self.text(f"{w}.classes[{i}]", c)
+        n = len(self.seq(f"{w}.calls", tl.get("calls")))
+        for key in ("calls", "time_s", "bytes"):
+            for i, b in enumerate(self.seq(f"{w}.{key}", tl.get(key), n)):
+                for j, v in enumerate(self.seq(f"{w}.{key}[{i}]", b, len(classes))):
+                    if key == "time_s":
+                        self.time(f"{w}.{key}[{i}][{j}]", v)
+                    else:
+                        self.count(f"{w}.{key}[{i}][{j}]", v)
 
 
 def check_values(path: Path, header: dict[str, Any], ranks: list[dict[str, Any]]) -> None:

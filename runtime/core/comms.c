@@ -1,0 +1,222 @@
+/* Per-communicator records (MPILENS_COMMS): calls, time and bytes per
+ * communicator, and how each was made: its size, the function that created
+ * it (dup, split, create, cart, ...), its parent, its MPI_Comm_set_name name
+ * (docs/runtime.md, "Communicators").
+ *
+ * The communicators are numbered in order of creation on each rank
+ * (MPI_COMM_WORLD 0, MPI_COMM_SELF 1); at most MPILENS_COMMS are kept, the
+ * calls on further ones go to one record "other".  A freed communicator's
+ * record stays (its handle may be reused by the next one, which gets a new
+ * record).  The per-call path finds the record of a handle through a
+ * one-entry cache per thread, else one probe of a table that only the
+ * creating wrappers write. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "profile.h"
+
+int ml_cm_max = 32;
+
+typedef struct {
+    int size, parent, freed, inter;
+    char kind[16];
+    char name[MPI_MAX_OBJECT_NAME];
+} ml_cm_info_t;
+
+static ml_cm_info_t *ml_cm;        /* [ml_cm_max] */
+static int ml_ncm;                 /* records in use */
+static uint64_t ml_cm_dropped;     /* communicators beyond ml_cm_max */
+static uint64_t *ml_cm_key;        /* open addressing: handle bits + 1 (0 empty), per slot of ml_cm_idx */
+static int *ml_cm_idx;
+static uint32_t ml_cm_mask;
+volatile unsigned ml_cm_epoch = 1;
+static pthread_mutex_t ml_cm_mu = PTHREAD_MUTEX_INITIALIZER;
+ML_TLS ml_cm_cache_t ml_cm_cache;
+
+ml_slot_t *ml_first_slot(void);
+
+static uint64_t ml_cm_hkey(MPI_Comm c)
+{
+    uint64_t k = 0;
+    memcpy(&k, &c, sizeof c < sizeof k ? sizeof c : sizeof k);
+    return k + 1;
+}
+
+/* Record index of comm (ml_cm_max: "other", -1 unknown); the table's slow path. */
+int ml_cm_find(MPI_Comm comm)
+{
+    uint64_t key = ml_cm_hkey(comm);
+    int id = -1;
+    for (uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40);; i++) {
+        uint64_t k = __atomic_load_n(&ml_cm_key[i & ml_cm_mask], __ATOMIC_ACQUIRE);
+        if (!k) break;
+        if (k == key) {
+            id = ml_cm_idx[i & ml_cm_mask];
+            break;
+        }
+    }
+    if (id < 0) id = ml_cm_max; /* made before mpilens saw it, or beyond the limit: "other" */
+    ml_cm_cache.comm = comm;
+    ml_cm_cache.id = id;
+    ml_cm_cache.epoch = ml_cm_epoch;
+    return id;
+}
+
+static void ml_cm_put(MPI_Comm comm, int id)
+{
+    uint64_t key = ml_cm_hkey(comm);
+    for (uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40);; i++) {
+        uint64_t k = ml_cm_key[i & ml_cm_mask];
+        if (k && k != key && k != 1) continue;
+        ml_cm_idx[i & ml_cm_mask] = id;
+        __atomic_store_n(&ml_cm_key[i & ml_cm_mask], key, __ATOMIC_RELEASE);
+        return;
+    }
+}
+
+/* like_parent: the new communicator may not be used yet (MPI_Comm_idup): its size is its parent's */
+static void ml_cm_new(MPI_Comm comm, int parent, const char *kind, MPI_Comm like_parent)
+{
+    if (comm == MPI_COMM_NULL) return;
+    pthread_mutex_lock(&ml_cm_mu);
+    if (ml_ncm >= ml_cm_max) {
+        ml_cm_dropped++;
+    } else {
+        ml_cm_info_t *c = &ml_cm[ml_ncm];
+        int inter = 0;
+        MPI_Comm q = like_parent != MPI_COMM_NULL ? like_parent : comm;
+        PMPI_Comm_test_inter(q, &inter);
+        c->inter = inter;
+        if (inter) PMPI_Comm_remote_size(q, &c->size);
+        else PMPI_Comm_size(q, &c->size);
+        c->parent = parent;
+        snprintf(c->kind, sizeof c->kind, "%s", kind);
+        ml_cm_put(comm, ml_ncm++);
+    }
+    __atomic_add_fetch(&ml_cm_epoch, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ml_cm_mu);
+}
+
+void ml_cm_init(void)
+{
+    if (!ml_cm_max || ml_cm) return;
+    uint32_t sz = 8;
+    while (sz < 4u * (uint32_t)ml_cm_max) sz <<= 1;
+    ml_cm = calloc((size_t)ml_cm_max, sizeof *ml_cm);
+    ml_cm_key = calloc(sz, sizeof *ml_cm_key);
+    ml_cm_idx = calloc(sz, sizeof *ml_cm_idx);
+    if (!ml_cm || !ml_cm_key || !ml_cm_idx) {
+        fprintf(stderr, "mpilens: out of memory allocating the communicator records\n");
+        abort();
+    }
+    ml_cm_mask = sz - 1;
+    ml_cm_new(MPI_COMM_WORLD, -1, "world", MPI_COMM_NULL);
+    ml_cm_new(MPI_COMM_SELF, -1, "self", MPI_COMM_NULL);
+    ml_hooks_on = 1;
+}
+
+/* The wrappers of the functions that make communicators, after a successful call. */
+void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind)
+{
+    if (!ml_cm) return;
+    int p = parent == MPI_COMM_NULL ? -1 : ml_cm_find(parent);
+    ml_cm_new(newcomm, p >= ml_cm_max ? -1 : p, kind, strcmp(kind, "idup") == 0 ? parent : MPI_COMM_NULL);
+}
+
+/* MPI_Comm_free / MPI_Comm_disconnect, before the call: keep the name, free the handle. */
+void ml_comm_freeing(MPI_Comm comm)
+{
+    if (!ml_cm || comm == MPI_COMM_NULL) return;
+    pthread_mutex_lock(&ml_cm_mu);
+    int id = ml_cm_find(comm);
+    if (id < ml_cm_max) {
+        int len = 0;
+        PMPI_Comm_get_name(comm, ml_cm[id].name, &len);
+        ml_cm[id].freed = 1;
+        uint64_t key = ml_cm_hkey(comm);
+        for (uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40);; i++) {
+            uint64_t k = ml_cm_key[i & ml_cm_mask];
+            if (!k) break;
+            if (k == key) {
+                __atomic_store_n(&ml_cm_key[i & ml_cm_mask], 1, __ATOMIC_RELEASE); /* tombstone */
+                break;
+            }
+        }
+    }
+    __atomic_add_fetch(&ml_cm_epoch, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ml_cm_mu);
+}
+
+void ml_cm_attach(ml_slot_t *s)
+{
+    if (!ml_cm_max) return;
+    s->cm = calloc((size_t)ml_cm_max + 1, sizeof(ml_cm_rec_t));
+    if (!s->cm) {
+        fprintf(stderr, "mpilens: out of memory allocating the communicator records\n");
+        abort();
+    }
+}
+
+size_t ml_cm_bytes(void) { return ml_cm_max ? ((size_t)ml_cm_max + 1) * sizeof(ml_cm_rec_t) : 0; }
+
+void ml_cm_add_slow(ml_slot_t *S, MPI_Comm comm, int tm, uint64_t dt, uint64_t bytes_s, uint64_t bytes_r)
+{
+    ml_shared_lock();
+    ml_cm_upd(&S->cm[ml_cm_id(comm)], tm, dt, bytes_s, bytes_r);
+    ml_shared_unlock();
+}
+
+/* This rank's communicators (rank-line members). */
+void ml_cm_rank_json(ml_buf_t *b)
+{
+    if (!ml_cm) return;
+    ml_buf_printf(b, ",\"comms\":[");
+    int first = 1;
+    for (int id = 0; id <= ml_cm_max; id++) {
+        uint64_t c = 0, tmd = 0, tk = 0, bs = 0, br = 0;
+        for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
+            if (!s->cm) continue;
+            c += s->cm[id].calls;
+            tmd += s->cm[id].timed;
+            tk += s->cm[id].ticks;
+            bs += s->cm[id].bytes_s;
+            br += s->cm[id].bytes_r;
+        }
+        if (id >= ml_ncm && id < ml_cm_max) continue;
+        if (id == ml_cm_max && !c) continue;
+        ml_buf_printf(b, "%s{\"id\":%d", first ? "" : ",", id == ml_cm_max ? -1 : id);
+        first = 0;
+        if (id < ml_cm_max) {
+            const ml_cm_info_t *m = &ml_cm[id];
+            char name[MPI_MAX_OBJECT_NAME] = {0};
+            if (m->freed) {
+                snprintf(name, sizeof name, "%s", m->name);
+            } else {
+                MPI_Comm h = id == 0 ? MPI_COMM_WORLD : id == 1 ? MPI_COMM_SELF : MPI_COMM_NULL;
+                for (uint32_t i = 0; h == MPI_COMM_NULL && i <= ml_cm_mask; i++)
+                    if (ml_cm_key[i] > 1 && ml_cm_idx[i] == id) {
+                        uint64_t k = ml_cm_key[i] - 1;
+                        memcpy(&h, &k, sizeof h < sizeof k ? sizeof h : sizeof k);
+                    }
+                int len = 0;
+                if (h != MPI_COMM_NULL) PMPI_Comm_get_name(h, name, &len);
+            }
+            ml_buf_printf(b, ",\"kind\":\"%s\",\"size\":%d,\"inter\":%s,\"parent\":", m->kind, m->size,
+                          m->inter ? "true" : "false");
+            if (m->parent >= 0) ml_buf_printf(b, "%d", m->parent);
+            else ml_buf_printf(b, "null");
+            ml_buf_printf(b, ",\"name\":");
+            ml_buf_json_str(b, name);
+        } else {
+            ml_buf_printf(b, ",\"kind\":\"other\"");
+        }
+        ml_buf_printf(b, ",\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
+                      (unsigned long long)c, tmd ? ml_ticks_to_s(tk) * ((double)c / (double)tmd) : 0.0,
+                      (unsigned long long)bs, (unsigned long long)br);
+    }
+    ml_buf_printf(b, "],\"comms_dropped\":%llu", (unsigned long long)ml_cm_dropped);
+}

@@ -1,0 +1,224 @@
+/* Per-call hooks beside the function records: call sites (callsite.c) and
+ * regions (region.c).  Every timed wrapper calls them once before and once
+ * after the MPI call (runtime/gen/genwrap.py, timed_body):
+ *
+ *     ml_hook_t H;
+ *     if (on) { ...; ml_hook_begin(&H, S, FID, __builtin_return_address(0)); ... }
+ *     ret = PMPI_Xxx(...);
+ *     if (on) { ml_count(...); <semantic helpers>; ml_hook_end(&H, S, FID, tm, dt); }
+ *
+ * ml_hook_begin keeps the caller's return address and the function's byte
+ * counters; ml_hook_end attributes the call, its time and the bytes the
+ * semantic helpers added to its call site and its region.  With call sites
+ * off and no region open both are one predictable branch.  No lock, no
+ * allocation: the tables are fixed at the thread's first call. */
+#ifndef MLENS_HOOKS_H
+#define MLENS_HOOKS_H
+
+#include "ml.h"
+
+#define ML_CS_MAXDEPTH 8
+
+/* One call site: the return addresses into the application (innermost first). */
+typedef struct {
+    uintptr_t pc[ML_CS_MAXDEPTH];
+    uint32_t fid;
+    uint8_t n;          /* frames in pc */
+    uint8_t internal;   /* depth 1: pc lies in an MPI library or mpilens: attribute by walking */
+    uint16_t region;    /* unused: keeps the record 8-byte aligned */
+    uint64_t calls, timed, ticks, bytes_s, bytes_r;
+    uint64_t hist[ML_NBINS]; /* per call: size class of its bytes (sent, else received) */
+} ml_cs_rec_t;
+
+typedef struct ml_cstab {
+    int cap, n;          /* records held at most (MPILENS_CALLSITE_SLOTS), records in use */
+    uint32_t mask;       /* index table size - 1 (a power of two >= 2 cap) */
+    int32_t *idx;        /* open addressing on the key: record index, -1 empty */
+    ml_cs_rec_t *rec;
+    uint64_t over_calls, over_timed, over_ticks, over_bytes_s, over_bytes_r; /* calls of sites beyond cap */
+} ml_cstab_t;
+
+
+/* Time line (timeline.c): per thread, bins of 2^shift ticks from MPI_Init, per
+ * function class; when a call falls past the last bin, pairs of bins merge. */
+enum { ML_TL_P2P, ML_TL_COLL, ML_TL_RMA, ML_TL_IO, ML_TL_OTHER, ML_TL_NCLASS };
+typedef struct {
+    uint64_t calls, timed, ticks, bytes;
+} ml_tl_cell_t;
+typedef struct ml_tltab {
+    int nbins, shift;
+    uint64_t last;       /* this thread's last clock reading (the time of an untimed call) */
+    uint64_t merges;
+    ml_tl_cell_t *cell;  /* [nbins][ML_TL_NCLASS] */
+} ml_tltab_t;
+extern int ml_tl_bins;                      /* MPILENS_TIMELINE_BINS (0: off) */
+extern unsigned char ml_tl_class[ML_NFUNC]; /* function -> class */
+void ml_tl_grow(ml_tltab_t *t, uint64_t rel);
+void ml_tl_add_slow(ml_slot_t *S, int fid, int tm, uint64_t t0, uint64_t dt, uint64_t bytes);
+
+static inline void ml_tl_add(ml_tltab_t *t, int fid, int tm, uint64_t t0, uint64_t dt, uint64_t bytes)
+{
+    if (tm) t->last = t0;
+    uint64_t rel = t->last > ml_t_init ? t->last - ml_t_init : 0;
+    if (__builtin_expect((rel >> t->shift) >= (uint64_t)t->nbins, 0)) ml_tl_grow(t, rel);
+    ml_tl_cell_t *c = &t->cell[(rel >> t->shift) * ML_TL_NCLASS + ml_tl_class[fid]];
+    c->calls++;
+    if (tm) {
+        c->timed++;
+        c->ticks += dt;
+    }
+    c->bytes += bytes;
+}
+
+/* Per-communicator records (comms.c): per thread, one per communicator kept
+ * (MPILENS_COMMS), then one "other". */
+typedef struct ml_cm_rec {
+    uint64_t calls, timed, ticks, bytes_s, bytes_r;
+} ml_cm_rec_t;
+typedef struct { MPI_Comm comm; int id; unsigned epoch; } ml_cm_cache_t;
+extern int ml_cm_max;                 /* MPILENS_COMMS (0: off) */
+extern ML_TLS ml_cm_cache_t ml_cm_cache;
+extern volatile unsigned ml_cm_epoch; /* changes when a communicator is made or freed */
+int ml_cm_find(MPI_Comm comm);
+void ml_cm_add_slow(ml_slot_t *S, MPI_Comm comm, int tm, uint64_t dt, uint64_t bytes_s, uint64_t bytes_r);
+void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind);
+void ml_comm_freeing(MPI_Comm comm);
+void ml_cm_init(void);
+void ml_cm_attach(ml_slot_t *s);
+size_t ml_cm_bytes(void);
+void ml_cm_rank_json(ml_buf_t *b);
+
+static inline int ml_cm_id(MPI_Comm comm)
+{
+    if (ml_cm_cache.comm == comm && ml_cm_cache.epoch == ml_cm_epoch) return ml_cm_cache.id;
+    return ml_cm_find(comm);
+}
+
+static inline void ml_cm_upd(ml_cm_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+{
+    r->calls++;
+    if (tm) {
+        r->timed++;
+        r->ticks += dt;
+    }
+    r->bytes_s += bs;
+    r->bytes_r += br;
+}
+
+/* Per thread and region: one record per (region, function), open addressing. */
+typedef struct {
+    uint32_t key;        /* region << 16 | fid, plus 1; 0 empty */
+    uint32_t pad;
+    ml_cm_rec_t s;       /* calls, time, bytes (the communicators' record) */
+} ml_rg_rec_t;
+
+typedef struct ml_rgtab {
+    int cap, n;
+    ml_rg_rec_t *rec;    /* cap entries (a power of two) */
+    uint64_t over_calls; /* calls whose (region, function) did not fit */
+} ml_rgtab_t;
+
+extern int ml_cs_depth;          /* MPILENS_CALLSITES: 0 off, 1..ML_CS_MAXDEPTH */
+extern volatile int ml_region_cur; /* innermost open region (0: none), process-wide */
+extern int ml_hooks_on;          /* ml_cs_depth || a region has been opened */
+
+typedef struct {
+    void *ra;
+    int on;             /* ml_hooks_on at the start of the call */
+    uint64_t bs, br;
+    MPI_Comm comm;      /* the call's communicator (ml_hook_comm), else MPI_COMM_NULL */
+} ml_hook_t;
+
+/* After a successful call with a communicator argument (generated wrappers). */
+static inline void ml_hook_comm(ml_hook_t *h, MPI_Comm comm) { h->comm = comm; }
+
+extern int ml_cs_slots, ml_rg_max;  /* MPILENS_CALLSITE_SLOTS, MPILENS_REGIONS */
+
+void ml_hooks_init(void);           /* after MPI_Init (core.c) */
+void ml_hooks_attach(ml_slot_t *s); /* a new thread's tables (core.c, under the slot lock) */
+size_t ml_hooks_bytes(void);        /* their size per thread (mpilens_record_bytes) */
+void ml_cs_init(void);
+void ml_hooks_reset(ml_slot_t *s);  /* empties the call-site table (after the overhead probe) */
+void ml_cs_attach(ml_slot_t *s);
+size_t ml_cs_bytes(void);
+void ml_rg_attach(ml_slot_t *s);
+size_t ml_rg_bytes(void);
+void ml_cs_rank_json(ml_buf_t *b);  /* rank line members (profile_format.c) */
+void ml_rg_rank_json(ml_buf_t *b);
+void ml_tl_init(void);
+void ml_tl_attach(ml_slot_t *s);
+size_t ml_tl_bytes(void);
+void ml_tl_reset(ml_slot_t *s);
+void ml_tl_rank_json(ml_buf_t *b);
+void ml_hooks_header_json(ml_buf_t *b); /* header members */
+void ml_hooks_rank_json(ml_buf_t *b);   /* rank-line members: call sites, regions, time line */
+int ml_pcontrol(int level, const char *label); /* MPI_Pcontrol (core.c); 1 if it was a region */
+extern int ml_paused;               /* MPI_Pcontrol(0): recording off until MPI_Pcontrol(1) */
+
+void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br);
+void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br);
+ml_cs_rec_t *ml_cs_insert(ml_cstab_t *t, const uintptr_t *pc, int n, int fid, uint32_t h);
+
+static inline void ml_hook_begin(ml_hook_t *h, ml_slot_t *S, int fid, void *ra)
+{
+    h->ra = ra;
+    h->comm = MPI_COMM_NULL;
+    h->on = ml_hooks_on;
+    if (__builtin_expect(!h->on, 0)) return;
+    int di = ml_func_didx[fid];
+    h->bs = di >= 0 ? S->d[di].bytes_s : 0;
+    h->br = di >= 0 ? S->d[di].bytes_r : 0;
+}
+
+static inline uint32_t ml_cs_hash1(uintptr_t pc, int fid)
+{
+    return (uint32_t)(((uint64_t)pc * 0x9E3779B97F4A7C15ull + (uint64_t)fid) >> 32);
+}
+
+static inline void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+{
+    r->calls++;
+    if (tm) {
+        r->timed++;
+        r->ticks += dt;
+    }
+    if (bs | br) {
+        r->bytes_s += bs;
+        r->bytes_r += br;
+        r->hist[ml_bin(bs ? bs : br)]++;
+    }
+}
+
+static inline void ml_hook_end(const ml_hook_t *h, ml_slot_t *S, int fid, int tm, uint64_t t0, uint64_t dt)
+{
+    if (__builtin_expect(!h->on, 0) || !ml_fon[fid]) return;
+    int di = ml_func_didx[fid];
+    uint64_t bs = di >= 0 ? S->d[di].bytes_s - h->bs : 0;
+    uint64_t br = di >= 0 ? S->d[di].bytes_r - h->br : 0;
+    if (__builtin_expect(ml_region_cur != 0, 0)) ml_region_add(S, fid, tm, dt, bs, br);
+    if (S->tl) {
+        if (__builtin_expect(S->shared, 0)) ml_tl_add_slow(S, fid, tm, t0, dt, bs + br);
+        else ml_tl_add(S->tl, fid, tm, t0, dt, bs + br);
+    }
+    if (S->cm && h->comm != MPI_COMM_NULL) {
+        if (__builtin_expect(S->shared, 0)) ml_cm_add_slow(S, h->comm, tm, dt, bs, br);
+        else ml_cm_upd(&S->cm[ml_cm_id(h->comm)], tm, dt, bs, br);
+    }
+    ml_cstab_t *t = S->cs;
+    if (ml_cs_depth == 1 && t && !S->shared) { /* the immediate caller: one probe, usually */
+        uintptr_t pc = (uintptr_t)h->ra;
+        for (uint32_t i = ml_cs_hash1(pc, fid);; i++) {
+            int32_t k = t->idx[i & t->mask];
+            if (k < 0) break;
+            ml_cs_rec_t *r = &t->rec[k];
+            if (r->pc[0] == pc && r->fid == (uint32_t)fid && r->n == 1) {
+                if (__builtin_expect(r->internal, 0)) break;
+                ml_cs_upd(r, tm, dt, bs, br);
+                return;
+            }
+        }
+    }
+    if (ml_cs_depth) ml_cs_add_slow(S, fid, h->ra, tm, dt, bs, br);
+}
+
+#endif

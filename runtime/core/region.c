@@ -1,0 +1,338 @@
+/* Regions (MPILENS_REGIONS): MPI calls, time and bytes per named phase of
+ * the program (docs/runtime.md, "Regions").
+ *
+ *   MPI_Pcontrol(1, "label")  / MPI_Pcontrol(-1, "label")   open / close (IPM)
+ *   mpilens_region_begin("label") / mpilens_region_end("label")   the same (mpilens.h)
+ *   MPI_Pcontrol(0) / MPI_Pcontrol(1) without a label          recording off / on (mpiP)
+ *
+ * Regions nest; a call belongs to the innermost open region.  The region
+ * stack is process-wide (a region opened by one thread covers the calls of
+ * all threads).  Per thread, one record per (region, function) in a fixed
+ * open-addressing table; a pair that does not fit is counted, never
+ * allocated.  At most MPILENS_REGIONS labels: further labels share the
+ * record "(other)". */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "hooks.h"
+#include "profile.h"
+
+#define ML_RG_NAME 64
+#define ML_RG_STACK 32
+
+int ml_rg_max = 16;
+int ml_paused = 0;
+volatile int ml_region_cur = 0;
+
+static struct {
+    char name[ML_RG_NAME];
+    int parent;                 /* region open when this one was first opened (0: none) */
+    uint64_t entries;           /* times opened */
+    uint64_t ticks;             /* time open (inclusive of nested regions) */
+} *ml_rg;                       /* [ml_rg_max + 2]: 1..ml_rg_max labels, ml_rg_max + 1 "(other)" */
+static int ml_nrg;
+static int ml_rg_stack[ML_RG_STACK];
+static uint64_t ml_rg_t0[ML_RG_STACK];
+static int ml_rg_depth;
+static uint64_t ml_rg_unmatched, ml_rg_labels_dropped;
+static pthread_mutex_t ml_rg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+ml_slot_t *ml_first_slot(void);
+
+static int ml_rg_cap(void)
+{
+    int cap = 256;
+    while (cap < 16 * (ml_rg_max + 1)) cap <<= 1;
+    return cap;
+}
+
+void ml_rg_attach(ml_slot_t *s)
+{
+    if (!ml_rg_max) return;
+    s->rg = calloc(1, sizeof *s->rg);
+    if (s->rg) s->rg->rec = calloc((size_t)ml_rg_cap(), sizeof(ml_rg_rec_t));
+    if (!s->rg || !s->rg->rec) {
+        fprintf(stderr, "mpilens: out of memory allocating the region table\n");
+        abort();
+    }
+    s->rg->cap = ml_rg_cap();
+}
+
+size_t ml_rg_bytes(void) { return ml_rg_max ? sizeof(ml_rgtab_t) + (size_t)ml_rg_cap() * sizeof(ml_rg_rec_t) : 0; }
+
+void ml_hooks_attach(ml_slot_t *s)
+{
+    ml_cs_attach(s);
+    ml_rg_attach(s);
+    ml_tl_attach(s);
+    ml_cm_attach(s);
+}
+
+size_t ml_hooks_bytes(void) { return ml_cs_bytes() + ml_rg_bytes() + ml_tl_bytes() + ml_cm_bytes(); }
+
+/* This rank's call sites, regions and time line (rank-line members). */
+void ml_hooks_rank_json(ml_buf_t *b)
+{
+    ml_cs_rank_json(b);
+    ml_rg_rank_json(b);
+    ml_tl_rank_json(b);
+    ml_cm_rank_json(b);
+}
+
+void ml_hooks_init(void)
+{
+    if (ml_rg_max && !ml_rg) {
+        ml_rg = calloc((size_t)ml_rg_max + 2, sizeof *ml_rg);
+        if (!ml_rg) {
+            fprintf(stderr, "mpilens: out of memory allocating the region names\n");
+            abort();
+        }
+        snprintf(ml_rg[ml_rg_max + 1].name, ML_RG_NAME, "(other)");
+    }
+    ml_cs_init();
+    ml_tl_init();
+    ml_cm_init();
+}
+
+static void ml_rg_upd(ml_rgtab_t *t, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+{
+    uint32_t key = ((uint32_t)ml_region_cur << 16 | (uint32_t)fid) + 1;
+    uint32_t mask = (uint32_t)t->cap - 1;
+    for (uint32_t i = (key * 0x9E3779B1u) >> 8;; i++) {
+        ml_rg_rec_t *r = &t->rec[i & mask];
+        if (r->key != key) {
+            if (r->key) continue;
+            if (t->n >= t->cap * 3 / 4) {
+                t->over_calls++;
+                return;
+            }
+            r->key = key;
+            t->n++;
+        }
+        ml_cm_upd(&r->s, tm, dt, bs, br);
+        return;
+    }
+}
+
+void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+{
+    if (!S->rg) return;
+    if (__builtin_expect(S->shared, 0)) {
+        ml_shared_lock();
+        ml_rg_upd(S->rg, fid, tm, dt, bs, br);
+        ml_shared_unlock();
+        return;
+    }
+    ml_rg_upd(S->rg, fid, tm, dt, bs, br);
+}
+
+/* ---- opening and closing (MPI_Pcontrol, mpilens_region_begin/end) ---- */
+
+static int ml_rg_id(const char *label)
+{
+    for (int i = 1; i <= ml_nrg; i++)
+        if (strncmp(ml_rg[i].name, label, ML_RG_NAME - 1) == 0) return i;
+    if (ml_nrg < ml_rg_max) {
+        ml_nrg++;
+        snprintf(ml_rg[ml_nrg].name, ML_RG_NAME, "%s", label);
+        ml_rg[ml_nrg].parent = ml_region_cur;
+        return ml_nrg;
+    }
+    ml_rg_labels_dropped++;
+    return ml_rg_max + 1;
+}
+
+static void ml_rg_begin(const char *label)
+{
+    if (!ml_rg) return;
+    uint64_t now = ml_now();
+    pthread_mutex_lock(&ml_rg_mu);
+    int id = ml_rg_id(label);
+    if (ml_rg_depth < ML_RG_STACK) {
+        ml_rg_stack[ml_rg_depth] = id;
+        ml_rg_t0[ml_rg_depth++] = now;
+        ml_rg[id].entries++;
+        ml_hooks_on = 1;
+        ml_region_cur = id;
+    } else {
+        ml_rg_unmatched++;
+    }
+    pthread_mutex_unlock(&ml_rg_mu);
+}
+
+/* Closes the innermost open region of that label (and any left open inside it). */
+static void ml_rg_end(const char *label)
+{
+    if (!ml_rg) return;
+    uint64_t now = ml_now();
+    pthread_mutex_lock(&ml_rg_mu);
+    int k = ml_rg_depth - 1;
+    while (k >= 0 && strncmp(ml_rg[ml_rg_stack[k]].name, label, ML_RG_NAME - 1) != 0 &&
+           !(ml_rg_stack[k] == ml_rg_max + 1 && ml_rg_labels_dropped))
+        k--;
+    if (k < 0) {
+        ml_rg_unmatched++;
+    } else {
+        while (ml_rg_depth > k) {
+            ml_rg_depth--;
+            ml_rg[ml_rg_stack[ml_rg_depth]].ticks += now - ml_rg_t0[ml_rg_depth];
+        }
+        ml_region_cur = ml_rg_depth ? ml_rg_stack[ml_rg_depth - 1] : 0;
+    }
+    pthread_mutex_unlock(&ml_rg_mu);
+}
+
+/* One byte at p into *out without faulting: process_vm_readv on ourselves, or
+ * where that is not allowed (seccomp), write() into a pipe (EFAULT if unreadable). */
+static int ml_peek(const char *p, char *out)
+{
+    static int use_pipe = 0, fds[2] = {-1, -1};
+    if (!use_pipe) {
+        struct iovec l = {out, 1}, r = {(void *)p, 1};
+        if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) == 1) return 1;
+        if (errno != ENOSYS && errno != EPERM) return 0;
+        use_pipe = 1;
+    }
+    if (fds[0] < 0 && pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return 0;
+    if (write(fds[1], p, 1) != 1) return 0;
+    return read(fds[0], out, 1) == 1;
+}
+
+/* A C string of 1..63 printable characters at p, read without faulting
+ * (MPI_Pcontrol's label is optional: with level 1 alone, p is whatever the
+ * register held).  Serialised: the pipe of ml_peek is shared. */
+static int ml_label_ok(const char *p, char *out)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    if (!p) return 0;
+    char buf[ML_RG_NAME];
+    size_t n = 0; /* byte by byte: the string may end just before an unmapped page */
+    int ok = 1;
+    pthread_mutex_lock(&mu);
+    while (n < sizeof buf) {
+        if (!ml_peek(p + n, buf + n) || (buf[n] && ((unsigned char)buf[n] < 0x20 || (unsigned char)buf[n] > 0x7e))) {
+            ok = 0;
+            break;
+        }
+        if (!buf[n]) break;
+        n++;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!ok || n == 0 || n >= sizeof buf) return 0;
+    memcpy(out, buf, n + 1);
+    return 1;
+}
+
+int ml_pcontrol(int level, const char *label)
+{
+    char name[ML_RG_NAME];
+    if ((level == 1 || level == -1) && ml_label_ok(label, name)) {
+        if (level == 1) ml_rg_begin(name);
+        else ml_rg_end(name);
+        return 1;
+    }
+    if (level == 0 && ml_active) { /* mpiP: recording off */
+        ml_paused = 1;
+        ml_active = 0;
+    } else if (level == 1 && ml_paused) {
+        ml_paused = 0;
+        ml_active = 1;
+    }
+    return 0;
+}
+
+__attribute__((visibility("default"))) void mpilens_region_begin(const char *label)
+{
+    if (label && *label) ml_rg_begin(label);
+}
+__attribute__((visibility("default"))) void mpilens_region_end(const char *label)
+{
+    if (label && *label) ml_rg_end(label);
+}
+
+/* Fortran: call mpilens_region_begin('label') (hidden length argument). */
+static void ml_rg_fortran(const char *s, size_t len, int begin)
+{
+    char name[ML_RG_NAME];
+    while (len && s[len - 1] == ' ') len--;
+    if (!len) return;
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, s, len);
+    name[len] = 0;
+    if (begin) ml_rg_begin(name);
+    else ml_rg_end(name);
+}
+__attribute__((visibility("default"))) void mpilens_region_begin_(const char *s, size_t len) { ml_rg_fortran(s, len, 1); }
+__attribute__((visibility("default"))) void mpilens_region_end_(const char *s, size_t len) { ml_rg_fortran(s, len, 0); }
+
+/* ---- the rank line ---- */
+
+void ml_rg_rank_json(ml_buf_t *b)
+{
+    if (!ml_rg || !ml_nrg) return;
+    /* regions still open at MPI_Finalize count until then */
+    uint64_t now = ml_t_final ? ml_t_final : ml_now();
+    for (int k = ml_rg_depth - 1; k >= 0; k--) ml_rg[ml_rg_stack[k]].ticks += now - ml_rg_t0[k];
+    ml_rg_depth = 0;
+    ml_region_cur = 0;
+    uint64_t dropped = 0;
+    ml_buf_printf(b, ",\"regions\":[");
+    int firstr = 1;
+    for (int id = 1; id <= ml_rg_max + 1; id++) {
+        if (!ml_rg[id].entries) continue;
+        ml_buf_printf(b, "%s{\"name\":", firstr ? "" : ",");
+        firstr = 0;
+        ml_buf_json_str(b, ml_rg[id].name);
+        ml_buf_printf(b, ",\"parent\":");
+        if (ml_rg[id].parent) ml_buf_json_str(b, ml_rg[ml_rg[id].parent].name);
+        else ml_buf_printf(b, "null");
+        ml_buf_printf(b, ",\"entries\":%llu,\"wall_s\":%.9g,\"functions\":{", (unsigned long long)ml_rg[id].entries,
+                      ml_ticks_to_s(ml_rg[id].ticks));
+        int firstf = 1;
+        for (int fid = 1; fid < ML_NFUNC; fid++) {
+            uint32_t key = ((uint32_t)id << 16 | (uint32_t)fid) + 1;
+            uint64_t c = 0, tmd = 0, tk = 0, bs = 0, br = 0;
+            for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
+                ml_rgtab_t *t = s->rg;
+                if (!t) continue;
+                uint32_t mask = (uint32_t)t->cap - 1;
+                for (uint32_t i = (key * 0x9E3779B1u) >> 8;; i++) {
+                    ml_rg_rec_t *r = &t->rec[i & mask];
+                    if (!r->key) break;
+                    if (r->key != key) continue;
+                    c += r->s.calls;
+                    tmd += r->s.timed;
+                    tk += r->s.ticks;
+                    bs += r->s.bytes_s;
+                    br += r->s.bytes_r;
+                    break;
+                }
+            }
+            if (!c) continue;
+            ml_buf_printf(b, "%s\"%s\":{\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
+                          firstf ? "" : ",", ml_func_name[fid], (unsigned long long)c,
+                          tmd ? ml_ticks_to_s(tk) * ((double)c / (double)tmd) : 0.0, (unsigned long long)bs,
+                          (unsigned long long)br);
+            firstf = 0;
+        }
+        ml_buf_printf(b, "}}");
+    }
+    for (ml_slot_t *s = ml_first_slot(); s; s = s->next)
+        if (s->rg) dropped += s->rg->over_calls;
+    ml_buf_printf(b, "],\"regions_dropped\":{\"labels\":%llu,\"calls\":%llu,\"unmatched\":%llu}",
+                  (unsigned long long)ml_rg_labels_dropped, (unsigned long long)dropped,
+                  (unsigned long long)ml_rg_unmatched);
+}
+
+void ml_hooks_header_json(ml_buf_t *b)
+{
+    ml_buf_printf(b, ",\"callsite_depth\":%d,\"callsite_slots\":%d,\"regions_max\":%d,\"timeline_bins\":%d,\"comms_max\":%d",
+                  ml_cs_depth, ml_cs_slots, ml_rg_max, ml_tl_bins, ml_cm_max);
+}

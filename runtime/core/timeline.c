@@ -1,0 +1,180 @@
+/* Time line (MPILENS_TIMELINE_BINS): per rank, calls, MPI time and bytes per
+ * function class (point-to-point, collective, one-sided, I/O, other) in a
+ * fixed number of time bins from MPI_Init (docs/runtime.md, "Time line").
+ *
+ * Bins start ~1 ms wide (a power of two of clock ticks); when a call falls
+ * past the last bin, pairs of bins merge and the width doubles, so memory
+ * stays fixed and any run length fits.  A call counts in the bin of its
+ * start time; an untimed call (sampled timing) in the bin of the thread's
+ * last clock reading (at most ML_SAMPLE_PERIOD calls earlier).  Counts and
+ * bytes sum exactly to the function records; time is estimated per bin
+ * and class as mean of the timed calls x calls.  Per thread; merged into
+ * the widest thread's bins at MPI_Finalize (widths are powers of two of
+ * the same first width, so merging is exact). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "profile.h"
+
+int ml_tl_bins = 64;
+unsigned char ml_tl_class[ML_NFUNC];
+static int ml_tl_shift0 = 20;
+
+ml_slot_t *ml_first_slot(void);
+
+static const char *const ml_tl_names[ML_TL_NCLASS] = {"p2p", "coll", "rma", "io", "other"};
+
+static int ml_has(const char *name, const char *const *words)
+{
+    for (int i = 0; words[i]; i++)
+        if (strstr(name, words[i])) return 1;
+    return 0;
+}
+
+/* Class of an MPI function, by name. */
+static int ml_tl_classify(const char *name)
+{
+    static const char *const p2p[] = {"send", "recv", "Send", "Recv", "Wait", "Test", "Probe", "probe",
+                                      "Start", "Cancel", "Request", NULL};
+    static const char *const coll[] = {"Barrier", "barrier", "Bcast", "bcast", "Reduce", "reduce", "Gather",
+                                       "gather", "Scatter", "scatter", "Alltoall", "alltoall", "Scan", "scan",
+                                       "Neighbor_", NULL};
+    static const char *const rma[] = {"Put", "Get", "Accumulate", "accumulate", "Fetch_and_op",
+                                      "Compare_and_swap", "Win_", NULL};
+    if (strncmp(name, "MPI_File_", 9) == 0) return ML_TL_IO;
+    if (strncmp(name, "MPI_Win_", 8) == 0 || ml_has(name + 4, rma)) {
+        if (strncmp(name, "MPI_Get_", 8) != 0) return ML_TL_RMA; /* MPI_Get_count, MPI_Get_elements ... */
+    }
+    if (ml_has(name + 4, coll) && !strstr(name, "Reduce_local") && strncmp(name, "MPI_Op", 6) != 0) return ML_TL_COLL;
+    if (ml_has(name + 4, p2p) && !strstr(name, "_c2f") && !strstr(name, "_f2c")) return ML_TL_P2P;
+    return ML_TL_OTHER;
+}
+
+void ml_tl_init(void)
+{
+    if (!ml_tl_bins) return;
+    for (int i = 1; i < ML_NFUNC; i++) ml_tl_class[i] = (unsigned char)ml_tl_classify(ml_func_name[i]);
+    ml_tl_class[0] = ML_TL_OTHER;
+    uint64_t ms = ml_ns_to_ticks(1000000);
+    ml_tl_shift0 = 0;
+    while (ml_tl_shift0 < 62 && (2ull << ml_tl_shift0) <= ms) ml_tl_shift0++;
+    ml_hooks_on = 1;
+}
+
+void ml_tl_attach(ml_slot_t *s)
+{
+    if (!ml_tl_bins) return;
+    s->tl = calloc(1, sizeof *s->tl);
+    if (s->tl) s->tl->cell = calloc((size_t)ml_tl_bins * ML_TL_NCLASS, sizeof(ml_tl_cell_t));
+    if (!s->tl || !s->tl->cell) {
+        fprintf(stderr, "mpilens: out of memory allocating the time line\n");
+        abort();
+    }
+    s->tl->nbins = ml_tl_bins;
+    s->tl->shift = ml_tl_shift0;
+}
+
+size_t ml_tl_bytes(void)
+{
+    return ml_tl_bins ? sizeof(ml_tltab_t) + (size_t)ml_tl_bins * ML_TL_NCLASS * sizeof(ml_tl_cell_t) : 0;
+}
+
+void ml_tl_reset(ml_slot_t *s)
+{
+    if (!s->tl) return;
+    memset(s->tl->cell, 0, (size_t)s->tl->nbins * ML_TL_NCLASS * sizeof(ml_tl_cell_t));
+    s->tl->shift = ml_tl_shift0;
+    s->tl->last = 0;
+    s->tl->merges = 0;
+}
+
+static void ml_cell_add(ml_tl_cell_t *a, const ml_tl_cell_t *x)
+{
+    a->calls += x->calls;
+    a->timed += x->timed;
+    a->ticks += x->ticks;
+    a->bytes += x->bytes;
+}
+
+/* Pairs of bins merge until rel (ticks since MPI_Init) falls in the last bin or before. */
+void ml_tl_grow(ml_tltab_t *t, uint64_t rel)
+{
+    while ((rel >> t->shift) >= (uint64_t)t->nbins) {
+        for (int i = 0; i < t->nbins / 2; i++)
+            for (int c = 0; c < ML_TL_NCLASS; c++) {
+                ml_tl_cell_t m = t->cell[2 * i * ML_TL_NCLASS + c];
+                ml_cell_add(&m, &t->cell[(2 * i + 1) * ML_TL_NCLASS + c]);
+                t->cell[i * ML_TL_NCLASS + c] = m;
+            }
+        memset(&t->cell[(t->nbins / 2) * ML_TL_NCLASS], 0,
+               (size_t)(t->nbins - t->nbins / 2) * ML_TL_NCLASS * sizeof(ml_tl_cell_t));
+        t->shift++;
+        t->merges++;
+    }
+}
+
+void ml_tl_add_slow(ml_slot_t *S, int fid, int tm, uint64_t t0, uint64_t dt, uint64_t bytes)
+{
+    ml_shared_lock();
+    ml_tl_add(S->tl, fid, tm, t0, dt, bytes);
+    ml_shared_unlock();
+}
+
+static void ml_put_row(ml_buf_t *b, const char *key, const ml_tl_cell_t *cell, int n, int what)
+{
+    ml_buf_printf(b, ",\"%s\":[", key);
+    for (int i = 0; i < n; i++) {
+        ml_buf_printf(b, "%s[", i ? "," : "");
+        for (int c = 0; c < ML_TL_NCLASS; c++) {
+            const ml_tl_cell_t *x = &cell[i * ML_TL_NCLASS + c];
+            if (what == 0) ml_buf_printf(b, "%s%llu", c ? "," : "", (unsigned long long)x->calls);
+            else if (what == 1) ml_buf_printf(b, "%s%llu", c ? "," : "", (unsigned long long)x->bytes);
+            else ml_buf_printf(b, "%s%.9g", c ? "," : "",
+                               x->timed ? ml_ticks_to_s(x->ticks) * ((double)x->calls / (double)x->timed) : 0.0);
+        }
+        ml_buf_printf(b, "]");
+    }
+    ml_buf_printf(b, "]");
+}
+
+/* This rank's time line, its threads merged into the widest bins. */
+void ml_tl_rank_json(ml_buf_t *b)
+{
+    if (!ml_tl_bins) return;
+    int shift = ml_tl_shift0;
+    uint64_t merges = 0;
+    for (ml_slot_t *s = ml_first_slot(); s; s = s->next)
+        if (s->tl && s->tl->shift > shift) shift = s->tl->shift;
+    uint64_t span = ml_t_final > ml_t_init ? ml_t_final - ml_t_init : 0;
+    while ((span >> shift) >= (uint64_t)ml_tl_bins) shift++; /* the whole run fits */
+    ml_tl_cell_t *m = calloc((size_t)ml_tl_bins * ML_TL_NCLASS, sizeof *m);
+    if (!m) {
+        fprintf(stderr, "mpilens: out of memory formatting the time line\n");
+        abort();
+    }
+    for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
+        ml_tltab_t *t = s->tl;
+        if (!t) continue;
+        if (t->merges > merges) merges = t->merges;
+        for (int i = 0; i < t->nbins; i++)
+            for (int c = 0; c < ML_TL_NCLASS; c++)
+                ml_cell_add(&m[(i >> (shift - t->shift)) * ML_TL_NCLASS + c], &t->cell[i * ML_TL_NCLASS + c]);
+    }
+    int n = (int)(span >> shift) + 1;
+    if (n > ml_tl_bins) n = ml_tl_bins;
+    for (int i = n; i < ml_tl_bins; i++) /* calls stamped after MPI_Finalize began: none, but keep them */
+        for (int c = 0; c < ML_TL_NCLASS; c++)
+            if (m[i * ML_TL_NCLASS + c].calls) n = i + 1;
+    ml_buf_printf(b, ",\"timeline\":{\"bin_s\":%.9g,\"merges\":%llu,\"classes\":[", ml_ticks_to_s(1ull << shift),
+                  (unsigned long long)merges);
+    for (int c = 0; c < ML_TL_NCLASS; c++) ml_buf_printf(b, "%s\"%s\"", c ? "," : "", ml_tl_names[c]);
+    ml_buf_printf(b, "]");
+    ml_put_row(b, "calls", m, n, 0);
+    ml_put_row(b, "time_s", m, n, 2);
+    ml_put_row(b, "bytes", m, n, 1);
+    ml_buf_printf(b, "}");
+    free(m);
+}

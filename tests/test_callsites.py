@@ -1,0 +1,166 @@
+"""Call sites (MPILENS_CALLSITES, MPILENS_CALLSITE_SLOTS) on real MPI jobs.
+
+tests/progs/callsite_c.c and callsite_f.F90 call MPI_Allreduce from three
+source lines marked SITE-A/B/C, 7, 3 and 5 times, with 64, 4 and 16
+integers, and make no other MPI call between MPI_Init and MPI_Finalize.
+The report must resolve each site to its file:line with exactly those calls
+and bytes (Allreduce: count x 4 bytes sent and received per call).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import BUILD, REPO, read_profile, run_mpi
+from test_cli_support import mpilens_inproc
+
+EXEC = BUILD / "bin" / "mpilens-exec"
+PROGS = BUILD / "tests"
+P = 2
+# site -> (calls, integers per call) per rank
+SITES = {"SITE-A": (7, 64), "SITE-B": (3, 4), "SITE-C": (5, 16)}
+
+
+def lines_of(src: Path) -> dict[str, int]:
+    """Source line of each marker (SITE-A/B/C, CALLER-A) in a test program."""
+    out = {}
+    for i, ln in enumerate(src.read_text().splitlines(), 1):
+        for m in re.findall(r"\b(SITE-[ABC]|CALLER-A)\b", ln):
+            if "MPI_Allreduce" in ln or "site_a(" in ln:
+                out[m] = i
+    return out
+
+
+def run_prog(tmp_path: Path, prog: str, **env: str) -> Path:
+    if not (PROGS / prog).exists():
+        pytest.skip(f"{prog} not built with this MPI and compiler")
+    out = tmp_path / f"{prog}-{len(list(tmp_path.glob('*.prof')))}.prof"
+    run_mpi(P, [EXEC, PROGS / prog],
+            env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", **env})
+    return out
+
+
+def report(path: Path, *extra: str) -> dict:
+    proc = mpilens_inproc("report", path, "--format", "json", *extra)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def hist_bin(nbytes: int) -> int:
+    return nbytes.bit_length()  # the profile's size classes: 0, 1, 2-3, 4-7, ...
+
+
+@pytest.mark.parametrize("prog,src", [("callsite_c", "callsite_c.c"), ("callsite_f", "callsite_f.F90")])
+def test_three_sites_resolved_exactly(build, tmp_path, prog, src):
+    out = run_prog(tmp_path, prog)
+    header, ranks = read_profile(out)
+    assert header["version"] == 2 and header["callsite_depth"] == 1
+    want = lines_of(REPO / "tests" / "progs" / src)
+    assert set(want) == {"SITE-A", "SITE-B", "SITE-C", "CALLER-A"}
+    for r in ranks:  # the raw records: three sites, one frame each, in the program's module
+        assert len(r["callsites"]) == 3
+        assert r["callsites_dropped"] == {"calls": 0, "time_s": 0, "bytes_sent": 0, "bytes_recv": 0}
+        assert all(len(s["frames"]) == 1 for s in r["callsites"])
+        assert [Path(m).name for m in r["callsite_modules"]] == [prog]
+    rows = report(out)["callsites"]
+    assert len(rows) == 3
+    by_line = {}
+    for row in rows:
+        (fr,) = row["frames"]
+        assert Path(fr["file"]).name == src, row
+        by_line[fr["line"]] = row
+    for site, (calls, n) in SITES.items():
+        row = by_line[want[site]]
+        assert row["function"] == "MPI_Allreduce"
+        assert row["calls"] == P * calls
+        assert row["bytes_sent"] == row["bytes_recv"] == P * calls * 4 * n
+        assert row["nranks"] == P
+        assert [pr["calls"] for pr in row["per_rank"]] == [calls] * P
+        hist = [0] * len(row["hist"])
+        hist[hist_bin(4 * n)] = P * calls
+        assert row["hist"] == hist
+    # the sites add up to the function's record
+    f = header["functions"]["MPI_Allreduce"]
+    assert sum(r["calls"] for r in rows) == f["calls"] == P * 15
+    assert sum(r["bytes_sent"] for r in rows) == f["bytes_sent"]
+
+
+def test_depth_two_walks_the_stack(build, tmp_path):
+    """MPILENS_CALLSITES=2: SITE-A is reached from CALLER-A; B and C from main."""
+    out = run_prog(tmp_path, "callsite_c", MPILENS_CALLSITES="2")
+    want = lines_of(REPO / "tests" / "progs" / "callsite_c.c")
+    rows = report(out)["callsites"]
+    assert len(rows) == 3
+    inner = {r["frames"][0]["line"]: r for r in rows}
+    a = inner[want["SITE-A"]]
+    assert [(Path(f["file"]).name, f["line"]) for f in a["frames"]] == [
+        ("callsite_c.c", want["SITE-A"]), ("callsite_c.c", want["CALLER-A"])]
+    assert a["frames"][0]["function"] == "site_a" and a["frames"][1]["function"] == "main"
+    assert a["calls"] == P * 7
+    for site in ("SITE-B", "SITE-C"):
+        r = inner[want[site]]
+        assert len(r["frames"]) == 2 and r["frames"][0]["function"] == "main"
+        assert r["calls"] == P * SITES[site][0]
+
+
+def test_overflow_is_counted(build, tmp_path):
+    """Two slots: the first two sites reached (B, then C) are kept; A's calls are dropped,
+    counted with their bytes."""
+    out = run_prog(tmp_path, "callsite_c", MPILENS_CALLSITE_SLOTS="2")
+    want = lines_of(REPO / "tests" / "progs" / "callsite_c.c")
+    _, ranks = read_profile(out)
+    for r in ranks:
+        assert sorted(s["calls"] for s in r["callsites"]) == [3, 5]
+        d = r["callsites_dropped"]
+        assert d["calls"] == 7 and d["bytes_sent"] == d["bytes_recv"] == 7 * 256
+    data = report(out)
+    assert {r["frames"][0]["line"] for r in data["callsites"]} == {want["SITE-B"], want["SITE-C"]}
+    assert data["callsites_dropped"]["calls"] == P * 7
+    assert data["callsites_dropped"]["bytes_sent"] == P * 7 * 256
+
+
+def test_off_and_text_report(build, tmp_path):
+    """MPILENS_CALLSITES=0 records none; the text report's table and --callsite N."""
+    out0 = run_prog(tmp_path, "callsite_c", MPILENS_CALLSITES="0")
+    _, ranks = read_profile(out0)
+    assert all("callsites" not in r for r in ranks)
+    bad = mpilens_inproc("report", out0, "--callsite", "1")
+    assert bad.returncode == 2 and "no call sites" in bad.stderr
+    out = run_prog(tmp_path, "callsite_c")
+    want = lines_of(REPO / "tests" / "progs" / "callsite_c.c")
+    text = mpilens_inproc("report", out).stdout
+    assert "call sites by total time" in text
+    for site in SITES:
+        assert f"callsite_c.c:{want[site]}" in text
+    rows = report(out)["callsites"]
+    n = next(r["id"] for r in rows if r["frames"][0]["line"] == want["SITE-C"])
+    one = mpilens_inproc("report", out, "--callsite", str(n))
+    assert one.returncode == 0
+    assert f"callsite_c.c:{want['SITE-C']} (main)" in one.stdout and "5" in one.stdout
+    assert report(out, "--callsite", str(n))["callsite"]["calls"] == P * 5
+    past = mpilens_inproc("report", out, "--callsite", "4")
+    assert past.returncode == 2 and "has 3 call sites" in past.stderr
+
+
+def test_html_and_diff_by_callsite(build, tmp_path):
+    """html lists each resolved site; diff matches sites by function and source line:
+    the C run against MPILENS_CALLSITE_SLOTS=2 (site A missing) shows A's calls gone."""
+    full = run_prog(tmp_path, "callsite_c")
+    two = run_prog(tmp_path, "callsite_c", MPILENS_CALLSITE_SLOTS="2")
+    want = lines_of(REPO / "tests" / "progs" / "callsite_c.c")
+    page = tmp_path / "r.html"
+    assert mpilens_inproc("html", full, "-o", page).returncode == 0
+    text = page.read_text()
+    assert 'id="callsites"' in text
+    for site in SITES:
+        assert f"callsite_c.c:{want[site]}" in text
+    d = json.loads(mpilens_inproc("diff", full, two, "--format", "json").stdout)
+    rows = {r["location"].split(" ")[0]: r for r in d["callsites"]}
+    assert set(rows) == {f"callsite_c.c:{want[s]}" for s in SITES}
+    a = rows[f"callsite_c.c:{want['SITE-A']}"]
+    assert (a["calls_a"], a["calls_b"], a["bytes_a"], a["bytes_b"]) == (P * 7, 0, 2 * P * 7 * 256, 0)
+    b = rows[f"callsite_c.c:{want['SITE-B']}"]
+    assert (b["calls_a"], b["calls_b"]) == (P * 3, P * 3)
