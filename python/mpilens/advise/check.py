@@ -1,0 +1,95 @@
+"""`mpilens advise PROFILE --check -- LAUNCHER LINE`: apply the top finding whose change
+needs no code edit, run the job again under the profiler, and compare predicted with
+measured gain (docs/advise.md, Checking advice).
+
+The job runs twice, one after the other: as it is (the baseline, so that both runs
+meet the same machine) and with the change.  Environment changes are set for the
+launcher (MPILENS_* through the profiler's settings, which Open MPI's ranks get with
+-x; OMPI_MCA_*, MPIR_CVAR_*, I_MPI_* in the launcher's environment, which mpirun and
+mpiexec pass on to the ranks).  The measured gain is the change of mean wall time per
+rank that `mpilens diff` shows (report/comparison.py).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .. import profiled
+from ..errors import JobStopped, UserError
+from ..report.comparison import compare
+from ..report.profile import Profile, load
+from .engine import top_applicable
+
+
+class JobFailed(Exception):
+    """A checking run failed or wrote no profile: one line, the job's exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _run(command: list[str], output: Path, change: dict[str, Any] | None,
+         timeout: float | None) -> Path:
+    settings: dict[str, str] = {}
+    env = dict(os.environ)
+    for k, v in (change or {}).get("env", {}).items():
+        (settings if profiled.SETTING.fullmatch(k) else env)[k] = v
+    job = profiled.run_profiled(command, str(output), settings=settings, force=True, env=env,
+                                capture=True, timeout=timeout)
+    if job.signals and job.status:
+        raise JobStopped(job.status, job.signals[0])
+    if job.profile is None or job.status:
+        tail = (job.stderr or "").strip().splitlines()[-1:] or [""]
+        raise JobFailed(f"the {'changed' if change else 'baseline'} run wrote no profile "
+                        f"({job.why_none()}) {tail[0]}".rstrip(), job.status or 1)
+    return job.profile
+
+
+def outputs(prefix: str, force: bool) -> tuple[Path, Path]:
+    base, changed = Path(f"{prefix}-baseline.prof"), Path(f"{prefix}-changed.prof")
+    for p in (base, changed):
+        if p.exists() and not force:
+            raise UserError(f"{p} exists: choose another --check-output or add --force")
+        if not p.parent.is_dir():
+            raise UserError(f"--check-output {prefix}: directory {p.parent} does not exist")
+    return base, changed
+
+
+def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str, *,
+          force: bool = False, rerun_baseline: bool = True,
+          timeout: float | None = None) -> dict[str, Any]:
+    finding = top_applicable(result)
+    if finding is None:
+        raise UserError(f"{prof.path}: no finding's change can be applied without a code edit "
+                        f"(an environment variable or launcher option): nothing to check")
+    if command and command[0] == "--":
+        command = command[1:]
+    base_path, changed_path = outputs(prefix, force)
+    baseline = load(_run(command, base_path, None, timeout)) if rerun_baseline else prof
+    changed = load(_run(command, changed_path, finding["apply"], timeout))
+    diff = compare(baseline, changed)
+    measured = -float(diff["wall_change_s"])
+    predicted = float(finding["gain_s"])
+    wall = float(diff["a"]["wall_s"])
+    applied = " ".join(f"{k}={v}" for k, v in finding["apply"]["env"].items())
+    if finding["apply"].get("launcher_args"):
+        applied += f" (as {' '.join(finding['apply']['launcher_args'])})"
+    return {
+        "finding": finding,
+        "applied": applied,
+        "command": command,
+        "baseline": str(baseline.path),
+        "changed": str(changed.path),
+        "wall_before_s": wall,
+        "wall_after_s": float(diff["b"]["wall_s"]),
+        "predicted_s": predicted,
+        "predicted_pct": 100 * predicted / float(result["wall_s"]) if result["wall_s"] else 0.0,
+        "measured_s": measured,
+        "measured_pct": 100 * measured / wall if wall > 0 else 0.0,
+        "same_sign": (measured > 0) == (predicted > 0),
+        "ratio": measured / predicted if predicted else None,
+        "diff": diff,
+    }

@@ -1,0 +1,6 @@
+"""One module per advise rule (docs/advise.md): each has `RULE` (its number) and
+`find(ctx) -> list[Finding]`."""
+
+from . import collective, imbalance, latency, nothing
+
+RULES = (nothing, imbalance, latency, collective)
