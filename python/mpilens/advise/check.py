@@ -2,8 +2,9 @@
 needs no code edit, run the job again under the profiler, and compare predicted with
 measured gain (docs/advise.md, Checking advice).
 
-The job runs twice, one after the other: as it is (the baseline, so that both runs
-meet the same machine) and with the change.  Environment changes are set for the
+The job runs as it is (the baseline, so that both meet the same machine) and with the
+change, alternately, --runs times each; the fastest run of each kind (least mean wall
+time per rank: the least disturbed by other load) are compared.  Environment changes are set for the
 launcher (MPILENS_* through the profiler's settings, which Open MPI's ranks get with
 -x; OMPI_MCA_*, MPIR_CVAR_*, I_MPI_* in the launcher's environment, which mpirun and
 mpiexec pass on to the ranks).  The measured gain is the change of mean wall time per
@@ -48,18 +49,27 @@ def _run(command: list[str], output: Path, change: dict[str, Any] | None,
     return job.profile
 
 
-def outputs(prefix: str, force: bool) -> tuple[Path, Path]:
-    base, changed = Path(f"{prefix}-baseline.prof"), Path(f"{prefix}-changed.prof")
-    for p in (base, changed):
+def outputs(prefix: str, runs: int, force: bool) -> list[tuple[Path, Path]]:
+    """(baseline, changed) profile paths of each run: PREFIX-baseline.prof and
+    PREFIX-changed.prof, or PREFIX-baseline-1.prof ... with several runs."""
+    tag = [""] if runs == 1 else [f"-{i}" for i in range(1, runs + 1)]
+    pairs = [(Path(f"{prefix}-baseline{t}.prof"), Path(f"{prefix}-changed{t}.prof")) for t in tag]
+    for p in (p for pair in pairs for p in pair):
         if p.exists() and not force:
             raise UserError(f"{p} exists: choose another --check-output or add --force")
         if not p.parent.is_dir():
             raise UserError(f"--check-output {prefix}: directory {p.parent} does not exist")
-    return base, changed
+    return pairs
+
+
+def fastest_run(profs: list[Profile]) -> Profile:
+    """The run with the least mean wall time: the least disturbed by other load (a busy
+    machine only ever adds time; the median of a few runs is still moved by it)."""
+    return min(profs, key=lambda p: float(p.header["wall_s"]["mean"]))
 
 
 def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str, *,
-          force: bool = False, rerun_baseline: bool = True,
+          force: bool = False, rerun_baseline: bool = True, runs: int = 1,
           timeout: float | None = None) -> dict[str, Any]:
     finding = top_applicable(result)
     if finding is None:
@@ -67,9 +77,14 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
                         f"(an environment variable or launcher option): nothing to check")
     if command and command[0] == "--":
         command = command[1:]
-    base_path, changed_path = outputs(prefix, force)
-    baseline = load(_run(command, base_path, None, timeout)) if rerun_baseline else prof
-    changed = load(_run(command, changed_path, finding["apply"], timeout))
+    bases: list[Profile] = []
+    changes: list[Profile] = []
+    for base_path, changed_path in outputs(prefix, runs, force):  # alternating
+        if rerun_baseline:
+            bases.append(load(_run(command, base_path, None, timeout)))
+        changes.append(load(_run(command, changed_path, finding["apply"], timeout)))
+    baseline = fastest_run(bases) if bases else prof
+    changed = fastest_run(changes)
     diff = compare(baseline, changed)
     measured = -float(diff["wall_change_s"])
     predicted = float(finding["gain_s"])
@@ -81,8 +96,11 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
         "finding": finding,
         "applied": applied,
         "command": command,
+        "runs": runs,
         "baseline": str(baseline.path),
         "changed": str(changed.path),
+        "walls_baseline_s": [float(p.header["wall_s"]["mean"]) for p in bases],
+        "walls_changed_s": [float(p.header["wall_s"]["mean"]) for p in changes],
         "wall_before_s": wall,
         "wall_after_s": float(diff["b"]["wall_s"]),
         "predicted_s": predicted,

@@ -21,7 +21,8 @@ from ..errors import UserError
 REQUIRED = ("format", "version", "model", "mpi_library", "L_s", "sizes", "os_s", "or_s", "g_s")
 ARRAYS = ("os_s", "or_s", "g_s")
 # latency_step rule of `mpilens bench p2p` (docs/bench.md): rtt(s) exceeds the linear
-# model 2 rtt(s/2) - rtt(0) by more than this share of rtt(s): a fixed cost appears.
+# model 2 rtt(s/2) - rtt(0) by more than this share of rtt(s), and (here) by more than
+# rtt(0), a handshake's round trip: a fixed cost appears (eager -> rendezvous).
 STEP_SHARE = 0.30
 STEP_MIN = 64  # ... from 64 B on, as bench p2p (below, the timer's noise makes steps)
 
@@ -66,7 +67,8 @@ class NetModel:
         r0 = by_size.get(0, self.rtt[0])
         for s, r in zip(self.sizes, self.rtt):
             half = by_size.get(s // 2)
-            if s >= STEP_MIN and half is not None and r - (2 * half - r0) > STEP_SHARE * r:
+            if s >= STEP_MIN and half is not None \
+                    and r - (2 * half - r0) > max(STEP_SHARE * r, r0):
                 return s
         return None
 

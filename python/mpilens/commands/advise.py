@@ -21,6 +21,7 @@ from ..advise import check as checking
 from ..advise import engine, render
 from ..report.profile import load
 from .diff import render as render_diff
+from .report import positive_int
 
 
 def _seconds(text: str) -> float:
@@ -46,6 +47,9 @@ def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "(default: the profile's name without .prof, plus -check)")
     p.add_argument("--no-baseline-run", action="store_true",
                    help="--check: compare with PROFILE instead of running the baseline again")
+    p.add_argument("--runs", type=positive_int, default=1,
+                   help="--check: run the baseline and the changed job this many times each, "
+                        "alternately, and compare the fastest of each (default 1)")
     p.add_argument("--force", action="store_true", help="--check: overwrite its profiles")
     p.add_argument("--timeout", type=_seconds, default=None,
                    help="--check: stop a run after this many seconds")
@@ -91,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     prefix = args.check_output or str(Path(args.profile).with_suffix("")) + "-check"
     try:
         done = checking.check(result, prof, command, prefix, force=args.force,
-                              rerun_baseline=not args.no_baseline_run, timeout=args.timeout)
+                              rerun_baseline=not args.no_baseline_run, runs=args.runs,
+                              timeout=args.timeout)
     except checking.JobFailed as exc:
         print(f"mpilens: {exc}", file=sys.stderr)
         return exc.status

@@ -1,0 +1,275 @@
+"""`mpilens advise`: findings 2, 3, 5, 7 on real jobs of tests/progs/advise_app, with a
+network model file the test writes (chosen parameters), so that every predicted gain is
+the documented formula (docs/advise.md) applied here independently; `--check` on a
+forced slow Alltoall; bad input.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BUILD, launcher
+from test_cli_support import cli_env, mpilens, mpilens_inproc, workdir
+
+APP = BUILD / "tests" / "advise_app"
+EXEC = BUILD / "bin" / "mpilens-exec"
+
+# The chosen model: L, and os/or/g at 0, 64, 4096, 65536 B (interpolated linearly between).
+L = 2e-6
+SIZES = [0, 64, 4096, 65536]
+G = [1e-6, 1.5e-6, 5e-6, 70e-6]
+OS = [1e-6, 1.2e-6, 3e-6, 40e-6]
+OR = [0.8e-6, 1e-6, 2.5e-6, 35e-6]
+RTT = [6e-6, 7e-6, 14e-6, 160e-6]  # no size whose half is measured: no eager step
+
+
+def profile(name: str, np_: int, *args: object, env: dict[str, str] | None = None) -> Path:
+    """Profile of `advise_app ARGS` on np_ ranks, every call timed."""
+    return _profile(name, np_, tuple(str(a) for a in args), tuple(sorted((env or {}).items())))
+
+
+@functools.cache
+def _profile(name: str, np_: int, args: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> Path:
+    out = workdir() / f"advise-{name}.prof"
+    proc = subprocess.run([*launcher(np_), str(EXEC), str(APP), *args],
+                          env=cli_env({"MPILENS_OUTPUT": str(out), "MPILENS_TIMING": "all",
+                                       **dict(env)}),
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0 and out.exists(), proc.stderr[-3000:]
+    return out
+
+
+def lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return rows[0], rows[1:]
+
+
+def write_model(path: Path, prof: Path, **over: Any) -> Path:
+    header, _ = lines(prof)
+    doc = {"format": "mpilens-netmodel", "version": 1, "model": "plogp",
+           "mpi_library": header["mpi_library"], "hosts": header["hosts"], "L_s": L,
+           "sizes": SIZES, "rtt_s": RTT, "os_s": OS, "or_s": OR, "g_s": G, **over}
+    doc = {k: v for k, v in doc.items() if v is not None}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def interp(ys: list[float], x: float) -> float:
+    for i in range(1, len(SIZES)):
+        if x <= SIZES[i]:
+            return ys[i - 1] + (x - SIZES[i - 1]) * (ys[i] - ys[i - 1]) / (SIZES[i] - SIZES[i - 1])
+    raise AssertionError("the tests stay inside the model's sizes")
+
+
+def advise(prof: Path, model: Path | None, *extra: str) -> dict[str, Any]:
+    args = ["advise", str(prof), "--format", "json", *extra]
+    if model is not None:
+        args += ["--model", str(model)]
+    proc = mpilens_inproc(*args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def every(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return result["findings"] + result["withheld"]
+
+
+def one(result: dict[str, Any], key: str) -> dict[str, Any]:
+    found = [f for f in every(result) if f["key"] == key]
+    assert len(found) == 1, [f["key"] for f in every(result)]
+    return found[0]
+
+
+# ------------------------------------------------------------ rule 2: latency-bound
+
+
+def test_latency_bound_small_messages(build: Path, tmp_path: Path) -> None:
+    iters = 3000
+    prof = profile("p2p", 2, "p2p", iters, 64)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "latency")
+    header, _ = lines(prof)
+    # 2 ranks x 3000 MPI_Isend of 64 B; the latency crossover is the first model size with
+    # g(m) - g(0) >= L + g(0) = 3 us: 4096 B (g = 5 us); no eager step in RTT
+    assert f["figures"]["messages"] == f["figures"]["small_messages"] == 2 * iters
+    assert (f["figures"]["latency_crossover_bytes"], f["figures"]["eager_bytes"],
+            f["figures"]["limit_bytes"]) == (4096, None, 4096)
+    gain = iters * (1 - 1 / 8) * (L + G[0])            # per rank: 3000 x 7/8 x 3 us
+    assert f["gain_s"] == pytest.approx(gain, rel=1e-12)
+    assert f["gain_pct"] == pytest.approx(100 * gain / header["wall_s"]["mean"], rel=1e-12)
+    assert f["figures"]["model_small_s"] == pytest.approx(iters * (L + G[1]), rel=1e-12)
+    assert f["figures"]["bound_s"] == pytest.approx(iters * (L + G[0]), rel=1e-12)
+    assert "64-127 B" in f["what"] and "MPI_Isend" in f["what"]
+    assert f["apply"] is None and f["network"]  # a code change, a network fix
+    assert f["basis"]["profile"] and f["basis"]["model"] and f["basis"]["assumptions"]
+
+
+def test_without_a_model_measures_here(build: Path) -> None:
+    prof = profile("p2p", 2, "p2p", 3000, 64)
+    res = advise(prof, None)
+    assert res["model"]["measured_now"] and res["model"]["hosts"] == res["hosts"]
+    f = one(res, "latency")
+    # the measured model's fixed cost, whatever it is, enters the documented formula
+    fixed = res["model"]["L_s"] + res["model"]["g0_s"]
+    if f["figures"]["small_messages"]:
+        assert f["gain_s"] == pytest.approx(f["figures"]["small_messages"] / 2 * 7 / 8 * fixed,
+                                            rel=1e-12)
+
+
+# ------------------------------------------------------------ rule 3 and --check
+
+
+def _a2a_predictions(P: int, m: float) -> dict[str, float]:
+    """Nanri et al. 2008 Table 1 with docs/alltoall.md's corrections, on the chosen model."""
+    lg = math.log2(P)
+    g, g0, g2 = interp(G, m), G[0], interp(G, 2 * m)
+    pair = (L + g + min(interp(OS, m), interp(OR, m))) * (P - 1)
+    return {"spread": (L + g) * (P - 1), "bruck": (L + 2 * g * (lg + 1)) * lg,
+            "recdbl": (L + 2 * g2 * lg) * lg, "pair": pair,
+            "pair_lb": pair + max(OS[0], OR[0]) * (P - 2),
+            "pair_barrier": pair + (L + 2 * g0) * lg * (P - 2), "ring": (L + 2 * g) * (P // 2)}
+
+
+A2A_ITERS, A2A_BLOCK, A2A_NP, RUNS = 2000, 64, 3, 5
+SLOW = {"MPILENS_ALLTOALL": "pair_barrier"}
+
+
+def test_collective_algorithm_for_a_forced_slow_alltoall(build: Path, tmp_path: Path) -> None:
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "collective-algorithm")
+    pred = _a2a_predictions(A2A_NP, A2A_BLOCK)
+    best = min(pred, key=lambda k: (pred[k], k))
+    _, ranks = lines(prof)
+    measured = min(r["functions"]["MPI_Alltoall"]["time_s"] / r["functions"]["MPI_Alltoall"]["calls"]
+                   for r in ranks)
+    gain = A2A_ITERS * (measured - measured * pred[best] / pred["pair_barrier"])
+    assert f["figures"]["predicted_s"] == pytest.approx(pred, rel=1e-12)
+    assert (f["figures"]["size"], f["figures"]["comm_size"], f["figures"]["ran"],
+            f["figures"]["best"]) == (A2A_BLOCK, A2A_NP, "pair_barrier", best)
+    assert f["gain_s"] == pytest.approx(gain, rel=1e-12)
+    assert f["apply"] == {"env": {"MPILENS_ALLTOALL": best}, "launcher_args": []}
+    assert f["change"].startswith(f"MPILENS_ALLTOALL={best}")
+
+
+def test_check_applies_the_change_and_measures_the_same_sign(build: Path, tmp_path: Path) -> None:
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    model = write_model(tmp_path / "m.json", prof)
+    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--check", "--runs", RUNS,
+                   "--check-output", tmp_path / "chk", "--", *launcher(A2A_NP), APP,
+                   "alltoall", A2A_ITERS, A2A_BLOCK,
+                   env={**SLOW, "MPILENS_TIMING": "all"})
+    chk = json.loads(proc.stdout)["check"]
+    assert proc.returncode == 0, (proc.stderr, chk["walls_baseline_s"], chk["walls_changed_s"])
+    runs = [(tmp_path / f"chk-baseline-{i}.prof", tmp_path / f"chk-changed-{i}.prof")
+            for i in range(1, RUNS + 1)]
+    best = chk["finding"]["figures"]["best"]
+    walls = {}
+    for base, changed in runs:
+        # the baseline ran as the job did, the changed run with the advised algorithm
+        assert [(r["algorithm"], r["source"], r["calls"]) for r in lines(base)[0]["alltoall"]] \
+            == [("pair_barrier", "forced", A2A_ITERS)]
+        assert [(r["algorithm"], r["source"], r["calls"]) for r in lines(changed)[0]["alltoall"]] \
+            == [(best, "forced", A2A_ITERS)]
+        walls[base], walls[changed] = (lines(p)[0]["wall_s"]["mean"] for p in (base, changed))
+    # the fastest run of each kind is compared
+    fast_base = min((walls[b], str(b)) for b, _ in runs)
+    fast_changed = min((walls[c], str(c)) for _, c in runs)
+    assert (chk["baseline"], chk["changed"]) == (fast_base[1], fast_changed[1])
+    assert chk["measured_s"] == pytest.approx(fast_base[0] - fast_changed[0], rel=1e-9)
+    assert chk["predicted_s"] == chk["finding"]["gain_s"] > 0
+    assert chk["same_sign"] and chk["measured_s"] > 0
+    assert chk["diff"]["a"]["profile"] == fast_base[1]
+
+
+# ------------------------------------------------------------ rule 5: imbalance
+
+
+def test_late_rank_is_imbalance_not_network(build: Path, tmp_path: Path) -> None:
+    np_, iters = 3, 30
+    prof = profile("imbalance", np_, "imbalance", iters, 5000)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    first = res["findings"][0]
+    assert first["key"] == "imbalance" and res["imbalance_bound"]
+    assert not any(f["network"] for f in res["findings"])
+    _, ranks = lines(prof)
+    t = [r["functions"]["MPI_Allreduce"]["time_s"] for r in ranks]
+    late = sum(x - min(t) for x in t) / np_
+    assert first["figures"]["functions"]["MPI_Allreduce"]["late_s"] == pytest.approx(late, rel=1e-12)
+    assert first["figures"]["transfer_s"] == pytest.approx(min(t), rel=1e-12)
+    assert first["gain_s"] == pytest.approx(late, rel=1e-12)
+    assert first["figures"]["late_share"] >= 0.5 and first["figures"]["last_rank"] == np_ - 1
+    assert "rank 2 arrives last" in first["what"]
+    # the Allreduce advice exists, but is withheld: the waiting is not the network's
+    assert all(f["network"] for f in res["withheld"])
+
+
+# ------------------------------------------------------------ rule 7: nothing to gain
+
+
+def test_little_communication_is_said_first(build: Path, tmp_path: Path) -> None:
+    prof = profile("compute", 2, "compute", 4, 500000)
+    header, _ = lines(prof)
+    share = header["mpi_s"]["mean"] / header["wall_s"]["mean"]
+    assert share < 0.05  # the program sleeps 2 s and calls 4 Allreduce
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    first = res["findings"][0]
+    assert first["key"] == "nothing-to-gain" and first["rule"] == 7
+    assert first["figures"]["mpi_share"] == pytest.approx(share, rel=1e-12)
+    assert first["gain_s"] == pytest.approx(header["mpi_s"]["mean"], rel=1e-12)
+    text = mpilens_inproc("advise", prof, "--model", tmp_path / "m.json")
+    assert text.returncode == 0
+    assert text.stdout.splitlines()[3].startswith("1. [rule 7] Little to gain in communication")
+
+
+# ------------------------------------------------------------ bad input
+
+
+def _bad(*args: object) -> str:
+    proc = mpilens_inproc("advise", *args)
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout)
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("mpilens: "), proc.stderr
+    return err[0]
+
+
+def test_bad_input_one_line_exit_2(build: Path, tmp_path: Path) -> None:
+    prof = profile("p2p", 2, "p2p", 3000, 64)
+    other_mpi = write_model(tmp_path / "mpi.json", prof, mpi_library="Other MPI v1.0")
+    assert "was measured with 'Other MPI v1.0'" in _bad(prof, "--model", other_mpi)
+    other_host = write_model(tmp_path / "host.json", prof, hosts=["login07"])
+    assert "was measured on login07" in _bad(prof, "--model", other_host)
+    no_key = write_model(tmp_path / "nokey.json", prof, g_s=None)
+    assert "has no key 'g_s'" in _bad(prof, "--model", no_key)
+    short = write_model(tmp_path / "short.json", prof, os_s=[1e-6])
+    assert "os_s must be a list as long as sizes (4)" in _bad(prof, "--model", short)
+    (tmp_path / "junk.json").write_text("{not json")
+    assert "not valid JSON" in _bad(prof, "--model", tmp_path / "junk.json")
+    assert "is a directory" in _bad(prof, "--model", tmp_path)
+    assert "no such file" in _bad(prof, "--model", tmp_path / "missing.json")
+    assert "no such file" in _bad(tmp_path / "missing.prof")
+    model = write_model(tmp_path / "m.json", prof)
+    assert "only used with --check" in _bad(prof, "--model", model, "--", "mpirun", "./a")
+    assert "--check needs the job's launcher line" in _bad(prof, "--model", model, "--check")
+
+
+def test_profile_without_rank_lines(build: Path, tmp_path: Path) -> None:
+    prof = profile("p2p-nodetail", 2, "p2p", 10, 64, env={"MPILENS_DETAIL": "off"})
+    line = _bad(prof, "--model", write_model(tmp_path / "m.json", prof))
+    assert "has no rank lines" in line and "MPILENS_DETAIL=off" in line
+
+
+def test_check_without_an_applicable_finding(build: Path, tmp_path: Path) -> None:
+    """Imbalance-bound: the network changes are withheld, the balance needs a code edit."""
+    prof = profile("imbalance", 3, "imbalance", 30, 5000)
+    model = write_model(tmp_path / "m.json", prof)
+    line = _bad(prof, "--model", model, "--check", "--check-output", tmp_path / "c", "--",
+                *launcher(3), APP, "imbalance", 30, 5000)
+    assert "nothing to check" in line
+    assert not list(tmp_path.glob("c-*.prof"))  # no job ran
