@@ -10,9 +10,12 @@ T(m) = L + g(m) (P-LogP: RTT(m) = 2 (L + g(m))).
 
 from __future__ import annotations
 
+import bisect
 import json
+import math
 import re
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +81,16 @@ class NetModel:
 
 
 def interpolate(sizes: list[int], ys: list[float], x: float) -> float:
+    """ys at x: linear between the two sizes around x; past the last size along the last
+    segment (slope at least 0); at or below the first size its value."""
     if x <= sizes[0] or len(sizes) == 1:
         return ys[0]
-    i = next((k for k, s in enumerate(sizes) if s >= x), len(sizes) - 1)
-    i = max(i, 1)
-    slope = (ys[i] - ys[i - 1]) / (sizes[i] - sizes[i - 1])
-    if x > sizes[-1]:
-        slope = max(slope, 0.0)
-    return max(ys[i - 1] + (x - sizes[i - 1]) * slope, 0.0)
+    hi = min(max(bisect.bisect_left(sizes, x), 1), len(sizes) - 1)
+    x0, x1, y0, y1 = sizes[hi - 1], sizes[hi], ys[hi - 1], ys[hi]
+    rise = y1 - y0
+    if x > x1 and rise < 0:
+        rise = 0.0
+    return max(y0 + rise * (x - x0) / (x1 - x0), 0.0)
 
 
 def host_stem(host: str) -> str:
@@ -95,7 +100,7 @@ def host_stem(host: str) -> str:
 
 
 def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v >= 0
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
 
 def parse(doc: Any, source: str) -> NetModel:
@@ -114,7 +119,7 @@ def parse(doc: Any, source: str) -> NetModel:
     sizes = doc["sizes"]
     if (not isinstance(sizes, list) or not sizes
             or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes)
-            or any(b <= a for a, b in zip(sizes, sizes[1:]))):
+            or any(b <= a for a, b in pairwise(sizes))):
         raise UserError(f"{where}: sizes must be increasing byte counts")
     for key in ARRAYS + (("rtt_s",) if "rtt_s" in doc else ()):
         arr = doc[key]

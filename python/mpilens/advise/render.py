@@ -41,12 +41,12 @@ def text(result: dict[str, Any]) -> str:
     width = max(min(shutil.get_terminal_size((110, 20)).columns, 140), 80)
     share = 100 * result["mpi_s"] / result["wall_s"] if result["wall_s"] > 0 else 0.0
     m = result["model"]
-    lines = [f"mpilens advise: {result['profile']} ({result['nranks']} ranks on "
-             f"{', '.join(result['hosts'])}; {result['mpi_library'].split(',')[0]}; wall "
-             f"{fmt_time(result['wall_s'])}, MPI {share:.1f} % of it, mean per rank)",
-             f"model: {m['source']}: L = {fmt_time(m['L_s'])}, g(0) = {fmt_time(m['g0_s'])}; "
-             f"eager crossover {_crossover(m['eager_crossover'])}, latency crossover "
-             f"{_crossover(m['latency_crossover'])}", ""]
+    lines = [(f"mpilens advise: {result['profile']} ({result['nranks']} ranks on "
+              f"{', '.join(result['hosts'])}; {result['mpi_library'].split(',')[0]}; wall "
+              f"{fmt_time(result['wall_s'])}, MPI {share:.1f} % of it, mean per rank)"),
+             (f"model: {m['source']}: L = {fmt_time(m['L_s'])}, g(0) = {fmt_time(m['g0_s'])}; "
+              f"eager crossover {_crossover(m['eager_crossover'])}, latency crossover "
+              f"{_crossover(m['latency_crossover'])}"), ""]
     for w in result["warnings"]:
         lines.insert(-1, f"warning: {w}")
     if not result["findings"]:
@@ -68,10 +68,10 @@ def check_text(check: dict[str, Any]) -> str:
             ("runs", f"{check['runs']} of each, alternating; the fastest of each compared"),
             ("baseline", f"{check['baseline']} (wall {fmt_time(check['wall_before_s'])})"),
             ("with the change", f"{check['changed']} (wall {fmt_time(check['wall_after_s'])})"),
-            ("predicted gain", f"{fmt_time(check['predicted_s'])} "
-                               f"({check['predicted_pct']:.1f} % of wall)"),
-            ("measured gain", f"{fmt_time(check['measured_s'])} "
-                              f"({check['measured_pct']:.1f} % of wall)"),
+            ("predicted gain", (f"{fmt_time(check['predicted_s'])} "
+                                f"({check['predicted_pct']:.1f} % of wall)")),
+            ("measured gain", (f"{fmt_time(check['measured_s'])} "
+                               f"({check['measured_pct']:.1f} % of wall)")),
             ("same sign", "yes" if check["same_sign"] else "NO"),
             ("measured / predicted", "-" if check["ratio"] is None else f"{check['ratio']:.2f}")]
     w = max(len(k) for k, _ in rows)

@@ -98,8 +98,8 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
         after = pred[best.name]
         now_what = f"the measured {fmt_time(measured)} per call"
         worth = measured >= WORTH * after
-        conf, conf_why = ("medium", "the MPI's own algorithm is not recorded: the gain compares "
-                          "the measured time with the model's best")
+        conf, conf_why = ("medium", ("the MPI's own algorithm is not recorded: the gain "
+                                     "compares the measured time with the model's best"))
     if best.name == ran or not worth:
         return None
     ch = knob(name, best, flavour)
@@ -128,10 +128,10 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
                    f"{fmt_time(after)} after)"),
         confidence=conf, confidence_why=conf_why,
         basis={"profile": [f"{name}: rank {fastest}'s time per call {measured:.6g} s",
-                           f"{name}: calls {calls}, time_s {float(f.get('time_s', 0)):.6g}, "
-                           f"bytes_sent {int(f.get('bytes_sent', 0))}, bytes_recv "
-                           f"{int(f.get('bytes_recv', 0))}, hist_send_bytes "
-                           f"{int(f.get('hist_send_bytes', 0))}"]
+                           (f"{name}: calls {calls}, time_s {float(f.get('time_s', 0)):.6g}, "
+                            f"bytes_sent {int(f.get('bytes_sent', 0))}, bytes_recv "
+                            f"{int(f.get('bytes_recv', 0))}, hist_send_bytes "
+                            f"{int(f.get('hist_send_bytes', 0))}")]
                           + ([f"alltoall section: algorithm {ran}"] if ran else []),
                "model": [model.describe()]
                         + [f"{a.name}: {a.formula} = {pred[a.name]:.6g} s" for a in algs],
