@@ -49,11 +49,12 @@ int main(int argc, char **argv)
         int right = (rank + 1) % size, left = (rank - 1 + size) % size;
         for (long it = 0; it < iters; it++) {
             MPI_Request req[2];
+            MPI_Status st[2];
             for (long i = 0; i < arg; i++)
                 sb[i] = (unsigned char)(rank + it + i);
             MPI_Irecv(rb, (int)arg, MPI_BYTE, left, 7, MPI_COMM_WORLD, &req[0]);
             MPI_Isend(sb, (int)arg, MPI_BYTE, right, 7, MPI_COMM_WORLD, &req[1]);
-            MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+            MPI_Waitall(2, req, st);
             for (long i = 0; i < arg; i++)
                 check(rb[i] == (unsigned char)(left + it + i), "p2p", rank);
         }
