@@ -194,8 +194,8 @@ def test_check_applies_the_change_and_measures_the_same_sign(build: Path, tmp_pa
 
 
 def test_late_rank_is_imbalance_not_network(build: Path, tmp_path: Path) -> None:
-    np_, iters = 2, 30  # 2 ranks on 2 cores: MPICH's waiting rank busy-polls
-    prof = profile("imbalance", np_, "imbalance", iters, 5000)
+    np_, iters = 2, 10  # 2 ranks on 2 cores: MPICH's waiting rank busy-polls
+    prof = profile("imbalance", np_, "imbalance", iters, 50000)
     res = advise(prof, write_model(tmp_path / "m.json", prof))
     first = res["findings"][0]
     assert first["key"] == "imbalance" and res["imbalance_bound"]
@@ -269,9 +269,9 @@ def test_profile_without_rank_lines(build: Path, tmp_path: Path) -> None:
 
 def test_check_without_an_applicable_finding(build: Path, tmp_path: Path) -> None:
     """Imbalance-bound: the network changes are withheld, the balance needs a code edit."""
-    prof = profile("imbalance", 2, "imbalance", 30, 5000)
+    prof = profile("imbalance", 2, "imbalance", 10, 50000)
     model = write_model(tmp_path / "m.json", prof)
     line = _bad(prof, "--model", model, "--check", "--check-output", tmp_path / "c", "--",
-                *launcher(2), APP, "imbalance", 30, 5000)
+                *launcher(2), APP, "imbalance", 10, 50000)
     assert "nothing to check" in line
     assert not list(tmp_path.glob("c-*.prof"))  # no job ran
