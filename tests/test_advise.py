@@ -190,6 +190,83 @@ def test_check_applies_the_change_and_measures_the_same_sign(build: Path, tmp_pa
     assert chk["diff"]["a"]["profile"] == fast_base[1]
 
 
+# The MPI's own knobs (coll_tuned_<coll>_algorithm, MPIR_CVAR_<COLL>_INTRA_ALGORITHM)
+ALLREDUCE_KNOBS = {  # ompi_info --param coll tuned --level 9 (4.1); mpivars (MPICH 4.0.2)
+    "openmpi": {"recursive_doubling": 3, "rabenseifner": 6, "ring": 4, "basic_linear": 1},
+    "mpich": {"recursive_doubling": "recursive_doubling",
+              "rabenseifner": "reduce_scatter_allgather"},
+}
+
+
+def _allreduce_predictions(P: int, m: float, lat: float, g: list[float]) -> dict[str, float]:
+    def gap(x: float) -> float:
+        return interp(g, x)
+
+    def t(x: float) -> float:
+        return lat + gap(x)
+
+    steps = P.bit_length() - 1
+    fix = 0.0 if P & (P - 1) == 0 else 2 * t(m)
+    out = {"recursive_doubling": steps * t(m) + fix,
+           "rabenseifner": 2 * sum(t(m / 2 ** k) for k in range(1, steps + 1)) + fix,
+           "ring": 2 * (P - 1) * t(m / P), "basic_linear": 2 * (lat + (P - 1) * gap(m))}
+    return {k: v for k, v in out.items() if k in ALLREDUCE_KNOBS[FLAVOUR]}
+
+
+@pytest.mark.skipif(FLAVOUR not in ALLREDUCE_KNOBS, reason="knob table for Open MPI and MPICH")
+def test_allreduce_algorithm_knob_of_the_mpi(build: Path, tmp_path: Path) -> None:
+    """The MPI's own algorithm is not recorded: the gain is measured - T_best.  A fast
+    model (1 ns) makes the finding certain; its figures are exact."""
+    iters, np_ = 300, 2
+    prof = profile("allreduce", np_, "compute", iters, 0)
+    lat, g = 1e-9, [1e-9, 2e-9, 3e-9, 4e-9]
+    res = advise(prof, write_model(tmp_path / "m.json", prof, L_s=lat, g_s=g))
+    f = next(x for x in every(res) if x["key"] == "collective-algorithm"
+             and x["figures"]["function"] == "MPI_Allreduce")
+    pred = _allreduce_predictions(np_, 8, lat, g)  # one double per call
+    best = min(pred, key=lambda k: (pred[k], k))
+    _, ranks = lines(prof)
+    measured = min(r["functions"]["MPI_Allreduce"]["time_s"] / r["functions"]["MPI_Allreduce"]["calls"]
+                   for r in ranks)
+    assert f["figures"]["predicted_s"] == pytest.approx(pred, rel=1e-12)
+    assert (f["figures"]["best"], f["figures"]["ran"], f["figures"]["comm_size"]) == (best, None, np_)
+    assert f["gain_s"] == pytest.approx(iters * (measured - pred[best]), rel=1e-12)
+    assert f["confidence"] == "medium"
+    knob = ALLREDUCE_KNOBS[FLAVOUR][best]
+    if FLAVOUR == "openmpi":
+        assert f["apply"] == {"env": {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                                      "OMPI_MCA_coll_tuned_allreduce_algorithm": str(knob)},
+                              "launcher_args": ["--mca", "coll_tuned_use_dynamic_rules", "1",
+                                                "--mca", "coll_tuned_allreduce_algorithm",
+                                                str(knob)]}
+        assert f["change"].startswith("mpirun --mca coll_tuned_use_dynamic_rules 1 --mca "
+                                      f"coll_tuned_allreduce_algorithm {knob}")
+    else:
+        assert f["apply"]["env"] == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": knob}
+        assert f["change"].startswith(f"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM={knob}")
+
+
+def test_check_text_table_and_exit_status(build: Path, tmp_path: Path) -> None:
+    """Text output of --check against the profile itself (no baseline run): the table,
+    and exit status 0 when the signs agree, 1 when not."""
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    model = write_model(tmp_path / "m.json", prof)
+    proc = mpilens("advise", prof, "--model", model, "--check", "--no-baseline-run",
+                   "--check-output", tmp_path / "t", "--", *launcher(A2A_NP), APP,
+                   "alltoall", A2A_ITERS, A2A_BLOCK, env={**SLOW, "MPILENS_TIMING": "all"})
+    out = proc.stdout
+    assert "Check of the top finding that needs no code edit:" in out, proc.stderr
+    table = out.split("Check of the top finding that needs no code edit:\n")[1].split("\n\n")[0]
+    width = len("measured / predicted")  # the longest label; values start 2 columns after
+    rows = {ln[:width].strip(): ln[width + 2:] for ln in table.splitlines()}
+    assert rows["baseline"].startswith(str(prof))
+    assert rows["with the change"].startswith(str(tmp_path / "t-changed.prof"))
+    assert rows["change applied"].startswith("MPILENS_ALLTOALL=")
+    assert proc.returncode == (0 if rows["same sign"] == "yes" else 1)
+    assert not (tmp_path / "t-baseline.prof").exists()
+    assert "Per function" in out  # the diff's table
+
+
 # ------------------------------------------------------------ rule 5: imbalance
 
 
