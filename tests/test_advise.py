@@ -77,7 +77,7 @@ def advise(prof: Path, model: Path | None, *extra: str) -> dict[str, Any]:
 
 
 def every(result: dict[str, Any]) -> list[dict[str, Any]]:
-    return result["findings"] + result["withheld"]
+    return result["findings"] + result["withheld"] + result["minor"]
 
 
 def one(result: dict[str, Any], key: str) -> dict[str, Any]:
@@ -107,6 +107,8 @@ def test_latency_bound_small_messages(build: Path, tmp_path: Path) -> None:
     assert f["figures"]["bound_s"] == pytest.approx(iters * (L + G[0]), rel=1e-12)
     assert "64-127 B" in f["what"] and "MPI_Isend" in f["what"]
     assert f["apply"] is None and f["network"]  # a code change, a network fix
+    # under 1 % of the wall time it is minor, unless withheld (imbalance-bound)
+    assert (f in res["minor"]) == (f not in res["withheld"] and f["gain_pct"] < 1.0)
     assert f["basis"]["profile"] and f["basis"]["model"] and f["basis"]["assumptions"]
 
 

@@ -11,6 +11,7 @@ from .finding import Context, Finding
 from .rules import RULES
 from .rules.latency import bin_range
 
+MINOR_PCT = 1.0              # findings of rules 2 and 3 below this % of the wall time are minor
 DEFAULT_MAX_SIZE = 1 << 16   # a model measured here covers at least 0 .. 64 KiB
 MEASURE_CAP = 1 << 24        # ... and at most 16 MiB
 
@@ -75,15 +76,18 @@ def warnings(prof: Profile) -> list[str]:
 
 def advise(prof: Profile, model: netmodel.NetModel) -> dict[str, Any]:
     """Findings, ranked: rule 7 first; when imbalance dominates, it comes next and the
-    network findings are withheld; the others by predicted gain."""
+    network findings are withheld; the others by predicted gain, those of low confidence
+    after the rest.  Rules 2 and 3 predicting under MINOR_PCT of the wall time are minor."""
     check_profile(prof)
     ctx = Context(prof, model)
     found: list[Finding] = [f for rule in RULES for f in rule.find(ctx)]
     imbalance_bound = any(f.key == "imbalance" and f.figures["dominant"] for f in found)
     withheld = [f for f in found if imbalance_bound and f.network]
-    shown = [f for f in found if f not in withheld]
+    minor = [f for f in found if f not in withheld and f.rule in (2, 3)
+             and f.gain_pct < MINOR_PCT]
+    shown = [f for f in found if f not in withheld and f not in minor]
     shown.sort(key=lambda f: (f.rule != 7, not (f.key == "imbalance" and imbalance_bound),
-                              -f.gain_s, f.rule, f.title))
+                              f.confidence == "low", -f.gain_s, f.rule, f.title))
     return {
         "profile": str(prof.path),
         "mpi_library": prof.header.get("mpi_library", ""),
@@ -101,6 +105,7 @@ def advise(prof: Profile, model: netmodel.NetModel) -> dict[str, Any]:
         "imbalance_bound": imbalance_bound,
         "findings": [f.as_dict() for f in shown],
         "withheld": [f.as_dict() for f in withheld],
+        "minor": [f.as_dict() for f in minor],
     }
 
 

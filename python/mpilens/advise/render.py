@@ -53,6 +53,10 @@ def text(result: dict[str, Any]) -> str:
         lines.append("No finding: no rule of docs/advise.md applies to this profile.")
     for i, f in enumerate(result["findings"], 1):
         lines += finding_lines(i, f, width) + [""]
+    if result["minor"]:
+        lines.append("Minor (each under 1 % of the wall time): "
+                     + "; ".join(f"[rule {f['rule']}] {f['title']}: {_gain(f)}"
+                                 for f in result["minor"]))
     if result["withheld"]:
         lines.append("Withheld, because the job is imbalance-bound (a network change would "
                      "not shorten the waiting):")

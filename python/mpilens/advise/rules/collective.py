@@ -14,7 +14,7 @@ from typing import Any
 
 from ...units import fmt_bytes, fmt_time
 from ..collectives import FAMILIES, Algorithm, candidates, knob
-from ..finding import Context, Finding, fit_confidence
+from ..finding import FIT_RANGE, Context, Finding, fit_confidence
 
 RULE = 3
 WORTH = 1.2  # the engine's re-learning threshold: 20 % slower is worth changing
@@ -100,6 +100,13 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
         worth = measured >= WORTH * after
         conf, conf_why = ("medium", ("the MPI's own algorithm is not recorded: the gain "
                                      "compares the measured time with the model's best"))
+        worst = max(pred.values())
+        if measured > FIT_RANGE[1] * worst:
+            conf = "low"
+            conf_why += (f"; the measured time is {measured / worst:.3g} x the slowest "
+                         f"algorithm's prediction: most of it is not the algorithm's "
+                         f"(contention, oversubscription, or a model of a quieter network), so "
+                         f"the gain is an upper bound")
     if best.name == ran or not worth:
         return None
     ch = knob(name, best, flavour)
