@@ -342,6 +342,16 @@ def test_bad_input_one_line_exit_2(build: Path, tmp_path: Path) -> None:
     assert "--check needs the job's launcher line" in _bad(prof, "--model", model, "--check")
 
 
+def test_without_a_model_the_profile_must_come_from_here(build: Path, tmp_path: Path) -> None:
+    """No model: advise measures here, which says nothing about another machine."""
+    rows = lines(profile("p2p", 2, "p2p", 3000, 64))
+    elsewhere = tmp_path / "elsewhere.prof"
+    elsewhere.write_text("\n".join(json.dumps(r) for r in
+                                   [{**rows[0], "hosts": ["login07"]}, *rows[1]]) + "\n")
+    line = _bad(elsewhere)
+    assert "ran on login07, not on this host" in line and "--model" in line
+
+
 def test_profile_without_rank_lines(build: Path, tmp_path: Path) -> None:
     prof = profile("p2p-nodetail", 2, "p2p", 10, 64, env={"MPILENS_DETAIL": "off"})
     line = _bad(prof, "--model", write_model(tmp_path / "m.json", prof))
