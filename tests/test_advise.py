@@ -240,9 +240,7 @@ def test_allreduce_algorithm_knob_of_the_mpi(build: Path, tmp_path: Path) -> Non
     if FLAVOUR == "openmpi":
         assert f["apply"] == {"env": {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
                                       "OMPI_MCA_coll_tuned_allreduce_algorithm": str(knob)},
-                              "launcher_args": ["--mca", "coll_tuned_use_dynamic_rules", "1",
-                                                "--mca", "coll_tuned_allreduce_algorithm",
-                                                str(knob)]}
+                              "launcher_args": []}  # the --mca options, as the environment
         assert f["change"].startswith("mpirun --mca coll_tuned_use_dynamic_rules 1 --mca "
                                       f"coll_tuned_allreduce_algorithm {knob}")
     else:
@@ -269,6 +267,70 @@ def test_check_text_table_and_exit_status(build: Path, tmp_path: Path) -> None:
     assert proc.returncode == (0 if rows["same sign"] == "yes" else 1)
     assert not (tmp_path / "t-baseline.prof").exists()
     assert "Per function" in out  # the diff's table
+
+
+# ------------------------------------------------------------ rule 4: placement
+
+AS_NODE = Path(__file__).parent / "progs" / "as_node.sh"
+
+
+def _unshare_works() -> bool:
+    try:
+        return subprocess.run(["unshare", "--uts", "true"], capture_output=True, check=False,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def as_nodes(name: str, nodes: list[str], *args: object) -> Path:
+    """advise_app ARGS with rank r on host nodes[r] (tests/progs/as_node.sh: a UTS
+    namespace per rank), profiled."""
+    out = workdir() / f"advise-{name}.prof"
+    out.unlink(missing_ok=True)
+    proc = subprocess.run([*launcher(len(nodes)), str(AS_NODE), str(EXEC), str(APP),
+                           *map(str, args)],
+                          env=cli_env({"MPILENS_OUTPUT": str(out), "MPILENS_TIMING": "all",
+                                       "MPILENS_TEST_NODES": " ".join(nodes)}),
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0 and out.exists(), proc.stderr[-3000:]
+    return out
+
+
+def inter_node_bytes(path: Path) -> int:
+    """Point-to-point bytes sent to a rank on another host (rank lines)."""
+    _, ranks = lines(path)
+    host = [r["host"] for r in ranks]
+    return sum(b for r in ranks for peer, _, b in r["peers"]["sent"]
+               if host[peer] != host[r["rank"]])
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
+def test_placement_joins_the_heavy_pairs(build: Path, tmp_path: Path) -> None:
+    iters, size = 50, 4096
+    rr = ["node0", "node1", "node0", "node1"]  # round-robin: pairs (0,1), (2,3) split
+    prof = as_nodes("pairs-rr", rr, "pairs", iters, size)
+    heavy, light = 4 * iters * size, 4 * 8  # each rank: iters x size to rank^1, 8 B to rank+2
+    assert inter_node_bytes(prof) == heavy and lines(prof)[0]["hosts"] == ["node0", "node1"]
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "placement")
+    after = f["figures"]["mapping_after"]
+    # the only 2 + 2 split keeping both heavy pairs on one host: {0, 1} and {2, 3}
+    assert after[0] == after[1] != after[2] == after[3] and sorted(after) == sorted(rr)
+    assert (f["figures"]["inter_bytes_before"], f["figures"]["inter_bytes_after"]) == (heavy, light)
+    assert f["figures"]["blocks"] == 2
+    # model time per rank: 4 x iters messages of 4 KiB become intra-node, the 4 of 8 B inter
+    t = (4 * iters * (L + interp(G, size)) - 4 * (L + interp(G, 8))) / 4
+    assert f["gain_s"] == pytest.approx(t, rel=1e-12)
+    content = f["apply"]["files"]["rankfile"]
+    if FLAVOUR == "openmpi":
+        assert content == "".join(f"rank {r}={h} slot={r % 2}\n" for r, h in enumerate(after))
+        assert f["apply"]["launcher_args"] == ["--rankfile", "{rankfile}"]
+    else:
+        assert content == "".join(f"{h}:1\n" for h in after)
+        assert f["apply"]["launcher_args"] == ["-f", "{rankfile}"]
+    # the re-run with the proposed mapping: exactly the light bytes cross
+    again = as_nodes("pairs-advised", after, "pairs", iters, size)
+    assert inter_node_bytes(again) == light
 
 
 # ------------------------------------------------------------ rule 5: imbalance

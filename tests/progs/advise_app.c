@@ -8,6 +8,10 @@
  *                                        then every rank calls MPI_Allreduce (1 double)
  *   advise_app compute   ITERS US        per iteration every rank sleeps US microseconds,
  *                                        then MPI_Allreduce (1 double)
+ *   advise_app pairs     ITERS SIZE      heavy pairs (2k, 2k+1): per iteration each rank sends
+ *                                        SIZE bytes to its partner (MPI_Sendrecv); then once
+ *                                        8 bytes to rank+2 and from rank-2 (MPI_Sendrecv);
+ *                                        an even number of ranks
  *
  * Every received byte is checked; a wrong one stops the job with status 3. */
 #define _POSIX_C_SOURCE 200809L
@@ -73,6 +77,24 @@ int main(int argc, char **argv)
                       "alltoall", rank);
             }
         }
+        free(sb);
+        free(rb);
+    } else if (strcmp(mode, "pairs") == 0) {
+        unsigned char *sb = malloc((size_t)arg + 8), *rb = malloc((size_t)arg + 8);
+        int partner = rank ^ 1;
+        for (long it = 0; it < iters; it++) {
+            for (long i = 0; i < arg; i++)
+                sb[i] = (unsigned char)(rank + it + i);
+            MPI_Sendrecv(sb, (int)arg, MPI_BYTE, partner, 5, rb, (int)arg, MPI_BYTE, partner, 5,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (long i = 0; i < arg; i++)
+                check(rb[i] == (unsigned char)(partner + it + i), "pairs", rank);
+        }
+        int up = (rank + 2) % size, down = (rank - 2 + size) % size;
+        memset(sb, rank, 8);
+        MPI_Sendrecv(sb, 8, MPI_BYTE, up, 6, rb, 8, MPI_BYTE, down, 6, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        check(rb[0] == (unsigned char)down && rb[7] == (unsigned char)down, "pairs", rank);
         free(sb);
         free(rb);
     } else if (strcmp(mode, "imbalance") == 0 || strcmp(mode, "compute") == 0) {

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import profiled
+from .. import outfile, profiled
 from ..errors import JobStopped, UserError
 from ..report.comparison import compare
 from ..report.profile import Profile, load
@@ -32,12 +32,21 @@ class JobFailed(Exception):
         self.status = status
 
 
+def launcher_args(change: dict[str, Any], files: dict[str, Path]) -> list[str]:
+    """The change's launcher options, {name} replaced by the path of the file it names."""
+    args = list(change.get("launcher_args", []))
+    for key, path in files.items():
+        args = [a.replace("{" + key + "}", str(path)) for a in args]
+    return args
+
+
 def _run(command: list[str], output: Path, change: dict[str, Any] | None,
-         timeout: float | None) -> Path:
+         timeout: float | None, files: dict[str, Path]) -> Path:
     settings: dict[str, str] = {}
     env = dict(os.environ)
     for k, v in (change or {}).get("env", {}).items():
         (settings if profiled.SETTING.fullmatch(k) else env)[k] = v
+    command = command[:1] + launcher_args(change or {}, files) + command[1:]
     job = profiled.run_profiled(command, str(output), settings=settings, force=True, env=env,
                                 capture=True, timeout=timeout)
     if job.signals and job.status:
@@ -77,21 +86,26 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
                         f"(an environment variable or launcher option): nothing to check")
     if command and command[0] == "--":
         command = command[1:]
+    pairs = outputs(prefix, runs, force)
+    files = {key: Path(f"{prefix}-{key}") for key in finding["apply"].get("files", {})}
+    for key, path in files.items():  # a rankfile the change names
+        if path.exists() and not force:
+            raise UserError(f"{path} exists: choose another --check-output or add --force")
+        outfile.write_text(path, finding["apply"]["files"][key])
     bases: list[Profile] = []
     changes: list[Profile] = []
-    for base_path, changed_path in outputs(prefix, runs, force):  # alternating
+    for base_path, changed_path in pairs:  # alternating
         if rerun_baseline:
-            bases.append(load(_run(command, base_path, None, timeout)))
-        changes.append(load(_run(command, changed_path, finding["apply"], timeout)))
+            bases.append(load(_run(command, base_path, None, timeout, files)))
+        changes.append(load(_run(command, changed_path, finding["apply"], timeout, files)))
     baseline = fastest_run(bases) if bases else prof
     changed = fastest_run(changes)
     diff = compare(baseline, changed)
     measured = -float(diff["wall_change_s"])
     predicted = float(finding["gain_s"])
     wall = float(diff["a"]["wall_s"])
-    applied = " ".join(f"{k}={v}" for k, v in finding["apply"]["env"].items())
-    if finding["apply"].get("launcher_args"):
-        applied += f" (as {' '.join(finding['apply']['launcher_args'])})"
+    applied = " ".join([f"{k}={v}" for k, v in finding["apply"]["env"].items()]
+                       + launcher_args(finding["apply"], files))
     return {
         "finding": finding,
         "applied": applied,

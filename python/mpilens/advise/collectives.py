@@ -161,8 +161,9 @@ def candidates(function: str, P: int, flavour: str) -> list[Algorithm]:
 
 
 def knob(function: str, alg: Algorithm, flavour: str) -> dict[str, object] | None:
-    """The change that selects alg: environment variables to set, launcher options, and
-    the line to show; None when this MPI has no knob for it."""
+    """The change that selects alg: environment variables to set (what --check applies),
+    the equivalent launcher options, and the line to show; None when this MPI has no knob
+    for it."""
     coll = function.removeprefix("MPI_").lower()
     if alg.mpilens:
         return {"env": {"MPILENS_ALLTOALL": alg.mpilens}, "launcher_args": [],

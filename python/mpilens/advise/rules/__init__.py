@@ -1,6 +1,6 @@
 """One module per advise rule (docs/advise.md): each has `RULE` (its number) and
 `find(ctx) -> list[Finding]`."""
 
-from . import collective, imbalance, latency, nothing
+from . import collective, imbalance, latency, nothing, placement
 
-RULES = (nothing, imbalance, latency, collective)
+RULES = (nothing, imbalance, latency, collective, placement)
