@@ -333,6 +333,32 @@ def test_placement_joins_the_heavy_pairs(build: Path, tmp_path: Path) -> None:
     assert inter_node_bytes(again) == light
 
 
+# ------------------------------------------------------------ rule 1: rails
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
+def test_rails_for_large_inter_node_messages_not_small_ones(build: Path, tmp_path: Path) -> None:
+    rr = ["node0", "node1", "node0", "node1"]
+    iters, size = 40, 65536  # 64 KiB: above the model's bandwidth crossover (4096 B)
+    prof = as_nodes("pairs-big", rr, "pairs", iters, size)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "rails")
+    # inter-node with round-robin: the 4 x iters messages of 64 KiB (the 8 B ones stay on
+    # their node); bandwidth part g(64 KiB) - g(0) per message, halved / quartered
+    band = 4 * iters * (G[3] - G[0]) / 4
+    assert (f["figures"]["messages"], f["figures"]["inter_messages"], f["figures"]["bytes"],
+            f["figures"]["crossover_bytes"]) == (4 * iters, 4 * iters, 4 * iters * size, 4096)
+    assert f["figures"]["gain_2x_s"] == pytest.approx(band / 2, rel=1e-12)
+    assert f["figures"]["gain_4x_s"] == pytest.approx(band * 3 / 4, rel=1e-12)
+    assert f["gain_s"] == f["figures"]["gain_2x_s"]
+    assert f["figures"]["model_s"] == pytest.approx(4 * iters * (L + G[3]) / 4, rel=1e-12)
+    # a latency-bound job across the same nodes (64 B ring): no rails finding
+    small = as_nodes("ring-small", rr, "p2p", 200, 64)
+    res = advise(small, write_model(tmp_path / "m2.json", small))
+    assert not [x for x in every(res) if x["key"] == "rails"]
+    assert one(res, "latency")["figures"]["small_messages"] == 4 * 200
+
+
 # ------------------------------------------------------------ rule 5: imbalance
 
 

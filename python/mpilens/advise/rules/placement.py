@@ -15,13 +15,10 @@ import itertools
 from ...report.commpattern import matrix, pairs_of
 from ...units import fmt_bytes, fmt_time
 from ..finding import Context, Finding
+from ..nodes import hosts_of, sent
 
 RULE = 4
 SHOWN_LINES = 16  # rankfile lines shown in the text (all in the JSON)
-
-
-def hosts_of(ctx: Context) -> list[str]:
-    return [str(r["host"]) for r in ctx.prof.ranks]
 
 
 def inter_bytes(pairs: dict[tuple[int, int], int], node: list[str]) -> int:
@@ -90,17 +87,13 @@ def moved_time(ctx: Context, before: list[str], after: list[str]) -> tuple[float
     T(s), those that become inter-node cost T(s) (s: the pair's mean message size; the
     model is the network's, shared memory taken as free).  Also the messages moved each way."""
     saved, into, out = 0.0, 0, 0
-    for r in ctx.prof.ranks:
-        a = r["rank"]
-        for peer, msgs, nbytes in r.get("peers", {}).get("sent", []):
-            if peer == a or not msgs:
-                continue
-            was, now = before[a] != before[peer], after[a] != after[peer]
-            if was == now:
-                continue
-            t = msgs * ctx.model.msg(nbytes / msgs)
-            saved += t if was else -t
-            into, out = (into + msgs, out) if was else (into, out + msgs)
+    for a, peer, msgs, nbytes in sent(ctx):
+        was, now = before[a] != before[peer], after[a] != after[peer]
+        if was == now:
+            continue
+        t = msgs * ctx.model.msg(nbytes / msgs)
+        saved += t if was else -t
+        into, out = (into + msgs, out) if was else (into, out + msgs)
     return saved / ctx.nranks, into, out
 
 
