@@ -359,6 +359,31 @@ def test_rails_for_large_inter_node_messages_not_small_ones(build: Path, tmp_pat
     assert one(res, "latency")["figures"]["small_messages"] == 4 * 200
 
 
+# ------------------------------------------------------------ rule 6: shared memory
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
+def test_shared_memory_when_traffic_stays_on_the_node(build: Path, tmp_path: Path) -> None:
+    blocks = ["node0", "node0", "node1", "node1"]  # the heavy pairs on one node each
+    iters, size = 50, 4096
+    prof = as_nodes("pairs-blocks", blocks, "pairs", iters, size)
+    # L = 1 ms: the model gives the on-node messages far more than 10 % of the MPI time
+    lat = 1e-3
+    res = advise(prof, write_model(tmp_path / "m.json", prof, L_s=lat))
+    f = one(res, "shared-memory")
+    heavy = 4 * iters * size
+    assert (f["figures"]["intra_bytes"], f["figures"]["p2p_bytes"]) == (heavy, heavy + 4 * 8)
+    t = 4 * iters * (lat + interp(G, size)) / 4  # all on-node messages are within a pair 2k, 2k+1
+    assert f["figures"]["merged_messages"] == 4 * iters
+    assert f["gain_s"] == pytest.approx(t, rel=1e-12)
+    assert f["figures"]["intra_model_s"] == pytest.approx(t, rel=1e-12)
+    assert f["confidence"] == "low"  # the test's model names two hosts: measured across nodes
+    # the same job with the pairs split (round-robin): the bytes cross nodes, no finding
+    rr = as_nodes("pairs-rr", ["node0", "node1", "node0", "node1"], "pairs", iters, size)
+    res = advise(rr, write_model(tmp_path / "m2.json", rr, L_s=lat))
+    assert not [x for x in every(res) if x["key"] == "shared-memory"]
+
+
 # ------------------------------------------------------------ rule 5: imbalance
 
 
