@@ -3,8 +3,8 @@ needs no code edit, run the job again under the profiler, and compare predicted 
 measured gain (docs/advise.md, Checking advice).
 
 The job runs as it is (the baseline, so that both meet the same machine) and with the
-change, alternately, --runs times each; the fastest run of each kind (least mean wall
-time per rank: the least disturbed by other load) are compared.  Environment changes are set for the
+change, alternately, --runs times each; the pair of runs (one baseline, the changed run
+after it) whose difference of mean wall time per rank is the median is compared.  Environment changes are set for the
 launcher (MPILENS_* through the profiler's settings, which Open MPI's ranks get with
 -x; OMPI_MCA_*, MPIR_CVAR_*, I_MPI_* in the launcher's environment, which mpirun and
 mpiexec pass on to the ranks).  The measured gain is the change of mean wall time per
@@ -71,10 +71,16 @@ def outputs(prefix: str, runs: int, force: bool) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def fastest_run(profs: list[Profile]) -> Profile:
-    """The run with the least mean wall time: the least disturbed by other load (a busy
-    machine only ever adds time; the median of a few runs is still moved by it)."""
-    return min(profs, key=lambda p: float(p.header["wall_s"]["mean"]))
+def wall(p: Profile) -> float:
+    return float(p.header["wall_s"]["mean"])
+
+
+def median_pair(pairs: list[tuple[Profile, Profile]]) -> tuple[Profile, Profile]:
+    """The (baseline, changed) pair whose wall-time difference is the median of the
+    pairs' (the lower one for an even count).  Runs made one after the other meet the
+    same state of the machine, so their difference cancels its slow changes."""
+    ordered = sorted(pairs, key=lambda bc: wall(bc[0]) - wall(bc[1]))
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str, *,
@@ -92,18 +98,16 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
         if path.exists() and not force:
             raise UserError(f"{path} exists: choose another --check-output or add --force")
         outfile.write_text(path, finding["apply"]["files"][key])
-    bases: list[Profile] = []
-    changes: list[Profile] = []
+    runs_done: list[tuple[Profile, Profile]] = []
     for base_path, changed_path in pairs:  # alternating
-        if rerun_baseline:
-            bases.append(load(_run(command, base_path, None, timeout, files)))
-        changes.append(load(_run(command, changed_path, finding["apply"], timeout, files)))
-    baseline = fastest_run(bases) if bases else prof
-    changed = fastest_run(changes)
+        base = load(_run(command, base_path, None, timeout, files)) if rerun_baseline else prof
+        runs_done.append((base, load(_run(command, changed_path, finding["apply"], timeout,
+                                          files))))
+    baseline, changed = median_pair(runs_done)
     diff = compare(baseline, changed)
     measured = -float(diff["wall_change_s"])
     predicted = float(finding["gain_s"])
-    wall = float(diff["a"]["wall_s"])
+    before = float(diff["a"]["wall_s"])
     applied = " ".join([f"{k}={v}" for k, v in finding["apply"]["env"].items()]
                        + launcher_args(finding["apply"], files))
     return {
@@ -113,14 +117,14 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
         "runs": runs,
         "baseline": str(baseline.path),
         "changed": str(changed.path),
-        "walls_baseline_s": [float(p.header["wall_s"]["mean"]) for p in bases],
-        "walls_changed_s": [float(p.header["wall_s"]["mean"]) for p in changes],
-        "wall_before_s": wall,
+        "walls_baseline_s": [wall(b) for b, _ in runs_done],
+        "walls_changed_s": [wall(c) for _, c in runs_done],
+        "wall_before_s": before,
         "wall_after_s": float(diff["b"]["wall_s"]),
         "predicted_s": predicted,
         "predicted_pct": 100 * predicted / float(result["wall_s"]) if result["wall_s"] else 0.0,
         "measured_s": measured,
-        "measured_pct": 100 * measured / wall if wall > 0 else 0.0,
+        "measured_pct": 100 * measured / before if before > 0 else 0.0,
         "same_sign": (measured > 0) == (predicted > 0),
         "ratio": measured / predicted if predicted else None,
         "diff": diff,

@@ -69,7 +69,7 @@ def check_text(check: dict[str, Any]) -> str:
     f = check["finding"]
     rows = [("finding", f"[rule {f['rule']}] {f['title']}"),
             ("change applied", check["applied"]),
-            ("runs", f"{check['runs']} of each, alternating; the fastest of each compared"),
+            ("runs", f"{check['runs']} of each, alternating; the median pair compared"),
             ("baseline", f"{check['baseline']} (wall {fmt_time(check['wall_before_s'])})"),
             ("with the change", f"{check['changed']} (wall {fmt_time(check['wall_after_s'])})"),
             ("predicted gain", (f"{fmt_time(check['predicted_s'])} "

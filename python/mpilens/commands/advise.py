@@ -49,7 +49,7 @@ def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="--check: compare with PROFILE instead of running the baseline again")
     p.add_argument("--runs", type=positive_int, default=1,
                    help="--check: run the baseline and the changed job this many times each, "
-                        "alternately, and compare the fastest of each (default 1)")
+                        "alternately, and compare the pair with the median difference (default 1)")
     p.add_argument("--force", action="store_true", help="--check: overwrite its profiles")
     p.add_argument("--timeout", type=_seconds, default=None,
                    help="--check: stop a run after this many seconds")
