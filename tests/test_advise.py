@@ -384,6 +384,31 @@ def test_shared_memory_when_traffic_stays_on_the_node(build: Path, tmp_path: Pat
     assert not [x for x in every(res) if x["key"] == "shared-memory"]
 
 
+def test_sigterm_to_check_ends_the_job(build: Path, tmp_path: Path) -> None:
+    """--check runs the job through run_profiled: a signal to mpilens reaches it, and
+    mpilens stops with one line and the job's status, leaving no rank behind."""
+    import signal
+    import sys
+
+    from test_signals import GRACE, NP, _finish, _rank_pids, _state, _wait_for
+
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    model = write_model(tmp_path / "m.json", prof)
+    proc = subprocess.Popen([sys.executable, "-m", "mpilens.cli", "advise", str(prof),
+                             "--model", str(model), "--check", "--check-output",
+                             str(tmp_path / "c"), "--", *launcher(NP),
+                             str(build / "tests" / "sig_wait"), str(tmp_path)],
+                            env=cli_env(), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    pids = _rank_pids(tmp_path, proc)
+    proc.send_signal(signal.SIGTERM)
+    _wait_for(lambda: all(_state(p) is None for p in pids), GRACE, "the ranks to end")
+    rc, out, err = _finish(proc, pids)
+    assert rc != 0 and out == "" and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("mpilens: the job was stopped by SIGTERM")
+    assert not (tmp_path / "c-changed.prof").exists()  # the changed run never started
+
+
 # ------------------------------------------------------------ rule 5: imbalance
 
 
