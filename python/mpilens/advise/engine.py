@@ -11,7 +11,7 @@ from .finding import Context, Finding
 from .rules import RULES
 from .rules.latency import bin_range
 
-MINOR_PCT = 1.0              # findings of rules 2 and 3 below this % of the wall time are minor
+MINOR_PCT = 1.0              # network findings below this % of the wall time are minor
 DEFAULT_MAX_SIZE = 1 << 16   # a model measured here covers at least 0 .. 64 KiB
 MEASURE_CAP = 1 << 24        # ... and at most 16 MiB
 
@@ -77,14 +77,13 @@ def warnings(prof: Profile) -> list[str]:
 def advise(prof: Profile, model: netmodel.NetModel) -> dict[str, Any]:
     """Findings, ranked: rule 7 first; when imbalance dominates, it comes next and the
     network findings are withheld; the others by predicted gain, those of low confidence
-    after the rest.  Rules 2 and 3 predicting under MINOR_PCT of the wall time are minor."""
+    after the rest.  Network findings predicting under MINOR_PCT of the wall time are minor."""
     check_profile(prof)
     ctx = Context(prof, model)
     found: list[Finding] = [f for rule in RULES for f in rule.find(ctx)]
     imbalance_bound = any(f.key == "imbalance" and f.figures["dominant"] for f in found)
     withheld = [f for f in found if imbalance_bound and f.network]
-    minor = [f for f in found if f not in withheld and f.rule in (2, 3)
-             and f.gain_pct < MINOR_PCT]
+    minor = [f for f in found if f not in withheld and f.network and f.gain_pct < MINOR_PCT]
     shown = [f for f in found if f not in withheld and f not in minor]
     shown.sort(key=lambda f: (f.rule != 7, not (f.key == "imbalance" and imbalance_bound),
                               f.confidence == "low", -f.gain_s, f.rule, f.title))

@@ -50,7 +50,10 @@ def text(result: dict[str, Any]) -> str:
     for w in result["warnings"]:
         lines.insert(-1, f"warning: {w}")
     if not result["findings"]:
-        lines.append("No finding: no rule of docs/advise.md applies to this profile.")
+        lines.append("No finding to propose: " + (
+            "the rules found only minor or withheld ones (below)."
+            if result["minor"] or result["withheld"]
+            else "no rule of docs/advise.md applies to this profile."))
     for i, f in enumerate(result["findings"], 1):
         lines += finding_lines(i, f, width) + [""]
     if result["minor"]:
