@@ -9,13 +9,16 @@ from __future__ import annotations
 import functools
 import json
 import math
+import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import BUILD, FLAVOUR, launcher
 from test_cli_support import cli_env, mpilens, mpilens_inproc, workdir
+from test_signals import GRACE, NP, _finish, _rank_pids, _state, _wait_for
 
 APP = BUILD / "tests" / "advise_app"
 EXEC = BUILD / "bin" / "mpilens-exec"
@@ -387,11 +390,6 @@ def test_shared_memory_when_traffic_stays_on_the_node(build: Path, tmp_path: Pat
 def test_sigterm_to_check_ends_the_job(build: Path, tmp_path: Path) -> None:
     """--check runs the job through run_profiled: a signal to mpilens reaches it, and
     mpilens stops with one line and the job's status, leaving no rank behind."""
-    import signal
-    import sys
-
-    from test_signals import GRACE, NP, _finish, _rank_pids, _state, _wait_for
-
     prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
     model = write_model(tmp_path / "m.json", prof)
     proc = subprocess.Popen([sys.executable, "-m", "mpilens.cli", "advise", str(prof),

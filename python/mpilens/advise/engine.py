@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from ..errors import UserError
@@ -45,8 +46,6 @@ def model_for(prof: Profile, path: str | None) -> netmodel.NetModel:
         model = netmodel.load(path)
         netmodel.check_fits(model, library, hosts)
         return model
-    import socket
-
     here = socket.gethostname()
     if netmodel.host_stem(here) not in {netmodel.host_stem(h) for h in hosts}:
         raise UserError(f"{prof.path} ran on {', '.join(hosts)}, not on this host ({here}): "
