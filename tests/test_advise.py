@@ -335,6 +335,37 @@ def test_placement_joins_the_heavy_pairs(build: Path, tmp_path: Path) -> None:
     assert inter_node_bytes(again) == light
 
 
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
+def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
+    """--check of a placement: the rankfile (Open MPI) or machine file (hydra) advise
+    writes reaches the launcher; tests/progs/as_nodes_launcher.sh turns it into the ranks'
+    host names.  The changed run's inter-node bytes are the light ones, exactly."""
+    rr = ["node0", "node1", "node0", "node1"]
+    iters, size = 50, 4096
+    prof = as_nodes("pairs-rr-check", rr, "pairs", iters, size)
+    # L = 1 s: the placement's predicted gain is far above 1 % of the wall time (not minor)
+    model = write_model(tmp_path / "m.json", prof, L_s=1.0)
+    real = launcher(4)
+    kind = "openmpi" if FLAVOUR == "openmpi" else "hydra"
+    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--check",
+                   "--launcher", kind, "--check-output", tmp_path / "c", "--",
+                   AS_NODE.parent / "as_nodes_launcher.sh", *real[1:], AS_NODE, APP, "pairs",
+                   iters, size, env={"LAUNCHER_PROG": real[0], "MPILENS_TEST_NODES": " ".join(rr),
+                                     "MPILENS_TIMING": "all"})
+    assert proc.returncode in (0, 1), proc.stderr
+    chk = json.loads(proc.stdout)["check"]
+    assert chk["finding"]["key"] == "placement"
+    after = chk["finding"]["figures"]["mapping_after"]
+    assert (tmp_path / "c-rankfile").read_text() == chk["finding"]["apply"]["files"]["rankfile"]
+    assert chk["applied"] == " ".join(["--rankfile" if FLAVOUR == "openmpi" else "-f",
+                                       str(tmp_path / "c-rankfile")])
+    base, changed = tmp_path / "c-baseline.prof", tmp_path / "c-changed.prof"
+    assert [r["host"] for r in lines(base)[1]] == rr
+    assert [r["host"] for r in lines(changed)[1]] == after
+    assert (inter_node_bytes(base), inter_node_bytes(changed)) == (4 * iters * size, 4 * 8)
+    assert proc.returncode == (0 if chk["same_sign"] else 1)
+
+
 # ------------------------------------------------------------ rule 1: rails
 
 

@@ -41,14 +41,14 @@ def launcher_args(change: dict[str, Any], files: dict[str, Path]) -> list[str]:
 
 
 def _run(command: list[str], output: Path, change: dict[str, Any] | None,
-         timeout: float | None, files: dict[str, Path]) -> Path:
+         timeout: float | None, files: dict[str, Path], kind: str | None) -> Path:
     settings: dict[str, str] = {}
     env = dict(os.environ)
     for k, v in (change or {}).get("env", {}).items():
         (settings if profiled.SETTING.fullmatch(k) else env)[k] = v
     command = command[:1] + launcher_args(change or {}, files) + command[1:]
     job = profiled.run_profiled(command, str(output), settings=settings, force=True, env=env,
-                                capture=True, timeout=timeout)
+                                capture=True, timeout=timeout, launcher_kind=kind)
     if job.signals and job.status:
         raise JobStopped(job.status, job.signals[0])
     if job.profile is None or job.status:
@@ -85,11 +85,12 @@ def median_pair(pairs: list[tuple[Profile, Profile]]) -> tuple[Profile, Profile]
 
 def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str, *,
           force: bool = False, rerun_baseline: bool = True, runs: int = 1,
-          timeout: float | None = None) -> dict[str, Any]:
+          timeout: float | None = None, launcher_kind: str | None = None) -> dict[str, Any]:
     finding = top_applicable(result)
     if finding is None:
         raise UserError(f"{prof.path}: no finding's change can be applied without a code edit "
-                        f"(an environment variable or launcher option): nothing to check")
+                        f"(an environment variable, a launcher option or a rankfile): nothing "
+                        f"to check")
     if command and command[0] == "--":
         command = command[1:]
     pairs = outputs(prefix, runs, force)
@@ -100,9 +101,10 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
         outfile.write_text(path, finding["apply"]["files"][key])
     runs_done: list[tuple[Profile, Profile]] = []
     for base_path, changed_path in pairs:  # alternating
-        base = load(_run(command, base_path, None, timeout, files)) if rerun_baseline else prof
+        base = (load(_run(command, base_path, None, timeout, files, launcher_kind))
+                if rerun_baseline else prof)
         runs_done.append((base, load(_run(command, changed_path, finding["apply"], timeout,
-                                          files))))
+                                          files, launcher_kind))))
     baseline, changed = median_pair(runs_done)
     diff = compare(baseline, changed)
     measured = -float(diff["wall_change_s"])

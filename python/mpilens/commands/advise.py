@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from .. import launch
 from ..advise import check as checking
 from ..advise import engine, render
 from ..report.profile import load
@@ -51,6 +52,9 @@ def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="--check: run the baseline and the changed job this many times each, "
                         "alternately, and compare the pair with the median difference (default 1)")
     p.add_argument("--force", action="store_true", help="--check: overwrite its profiles")
+    p.add_argument("--launcher", choices=launch.KINDS, default=None,
+                   help="--check: the launcher's option syntax when its name does not tell "
+                        "(as mpilens run --launcher)")
     p.add_argument("--timeout", type=_seconds, default=None,
                    help="--check: stop a run after this many seconds")
     return p
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         done = checking.check(result, prof, command, prefix, force=args.force,
                               rerun_baseline=not args.no_baseline_run, runs=args.runs,
-                              timeout=args.timeout)
+                              timeout=args.timeout, launcher_kind=args.launcher)
     except checking.JobFailed as exc:
         print(f"mpilens: {exc}", file=sys.stderr)
         return exc.status
