@@ -464,10 +464,12 @@ def test_late_rank_is_imbalance_not_network(build: Path, tmp_path: Path) -> None
 
 
 def test_little_communication_is_said_first(build: Path, tmp_path: Path) -> None:
-    prof = profile("compute", 2, "compute", 4, 500000)
+    # 2 sleeps of 2 s, each then an Allreduce: a late wake-up on a loaded machine (tens of
+    # ms) is waited for in only 2 calls
+    prof = profile("compute", 2, "compute", 2, 2000000)
     header, _ = lines(prof)
     share = header["mpi_s"]["mean"] / header["wall_s"]["mean"]
-    assert share < 0.05  # the program sleeps 2 s and calls 4 Allreduce
+    assert share < 0.05
     res = advise(prof, write_model(tmp_path / "m.json", prof))
     first = res["findings"][0]
     assert first["key"] == "nothing-to-gain" and first["rule"] == 7
