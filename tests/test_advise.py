@@ -333,6 +333,17 @@ def test_placement_joins_the_heavy_pairs(build: Path, tmp_path: Path) -> None:
     # the re-run with the proposed mapping: exactly the light bytes cross
     again = as_nodes("pairs-advised", after, "pairs", iters, size)
     assert inter_node_bytes(again) == light
+    # a model with an intra-node class (bench logp --pairs intra,inter): T - T_intra
+    header, _ = lines(prof)
+    g_in = [x / 4 for x in G]
+    intra = {"format": "mpilens-netmodel", "version": 1, "model": "plogp",
+             "mpi_library": header["mpi_library"], "hosts": ["node0"], "L_s": L / 2,
+             "sizes": SIZES, "rtt_s": RTT, "os_s": OS, "or_s": OR, "g_s": g_in}
+    res = advise(prof, write_model(tmp_path / "m2.json", prof, classes={"intra": intra}))
+    f = one(res, "placement")
+    t_in = (4 * iters * (L / 2 + interp(g_in, size)) - 4 * (L / 2 + interp(g_in, 8))) / 4
+    assert f["gain_s"] == pytest.approx(t - t_in, rel=1e-12)
+    assert f["confidence"] == "medium"
 
 
 @pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")

@@ -42,6 +42,7 @@ class NetModel:
     rtt: list[float] | None = None
     hosts: list[str] = field(default_factory=list)
     measured_now: bool = False
+    intra: NetModel | None = None    # the intra-node class (bench logp --pairs intra,...)
 
     def at(self, key: str, m: float) -> float:
         """os_s, or_s or g_s at m bytes (netmodel.c's interpolation)."""
@@ -135,11 +136,16 @@ def parse(doc: Any, source: str) -> NetModel:
     hosts = doc.get("hosts", [])
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise UserError(f"{where}: hosts must be a list of host names")
+    classes = doc.get("classes", {})
+    if not isinstance(classes, dict):
+        raise UserError(f"{where}: classes must be an object of per-class models")
+    intra = parse(classes["intra"], f"{source} (intra-node class)") \
+        if "intra" in classes else None
     return NetModel(source=source, mpi_library=doc["mpi_library"], L=float(doc["L_s"]),
                     sizes=list(sizes), os=[float(v) for v in doc["os_s"]],
                     or_=[float(v) for v in doc["or_s"]], g=[float(v) for v in doc["g_s"]],
                     rtt=[float(v) for v in doc["rtt_s"]] if "rtt_s" in doc else None,
-                    hosts=list(hosts))
+                    hosts=list(hosts), intra=intra)
 
 
 def load(path: str | Path) -> NetModel:

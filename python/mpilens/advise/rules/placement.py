@@ -84,14 +84,16 @@ def blocks(node: list[str]) -> int | None:
 
 def moved_time(ctx: Context, before: list[str], after: list[str]) -> tuple[float, int, int]:
     """Model time per rank saved by the new mapping: messages that become intra-node save
-    T(s), those that become inter-node cost T(s) (s: the pair's mean message size; the
-    model is the network's, shared memory taken as free).  Also the messages moved each way."""
+    T(s) - T_intra(s), those that become inter-node cost it (s: the pair's mean message
+    size; T_intra from the model's intra-node class, else 0: shared memory taken as free).
+    Also the messages moved each way."""
     saved, into, out = 0.0, 0, 0
     for a, peer, msgs, nbytes in sent(ctx):
         was, now = before[a] != before[peer], after[a] != after[peer]
         if was == now:
             continue
-        t = msgs * ctx.model.msg(nbytes / msgs)
+        s = nbytes / msgs
+        t = msgs * (ctx.model.msg(s) - (ctx.model.intra.msg(s) if ctx.model.intra else 0.0))
         saved += t if was else -t
         into, out = (into + msgs, out) if was else (into, out + msgs)
     return saved / ctx.nranks, into, out
@@ -133,21 +135,26 @@ def find(ctx: Context) -> list[Finding]:
               f"({len(set(node))} hosts); another mapping of the same ranks per host, "
               f"moving {moved} ranks, leaves {fmt_bytes(after)} ({100 * after / total:.1f} %)"),
         why=(f"{into:,} messages become intra-node and {out:,} inter-node: the model's time for "
-             f"them, shared memory taken as free, is {fmt_time(gain)} per rank less"),
+             f"them{'' if ctx.model.intra else ', shared memory taken as free,'} is "
+             f"{fmt_time(gain)} per rank less"),
         change=(f"{'mpirun' if ctx.flavour == 'openmpi' else 'mpiexec'} "
                 f"{' '.join(args).replace('{rankfile}', 'FILE')} ..., FILE holding: {text}{alt}"),
         gain_s=gain, gain_pct=ctx.pct(gain),
-        gain_note=("per rank: messages that become intra-node x T(s) - those that become "
-                   "inter-node x T(s); an upper bound (intra-node transfer is not free)"),
-        confidence="low",
+        gain_note=("per rank: messages that become intra-node x (T(s) - T_intra(s)) - those "
+                   "that become inter-node x the same"
+                   + ("" if ctx.model.intra else
+                      "; T_intra = 0 (no intra-node class in the model): an upper bound")),
+        confidence="medium" if ctx.model.intra else "low",
         confidence_why=("inter-node bytes before and after are exact (the profile's peers); "
-                        "the time assumes intra-node messages cost nothing"),
+                        + ("the time uses the model's intra- and inter-node classes"
+                           if ctx.model.intra else
+                           "the time assumes intra-node messages cost nothing")),
         basis={"profile": ["rank lines: host and peers.sent of every rank",
                            f"inter-node bytes {before} before, {after} after"],
                "model": [ctx.model.describe(), "T(s) = L + g(s) per message moved"],
                "assumptions": [("point-to-point traffic only (collectives' node traffic is "
                                "not in the peer matrix)"),
-                               "intra-node messages cost nothing",
+                               *([] if ctx.model.intra else ["intra-node messages cost nothing"]),
                                "each host keeps its number of ranks"]},
         apply={"env": {}, "launcher_args": args, "files": {"rankfile": content}},
         figures={"inter_bytes_before": before, "inter_bytes_after": after,

@@ -25,14 +25,14 @@ def find(ctx: Context) -> list[Finding]:
     b_all = b_intra + sum(f[3] for f in inter)
     if not b_all or b_intra < DOMINANT * b_all:
         return []
-    model = ctx.model
+    model = ctx.model.intra or ctx.model  # the intra-node class when the file has one
     t_intra = sum(m * model.msg(b / m) for _, _, m, b in intra) / ctx.nranks
     if ctx.mpi_s <= 0 or t_intra < NOTABLE * ctx.mpi_s:
         return []
     # 2 threads per rank: ranks 2k and 2k+1 of one node become one process
     merged = [(m, b) for a, p, m, b in intra if a // 2 == p // 2 and host[a] == host[p]]
     t_merge = sum(m * model.msg(b / m) for m, b in merged) / ctx.nranks
-    across_nodes = len(set(model.hosts)) > 1
+    across_nodes = ctx.model.intra is None and len(set(model.hosts)) > 1
     per_node = max(ctx.prof.header.get("ranks_per_host", [ctx.nranks]) or [ctx.nranks])
     return [Finding(
         rule=RULE, key="shared-memory", title="Shared memory instead of on-node messages",
