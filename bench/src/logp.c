@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { T_RTT = 11, T_OS, T_OR, T_G, T_ACK, T_DATA };
+enum { T_RTT = 11, T_OS, T_OR, T_G, T_ACK, T_DATA, T_HOST };
 
 static void spin(double secs)
 {
@@ -35,6 +35,14 @@ static void spin(double secs)
  * Entries that are bounds rather than measurements are listed in
  * "not_measured" (parameter, size, raw median, value used, reason). */
 ml_json *ml_logp_model(const double *med, const long long *sz, int ns, double res)
+{
+    return ml_logp_model_on(med, sz, ns, res, NULL, 0);
+}
+
+/* ... with "hosts": the distinct hosts of the measuring pair (mpilens advise checks that
+ * a model describes the machine a profile ran on) */
+ml_json *ml_logp_model_on(const double *med, const long long *sz, int ns, double res,
+                          const char *const *hosts, int nhosts)
 {
     const double *rtt = med, *os = med + ns, *orr = med + 2 * ns, *graw = med + 3 * ns;
     double *g = malloc((size_t)ns * sizeof *g);
@@ -60,6 +68,12 @@ ml_json *ml_logp_model(const double *med, const long long *sz, int ns, double re
     MPI_Get_library_version(lib, &len);
     lib[strcspn(lib, "\n")] = 0;
     ml_json_str(m, "mpi_library", lib);
+    if (nhosts > 0) {
+        ml_json_arr(m, "hosts");
+        for (int h = 0; h < nhosts; h++)
+            if (h == 0 || strcmp(hosts[h], hosts[0]) != 0) ml_json_str(m, NULL, hosts[h]);
+        ml_json_end(m);
+    }
     ml_json_num(m, "L_s", Lbound ? rtt[0] / 2 : Lraw);
     ml_json_num(m, "L_raw_s", Lraw);
     ml_json_bool(m, "L_clamped", Lbound);
@@ -104,6 +118,29 @@ ml_json *ml_logp_model(const double *med, const long long *sz, int ns, double re
 }
 
 typedef struct { long long *sz; int ns, samples, reps, train; } logp_cfg_t;
+
+/* The host names of rank 0 (hosts[0]) and rank b (hosts[1]), at rank 0: the model's
+ * "hosts".  Collective over ranks 0 and b only. */
+static void pair_hosts(int b, char hosts[2][MPI_MAX_PROCESSOR_NAME])
+{
+    int len;
+    memset(hosts, 0, 2 * MPI_MAX_PROCESSOR_NAME);
+    if (ml_rank == 0) MPI_Get_processor_name(hosts[0], &len);
+    if (ml_rank == b) {
+        MPI_Get_processor_name(hosts[1], &len);
+        MPI_Send(hosts[1], MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, T_HOST, MPI_COMM_WORLD);
+    }
+    if (ml_rank == 0)
+        MPI_Recv(hosts[1], MPI_MAX_PROCESSOR_NAME, MPI_CHAR, b, T_HOST, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+}
+
+static ml_json *pair_model(const double *med, const logp_cfg_t *c,
+                           char hosts[2][MPI_MAX_PROCESSOR_NAME])
+{
+    const char *h[2] = {hosts[0], hosts[1]};
+    return ml_logp_model_on(med, c->sz, c->ns, ml_clock_resolution(), h, 2);
+}
 
 /* The P-LogP measurements between rank 0 and rank b, every size: their statistics
  * appended to the array open in out (rank 0), their medians in med (rank 0:
@@ -259,12 +296,14 @@ int ml_logp(ml_json *out, int argc, char **argv)
         ml_json_end(out);
     }
     char *m = NULL;
+    char hosts[2][MPI_MAX_PROCESSOR_NAME];
     if (!classes) {
         if (ml_rank == 0) ml_json_arr(out, "results");
+        pair_hosts(1, hosts);
         errors = measure_pair(out, 1, &c, med);
         if (ml_rank == 0) {
             ml_json_end(out);
-            ml_json *one = ml_logp_model(med, c.sz, c.ns, ml_clock_resolution());
+            ml_json *one = pair_model(med, &c, hosts);
             m = strdup(ml_json_text(one));
             ml_json_free(one);
         }
@@ -282,10 +321,11 @@ int ml_logp(ml_json *out, int argc, char **argv)
                 ml_json_end(out);
                 ml_json_arr(out, "results");
             }
+            pair_hosts(partner[k], hosts);
             errors += measure_pair(out, partner[k], &c, med);
             if (ml_rank == 0) {
                 ml_json_end(out);
-                mk[k] = ml_logp_model(med, c.sz, c.ns, ml_clock_resolution());
+                mk[k] = pair_model(med, &c, hosts);
                 ml_json_end(out);
             }
         }

@@ -107,6 +107,8 @@ int ml_halo(ml_json *w, int argc, char **argv);
 int ml_logp(ml_json *w, int argc, char **argv);
 /* logp's network model from its medians med[q * ns + i] (q: rtt, os, or, g) */
 ml_json *ml_logp_model(const double *med, const long long *sz, int ns, double res);
+ml_json *ml_logp_model_on(const double *med, const long long *sz, int ns, double res,
+                          const char *const *hosts, int nhosts);
 int ml_io(ml_json *w, int argc, char **argv);
 int ml_memory(ml_json *w, int argc, char **argv);
 int ml_overhead(ml_json *w, int argc, char **argv);

@@ -14,7 +14,7 @@ from .errors import JobStopped, UserError
 
 # Each module in mpilens.commands defines register(subparsers) -> None and sets
 # the parser's `func` default to a callable(args) -> int.
-COMMANDS = ["run", "report", "diff", "html", "demo", "bench", "tune", "config"]
+COMMANDS = ["run", "report", "diff", "html", "demo", "bench", "tune", "config", "advise"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,7 +35,8 @@ def _signed_time(s: float) -> str:
     return ("+" if s > 0 else "") + fmt_time(s) if s else "0"
 
 
-def _render(d: dict[str, Any], top: int) -> None:
+def render(d: dict[str, Any], top: int) -> None:
+    """The diff as tables on the terminal (also `mpilens advise --check`)."""
     console = Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 150))
@@ -85,5 +86,5 @@ def run(args: argparse.Namespace) -> int:
         json.dump(d, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        _render(d, args.top or 20)
+        render(d, args.top or 20)
     return 0

@@ -138,14 +138,23 @@ def heaviest_pairs(m: list[list[int]], top: int = 5) -> list[dict[str, int]]:
     return pairs[:top]
 
 
+def collective_base(name: str) -> tuple[str, bool] | None:
+    """('bcast', False) for MPI_Bcast, ('bcast', True) for MPI_Ibcast; None when the
+    function is not a collective of ROOTED or ALL_TO_ALL."""
+    known = ROOTED + ALL_TO_ALL
+    base = name.lower().removeprefix("mpi_")
+    if base in known:
+        return base, False
+    if base.startswith("i") and base[1:] in known:
+        return base[1:], True  # non-blocking variant
+    return None
+
+
 def collective_kinds(prof: Profile) -> dict[str, int]:
     """Bytes sent by collectives, by kind: rooted (Bcast, Reduce, ...) / all-to-all."""
     out = {"rooted": 0, "all-to-all": 0}
-    known = ROOTED + ALL_TO_ALL
     for name, f in prof.functions.items():
-        base = name.lower().removeprefix("mpi_")
-        if base not in known and base.startswith("i") and base[1:] in known:
-            base = base[1:]  # non-blocking variant
+        base = (collective_base(name) or ("", False))[0]
         nbytes = int(f.get("bytes_sent", 0))
         if base in ROOTED:
             out["rooted"] += nbytes

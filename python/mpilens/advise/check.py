@@ -1,0 +1,133 @@
+"""`mpilens advise PROFILE --check -- LAUNCHER LINE`: apply the top finding whose change
+needs no code edit, run the job again under the profiler, and compare predicted with
+measured gain (docs/advise.md, Checking advice).
+
+The job runs as it is (the baseline, so that both meet the same machine) and with the
+change, alternately, --runs times each; the pair of runs (one baseline, the changed run
+after it) whose difference of mean wall time per rank is the median is compared.  Environment changes are set for the
+launcher (MPILENS_* through the profiler's settings, which Open MPI's ranks get with
+-x; OMPI_MCA_*, MPIR_CVAR_*, I_MPI_* in the launcher's environment, which mpirun and
+mpiexec pass on to the ranks).  The measured gain is the change of mean wall time per
+rank that `mpilens diff` shows (report/comparison.py).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .. import outfile, profiled
+from ..errors import JobStopped, UserError
+from ..report.comparison import compare
+from ..report.profile import Profile, load
+from .engine import top_applicable
+
+
+class JobFailed(Exception):
+    """A checking run failed or wrote no profile: one line, the job's exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def launcher_args(change: dict[str, Any], files: dict[str, Path]) -> list[str]:
+    """The change's launcher options, {name} replaced by the path of the file it names."""
+    args = list(change.get("launcher_args", []))
+    for key, path in files.items():
+        args = [a.replace("{" + key + "}", str(path)) for a in args]
+    return args
+
+
+def _run(command: list[str], output: Path, change: dict[str, Any] | None,
+         timeout: float | None, files: dict[str, Path], kind: str | None) -> Path:
+    settings: dict[str, str] = {}
+    env = dict(os.environ)
+    for k, v in (change or {}).get("env", {}).items():
+        (settings if profiled.SETTING.fullmatch(k) else env)[k] = v
+    command = command[:1] + launcher_args(change or {}, files) + command[1:]
+    job = profiled.run_profiled(command, str(output), settings=settings, force=True, env=env,
+                                capture=True, timeout=timeout, launcher_kind=kind)
+    if job.signals and job.status:
+        raise JobStopped(job.status, job.signals[0])
+    if job.profile is None or job.status:
+        tail = (job.stderr or "").strip().splitlines()[-1:] or [""]
+        raise JobFailed(f"the {'changed' if change else 'baseline'} run wrote no profile "
+                        f"({job.why_none()}) {tail[0]}".rstrip(), job.status or 1)
+    return job.profile
+
+
+def outputs(prefix: str, runs: int, force: bool) -> list[tuple[Path, Path]]:
+    """(baseline, changed) profile paths of each run: PREFIX-baseline.prof and
+    PREFIX-changed.prof, or PREFIX-baseline-1.prof ... with several runs."""
+    tag = [""] if runs == 1 else [f"-{i}" for i in range(1, runs + 1)]
+    pairs = [(Path(f"{prefix}-baseline{t}.prof"), Path(f"{prefix}-changed{t}.prof")) for t in tag]
+    for p in (p for pair in pairs for p in pair):
+        if p.exists() and not force:
+            raise UserError(f"{p} exists: choose another --check-output or add --force")
+        if not p.parent.is_dir():
+            raise UserError(f"--check-output {prefix}: directory {p.parent} does not exist")
+    return pairs
+
+
+def wall(p: Profile) -> float:
+    return float(p.header["wall_s"]["mean"])
+
+
+def median_pair(pairs: list[tuple[Profile, Profile]]) -> tuple[Profile, Profile]:
+    """The (baseline, changed) pair whose wall-time difference is the median of the
+    pairs' (the lower one for an even count).  Runs made one after the other meet the
+    same state of the machine, so their difference cancels its slow changes."""
+    ordered = sorted(pairs, key=lambda bc: wall(bc[0]) - wall(bc[1]))
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str, *,
+          force: bool = False, rerun_baseline: bool = True, runs: int = 1,
+          timeout: float | None = None, launcher_kind: str | None = None) -> dict[str, Any]:
+    finding = top_applicable(result)
+    if finding is None:
+        raise UserError(f"{prof.path}: no finding's change can be applied without a code edit "
+                        f"(an environment variable, a launcher option or a rankfile): nothing "
+                        f"to check")
+    if command and command[0] == "--":
+        command = command[1:]
+    pairs = outputs(prefix, runs, force)
+    files = {key: Path(f"{prefix}-{key}") for key in finding["apply"].get("files", {})}
+    for key, path in files.items():  # a rankfile the change names
+        if path.exists() and not force:
+            raise UserError(f"{path} exists: choose another --check-output or add --force")
+        outfile.write_text(path, finding["apply"]["files"][key])
+    runs_done: list[tuple[Profile, Profile]] = []
+    for base_path, changed_path in pairs:  # alternating
+        base = (load(_run(command, base_path, None, timeout, files, launcher_kind))
+                if rerun_baseline else prof)
+        runs_done.append((base, load(_run(command, changed_path, finding["apply"], timeout,
+                                          files, launcher_kind))))
+    baseline, changed = median_pair(runs_done)
+    diff = compare(baseline, changed)
+    measured = -float(diff["wall_change_s"])
+    predicted = float(finding["gain_s"])
+    before = float(diff["a"]["wall_s"])
+    applied = " ".join([f"{k}={v}" for k, v in finding["apply"]["env"].items()]
+                       + launcher_args(finding["apply"], files))
+    return {
+        "finding": finding,
+        "applied": applied,
+        "command": command,
+        "runs": runs,
+        "baseline": str(baseline.path),
+        "changed": str(changed.path),
+        "walls_baseline_s": [wall(b) for b, _ in runs_done],
+        "walls_changed_s": [wall(c) for _, c in runs_done],
+        "wall_before_s": before,
+        "wall_after_s": float(diff["b"]["wall_s"]),
+        "predicted_s": predicted,
+        "predicted_pct": 100 * predicted / float(result["wall_s"]) if result["wall_s"] else 0.0,
+        "measured_s": measured,
+        "measured_pct": 100 * measured / before if before > 0 else 0.0,
+        "same_sign": (measured > 0) == (predicted > 0),
+        "ratio": measured / predicted if predicted else None,
+        "diff": diff,
+    }

@@ -1,0 +1,112 @@
+"""Run the rules on a profile and rank what they find (docs/advise.md, Ranking)."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from ..errors import UserError
+from ..report.profile import Profile
+from . import netmodel
+from .finding import Context, Finding
+from .rules import RULES
+from .rules.latency import bin_range
+
+MINOR_PCT = 1.0              # network findings below this % of the wall time are minor
+DEFAULT_MAX_SIZE = 1 << 16   # a model measured here covers at least 0 .. 64 KiB
+MEASURE_CAP = 1 << 24        # ... and at most 16 MiB
+
+
+def check_profile(prof: Profile) -> None:
+    """Advise needs per-rank times and peers: the rank lines."""
+    if not prof.ranks:
+        raise UserError(f"{prof.path}: the profile has no rank lines (written with "
+                        f"MPILENS_DETAIL=off): advise needs per-rank times and peers; "
+                        f"run the job again with detail on")
+
+
+def largest_message(prof: Profile) -> int:
+    """The upper end of the largest size class any function used."""
+    top = 0
+    for f in prof.functions.values():
+        for key in ("hist_send", "hist_recv"):
+            for b, count in enumerate(f.get(key, [])):
+                if count:
+                    hi = bin_range(b)[1]
+                    top = max(top, int(hi) + 1 if hi != float("inf") else MEASURE_CAP)
+    return top
+
+
+def model_for(prof: Profile, path: str | None) -> netmodel.NetModel:
+    """The model file given, else one measured now on this host (only when the profile
+    ran here and with this MPI)."""
+    hosts = list(prof.header.get("hosts", []))
+    library = str(prof.header.get("mpi_library", ""))
+    if path is not None:
+        model = netmodel.load(path)
+        netmodel.check_fits(model, library, hosts)
+        return model
+    here = socket.gethostname()
+    if netmodel.host_stem(here) not in {netmodel.host_stem(h) for h in hosts}:
+        raise UserError(f"{prof.path} ran on {', '.join(hosts)}, not on this host ({here}): "
+                        f"give --model FILE measured there (`mpilens bench logp --model FILE`)")
+    size = 1
+    while size < min(max(largest_message(prof), DEFAULT_MAX_SIZE), MEASURE_CAP):
+        size <<= 1
+    model = netmodel.measure_here(size)
+    if model.mpi_library != library:
+        raise UserError(f"{prof.path} ran '{library}', but this mpilens measures with "
+                        f"'{model.mpi_library}': give --model FILE measured with that MPI")
+    return model
+
+
+def warnings(prof: Profile) -> list[str]:
+    """What makes the profile's times doubtful."""
+    out = []
+    for r in prof.ranks:
+        if float(r["mpi_s"]) > 1.05 * float(r["wall_s"]):
+            out.append(f"rank {r['rank']}'s time in MPI ({float(r['mpi_s']):.3g} s) exceeds its "
+                       f"wall time ({float(r['wall_s']):.3g} s): "
+                       + ("sampled timing estimated it from few calls; run with "
+                          "MPILENS_TIMING=all" if prof.header.get("timing", {}).get("mode")
+                          == "sampled" else "the profile's times are inconsistent"))
+    return out
+
+
+def advise(prof: Profile, model: netmodel.NetModel) -> dict[str, Any]:
+    """Findings, ranked: rule 7 first; when imbalance dominates, it comes next and the
+    network findings are withheld; the others by predicted gain, those of low confidence
+    after the rest.  Network findings predicting under MINOR_PCT of the wall time are minor."""
+    check_profile(prof)
+    ctx = Context(prof, model)
+    found: list[Finding] = [f for rule in RULES for f in rule.find(ctx)]
+    imbalance_bound = any(f.key == "imbalance" and f.figures["dominant"] for f in found)
+    withheld = [f for f in found if imbalance_bound and f.network]
+    minor = [f for f in found if f not in withheld and f.network and f.gain_pct < MINOR_PCT]
+    shown = [f for f in found if f not in withheld and f not in minor]
+    shown.sort(key=lambda f: (f.rule != 7, not (f.key == "imbalance" and imbalance_bound),
+                              f.confidence == "low", -f.gain_s, f.rule, f.title))
+    return {
+        "profile": str(prof.path),
+        "mpi_library": prof.header.get("mpi_library", ""),
+        "mpi_flavour": ctx.flavour,
+        "nranks": prof.nranks,
+        "hosts": list(prof.header.get("hosts", [])),
+        "wall_s": ctx.wall_s,
+        "mpi_s": ctx.mpi_s,
+        "model": {"source": model.source, "measured_now": model.measured_now,
+                  "mpi_library": model.mpi_library, "L_s": model.L, "g0_s": model.g[0],
+                  "hosts": model.hosts, "eager_crossover": model.eager_crossover(),
+                  "latency_crossover": model.latency_crossover()},
+        "timing": prof.header.get("timing", {}).get("mode", "unknown"),
+        "warnings": warnings(prof),
+        "imbalance_bound": imbalance_bound,
+        "findings": [f.as_dict() for f in shown],
+        "withheld": [f.as_dict() for f in withheld],
+        "minor": [f.as_dict() for f in minor],
+    }
+
+
+def top_applicable(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The highest-ranked finding whose change needs no code edit."""
+    return next((f for f in result["findings"] if f.get("apply")), None)

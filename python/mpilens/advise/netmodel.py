@@ -1,0 +1,197 @@
+"""The network model advise predicts with: P-LogP parameters (Kielmann et al.) from the
+file `mpilens bench logp --model FILE` writes (docs/bench.md), or measured now on this
+host when no file is given.
+
+Parameters for m bytes are interpolated as the adaptive Alltoall's netmodel.c does:
+linearly between the file's sizes, past the largest along the line through the last
+two (never decreasing), below the smallest its value.  One message of m bytes costs
+T(m) = L + g(m) (P-LogP: RTT(m) = 2 (L + g(m))).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+REQUIRED = ("format", "version", "model", "mpi_library", "L_s", "sizes", "os_s", "or_s", "g_s")
+ARRAYS = ("os_s", "or_s", "g_s")
+# latency_step rule of `mpilens bench p2p` (docs/bench.md): rtt(s) exceeds the linear
+# model 2 rtt(s/2) - rtt(0) by more than this share of rtt(s), and (here) by more than
+# rtt(0), a handshake's round trip: a fixed cost appears (eager -> rendezvous).
+STEP_SHARE = 0.30
+STEP_MIN = 64  # ... from 64 B on, as bench p2p (below, the timer's noise makes steps)
+
+
+@dataclass
+class NetModel:
+    source: str                      # the file, or how it was measured
+    mpi_library: str
+    L: float
+    sizes: list[int]
+    os: list[float]
+    or_: list[float]
+    g: list[float]
+    rtt: list[float] | None = None
+    hosts: list[str] = field(default_factory=list)
+    measured_now: bool = False
+    intra: NetModel | None = None    # the intra-node class (bench logp --pairs intra,...)
+
+    def at(self, key: str, m: float) -> float:
+        """os_s, or_s or g_s at m bytes (netmodel.c's interpolation)."""
+        ys = {"os_s": self.os, "or_s": self.or_, "g_s": self.g}[key]
+        return interpolate(self.sizes, ys, m)
+
+    def gap(self, m: float) -> float:
+        return self.at("g_s", m)
+
+    def msg(self, m: float) -> float:
+        """T(m) = L + g(m): one message of m bytes."""
+        return self.L + self.gap(m)
+
+    def latency_crossover(self) -> int | None:
+        """The smallest size of the model whose size-dependent part g(m) - g(0)
+        reaches the fixed part L + g(0); None when no measured size does."""
+        fixed = self.L + self.g[0]
+        return next((s for s, g in zip(self.sizes, self.g) if g - self.g[0] >= fixed), None)
+
+    def eager_crossover(self) -> int | None:
+        """The first size where the round trip steps up (bench p2p's latency_step rule
+        on rtt_s): the eager -> rendezvous switch; None if the model shows none."""
+        if not self.rtt:
+            return None
+        by_size = dict(zip(self.sizes, self.rtt))
+        r0 = by_size.get(0, self.rtt[0])
+        for s, r in zip(self.sizes, self.rtt):
+            half = by_size.get(s // 2)
+            if s >= STEP_MIN and half is not None \
+                    and r - (2 * half - r0) > max(STEP_SHARE * r, r0):
+                return s
+        return None
+
+    def describe(self) -> str:
+        return (f"P-LogP model {self.source}: L = {self.L:.3g} s, g(0) = {self.g[0]:.3g} s, "
+                f"sizes {self.sizes[0]}..{self.sizes[-1]} B")
+
+
+def interpolate(sizes: list[int], ys: list[float], x: float) -> float:
+    """ys at x: linear between the two sizes around x; past the last size along the last
+    segment (slope at least 0); at or below the first size its value."""
+    if x <= sizes[0] or len(sizes) == 1:
+        return ys[0]
+    hi = min(max(bisect.bisect_left(sizes, x), 1), len(sizes) - 1)
+    x0, x1, y0, y1 = sizes[hi - 1], sizes[hi], ys[hi - 1], ys[hi]
+    rise = y1 - y0
+    if x > x1 and rise < 0:
+        rise = 0.0
+    return max(y0 + rise * (x - x0) / (x1 - x0), 0.0)
+
+
+def host_stem(host: str) -> str:
+    """A host name without its domain and node number (node012.x -> node), as the
+    adaptive Alltoall's machine signature (tuning.c)."""
+    return re.sub(r"[0-9-]+$", "", host.split(".")[0])
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def parse(doc: Any, source: str) -> NetModel:
+    """A network model from a parsed document; UserError with one line if it is not one."""
+    where = f"network model {source}"
+    if not isinstance(doc, dict):
+        raise UserError(f"{where}: not a JSON object (write it with "
+                        f"`mpilens bench logp --model FILE`)")
+    for key in REQUIRED:
+        if key not in doc:
+            raise UserError(f"{where}: has no key '{key}' (write it with "
+                            f"`mpilens bench logp --model FILE`)")
+    if doc["format"] != "mpilens-netmodel" or doc["model"] != "plogp" or doc["version"] != 1:
+        raise UserError(f"{where}: format {doc['format']!r} model {doc['model']!r} version "
+                        f"{doc['version']!r}, expected 'mpilens-netmodel' 'plogp' 1")
+    sizes = doc["sizes"]
+    if (not isinstance(sizes, list) or not sizes
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes)
+            or any(b <= a for a, b in pairwise(sizes))):
+        raise UserError(f"{where}: sizes must be increasing byte counts")
+    for key in ARRAYS + (("rtt_s",) if "rtt_s" in doc else ()):
+        arr = doc[key]
+        if not isinstance(arr, list) or len(arr) != len(sizes):
+            raise UserError(f"{where}: {key} must be a list as long as sizes ({len(sizes)})")
+        for i, v in enumerate(arr):
+            if not _num(v):
+                raise UserError(f"{where}: {key}[{i}] must be a non-negative number")
+    if not _num(doc["L_s"]):
+        raise UserError(f"{where}: L_s must be a non-negative number")
+    if not isinstance(doc["mpi_library"], str):
+        raise UserError(f"{where}: mpi_library must be a string")
+    hosts = doc.get("hosts", [])
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise UserError(f"{where}: hosts must be a list of host names")
+    classes = doc.get("classes", {})
+    if not isinstance(classes, dict):
+        raise UserError(f"{where}: classes must be an object of per-class models")
+    intra = parse(classes["intra"], f"{source} (intra-node class)") \
+        if "intra" in classes else None
+    return NetModel(source=source, mpi_library=doc["mpi_library"], L=float(doc["L_s"]),
+                    sizes=list(sizes), os=[float(v) for v in doc["os_s"]],
+                    or_=[float(v) for v in doc["or_s"]], g=[float(v) for v in doc["g_s"]],
+                    rtt=[float(v) for v in doc["rtt_s"]] if "rtt_s" in doc else None,
+                    hosts=list(hosts), intra=intra)
+
+
+def load(path: str | Path) -> NetModel:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"network model {p}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"network model {p}: is a directory, not a model file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"network model {p}: cannot read: "
+                        f"{getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        raise UserError(f"network model {p}: not valid JSON (write it with "
+                        f"`mpilens bench logp --model FILE`)") from None
+    return parse(doc, str(p))
+
+
+def check_fits(model: NetModel, mpi_library: str, hosts: list[str]) -> None:
+    """A model from another MPI library or another machine describes another network."""
+    if model.mpi_library != mpi_library:
+        raise UserError(f"network model {model.source} was measured with "
+                        f"'{model.mpi_library}', the profile ran '{mpi_library}': measure one "
+                        f"with that MPI (`mpilens bench logp --model FILE`)")
+    stems = {host_stem(h) for h in hosts}
+    if model.hosts and not stems & {host_stem(h) for h in model.hosts}:
+        raise UserError(f"network model {model.source} was measured on "
+                        f"{', '.join(model.hosts)}, the profile ran on {', '.join(hosts)}: "
+                        f"measure one on that machine (`mpilens bench logp --model FILE`)")
+
+
+def measure_here(max_size: int) -> NetModel:
+    """Measure the model now on this host: `mpilens-bench logp` on 2 ranks of the MPI
+    mpilens was built with, sizes 0 .. max_size, few samples (about a second)."""
+    from ..bench.launch import BenchFailed, default_launcher, run_bench
+
+    opts = ["--max-size", str(max_size), "--samples", "5", "--iters", "5", "--train", "16"]
+    try:
+        doc = run_bench(default_launcher(2), "logp", opts, progress=False, timeout=300)
+    except BenchFailed as exc:
+        raise UserError(f"measuring the network model on this host failed ({exc}): give "
+                        f"--model FILE") from None
+    model = parse(doc.get("model"), "measured now on this host (bench logp, 2 ranks)")
+    model.hosts = list(doc.get("env", {}).get("hosts", []))
+    model.measured_now = True
+    return model

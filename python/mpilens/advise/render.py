@@ -1,0 +1,85 @@
+"""Advise's findings and the --check table as text."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from typing import Any
+
+from ..units import fmt_bytes, fmt_time
+
+
+def _wrap(label: str, text: str, width: int) -> list[str]:
+    head = f"   {label:<11}"
+    return textwrap.wrap(text, width=width, initial_indent=head,
+                         subsequent_indent=" " * len(head)) or [head]
+
+
+def _gain(f: dict[str, Any]) -> str:
+    return f"gain {fmt_time(f['gain_s'])} ({f['gain_pct']:.1f} % of wall)"
+
+
+def finding_lines(i: int, f: dict[str, Any], width: int) -> list[str]:
+    out = [f"{i}. [rule {f['rule']}] {f['title']}: {_gain(f)}, confidence {f['confidence']}"]
+    out += _wrap("what:", f["what"], width)
+    out += _wrap("why:", f["why"], width)
+    out += _wrap("change:", f["change"], width)
+    out += _wrap("gain:", f["gain_note"], width)
+    b = f["basis"]
+    for key in ("profile", "model", "assumptions"):
+        if b.get(key):
+            out += _wrap(f"{key}:", "; ".join(b[key]), width)
+    out += _wrap("sure:", f"{f['confidence']}: {f['confidence_why']}", width)
+    return out
+
+
+def _crossover(v: int | None) -> str:
+    return "not seen" if v is None else fmt_bytes(v)
+
+
+def text(result: dict[str, Any]) -> str:
+    width = max(min(shutil.get_terminal_size((110, 20)).columns, 140), 80)
+    share = 100 * result["mpi_s"] / result["wall_s"] if result["wall_s"] > 0 else 0.0
+    m = result["model"]
+    lines = [(f"mpilens advise: {result['profile']} ({result['nranks']} ranks on "
+              f"{', '.join(result['hosts'])}; {result['mpi_library'].split(',')[0]}; wall "
+              f"{fmt_time(result['wall_s'])}, MPI {share:.1f} % of it, mean per rank)"),
+             (f"model: {m['source']}: L = {fmt_time(m['L_s'])}, g(0) = {fmt_time(m['g0_s'])}; "
+              f"eager crossover {_crossover(m['eager_crossover'])}, latency crossover "
+              f"{_crossover(m['latency_crossover'])}"), ""]
+    for w in result["warnings"]:
+        lines.insert(-1, f"warning: {w}")
+    if not result["findings"]:
+        lines.append("No finding to propose: " + (
+            "the rules found only minor or withheld ones (below)."
+            if result["minor"] or result["withheld"]
+            else "no rule of docs/advise.md applies to this profile."))
+    for i, f in enumerate(result["findings"], 1):
+        lines += finding_lines(i, f, width) + [""]
+    if result["minor"]:
+        lines.append("Minor (each under 1 % of the wall time): "
+                     + "; ".join(f"[rule {f['rule']}] {f['title']}: {_gain(f)}"
+                                 for f in result["minor"]))
+    if result["withheld"]:
+        lines.append("Withheld, because the job is imbalance-bound (a network change would "
+                     "not shorten the waiting):")
+        for f in result["withheld"]:
+            lines.append(f"   [rule {f['rule']}] {f['title']}: {_gain(f)}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def check_text(check: dict[str, Any]) -> str:
+    f = check["finding"]
+    rows = [("finding", f"[rule {f['rule']}] {f['title']}"),
+            ("change applied", check["applied"]),
+            ("runs", f"{check['runs']} of each, alternating; the median pair compared"),
+            ("baseline", f"{check['baseline']} (wall {fmt_time(check['wall_before_s'])})"),
+            ("with the change", f"{check['changed']} (wall {fmt_time(check['wall_after_s'])})"),
+            ("predicted gain", (f"{fmt_time(check['predicted_s'])} "
+                                f"({check['predicted_pct']:.1f} % of wall)")),
+            ("measured gain", (f"{fmt_time(check['measured_s'])} "
+                               f"({check['measured_pct']:.1f} % of wall)")),
+            ("same sign", "yes" if check["same_sign"] else "NO"),
+            ("measured / predicted", "-" if check["ratio"] is None else f"{check['ratio']:.2f}")]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{w}}  {v}" for k, v in rows) + "\n"

@@ -1,0 +1,79 @@
+"""Rule 5, load imbalance versus communication.
+
+Time in blocking collectives and MPI_Wait* is split, per function, into late arrival
+(each rank's time minus the fastest rank's: waiting for the last rank to arrive) and
+transfer (the fastest rank's time, which every rank pays).  When late arrival is at
+least half of it, the job is imbalance-bound and no network change is proposed.
+"""
+
+from __future__ import annotations
+
+from ...report.commpattern import collective_base
+from ...units import fmt_time
+from ..finding import Context, Finding
+
+RULE = 5
+DOMINANT = 0.5   # late share at or above which imbalance dominates (network advice withheld)
+NOTABLE = 0.2    # late share at or above which imbalance is reported at all
+WAITS = ("MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome")
+
+
+def sync_functions(ctx: Context) -> list[str]:
+    """Blocking collectives and MPI_Wait* the job called."""
+    out = []
+    for name in ctx.functions():
+        cb = collective_base(name)
+        if name in WAITS or (cb is not None and not cb[1]):
+            out.append(name)
+    return sorted(out)
+
+
+def split(ctx: Context) -> dict[str, dict[str, float]]:
+    """Per synchronising function: late (mean over ranks of t_r - min t) and transfer
+    (min t), seconds per rank; rank time t_r from the rank lines (absent = 0)."""
+    out = {}
+    for name in sync_functions(ctx):
+        t = [float(r["functions"].get(name, {}).get("time_s", 0.0)) for r in ctx.prof.ranks]
+        fastest = min(t)
+        out[name] = {"late_s": sum(x - fastest for x in t) / len(t), "transfer_s": fastest,
+                     "fastest_rank": t.index(fastest)}
+    return out
+
+
+def find(ctx: Context) -> list[Finding]:
+    parts = split(ctx)
+    late = sum(p["late_s"] for p in parts.values())
+    transfer = sum(p["transfer_s"] for p in parts.values())
+    if late + transfer <= 0:
+        return []
+    share = late / (late + transfer)
+    if share < NOTABLE:
+        return []
+    worst = max(parts, key=lambda n: parts[n]["late_s"])
+    # the rank that arrives last waits least: the shortest total time in these functions
+    totals = [sum(float(r["functions"].get(n, {}).get("time_s", 0.0)) for n in parts)
+              for r in ctx.prof.ranks]
+    last = totals.index(min(totals))
+    dominant = share >= DOMINANT
+    verdict = ("imbalance-bound: no network change is proposed" if dominant
+               else "imbalance is a notable part")
+    return [Finding(
+        rule=RULE, key="imbalance", title="Load imbalance: ranks wait for a late rank",
+        what=(f"of {fmt_time(late + transfer)} per rank in blocking collectives and "
+              f"MPI_Wait*, {fmt_time(late)} ({100 * share:.1f} %) is late arrival, "
+              f"{fmt_time(transfer)} transfer; most in {worst} "
+              f"({fmt_time(parts[worst]['late_s'])}); rank {last} arrives last"),
+        why=(f"{verdict}: the waiting is other ranks' computation before the call, which no "
+             f"network, algorithm or placement change shortens"),
+        change=(f"balance the work done before {worst} (code change): rank {last} spends the "
+                f"least time waiting in it, so it computes the longest"),
+        gain_s=late, gain_pct=ctx.pct(late),
+        gain_note="upper bound: every rank arrives with the fastest (perfect balance)",
+        confidence="high", confidence_why="measured per-rank times only, no model",
+        basis={"profile": [f"{n}: per-rank time_s, late {p['late_s']:.6g} s, transfer "
+                           f"{p['transfer_s']:.6g} s" for n, p in parts.items()],
+               "model": [],
+               "assumptions": ["the fastest rank's time is pure transfer"]},
+        network=False,
+        figures={"late_s": late, "transfer_s": transfer, "late_share": share,
+                 "dominant": dominant, "last_rank": last, "functions": parts})]

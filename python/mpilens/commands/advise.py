@@ -1,0 +1,115 @@
+"""`mpilens advise PROFILE [--model NETMODEL.json]`: what to change, with a predicted gain.
+
+A ranked list of findings (docs/advise.md): what was seen, why it costs time (a
+P-LogP prediction from the network model of `mpilens bench logp --model FILE`, or
+one measured now on this host), the change for the profile's MPI, and the predicted
+gain in seconds and % of wall time, each with how sure it is.
+
+`--check -- LAUNCHER LINE` applies the top finding whose change needs no code edit,
+runs the job as it is and with the change under the profiler, and shows predicted
+against measured gain (exit status 1 when their signs differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .. import launch
+from ..advise import check as checking
+from ..advise import engine, render
+from ..report.profile import load
+from .diff import render as render_diff
+from .report import positive_int
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of seconds")
+    return v
+
+
+def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--model", metavar="NETMODEL.json",
+                   help="network model of `mpilens bench logp --model FILE` (default: "
+                        "measure one now on this host, 2 ranks, about a second)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--check", action="store_true",
+                   help="apply the top finding that needs no code edit and re-run the job "
+                        "given after -- (and the baseline), then compare")
+    p.add_argument("--check-output", metavar="PREFIX", default=None,
+                   help="--check's profiles: PREFIX-baseline.prof and PREFIX-changed.prof "
+                        "(default: the profile's name without .prof, plus -check)")
+    p.add_argument("--no-baseline-run", action="store_true",
+                   help="--check: compare with PROFILE instead of running the baseline again")
+    p.add_argument("--runs", type=positive_int, default=1,
+                   help="--check: run the baseline and the changed job this many times each, "
+                        "alternately, and compare the pair with the median difference (default 1)")
+    p.add_argument("--force", action="store_true", help="--check: overwrite its profiles")
+    p.add_argument("--launcher", choices=launch.KINDS, default=None,
+                   help="--check: the launcher's option syntax when its name does not tell "
+                        "(as mpilens run --launcher)")
+    p.add_argument("--timeout", type=_seconds, default=None,
+                   help="--check: stop a run after this many seconds")
+    return p
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("advise", help="what to change, with a predicted gain",
+                       description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("profile", help="profile file written by mpilens")
+    _options(p)
+    p.add_argument("rest", nargs=argparse.REMAINDER,
+                   help="options, then (with --check) -- and the launcher line")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    rest: list[str] = list(args.rest)
+    k = rest.index("--") if "--" in rest else len(rest)
+    command = rest[k + 1:]
+    _options(argparse.ArgumentParser(prog="mpilens advise PROFILE", allow_abbrev=False)
+             ).parse_args(rest[:k], namespace=args)
+    if command and not args.check:
+        print(f"mpilens: a launcher line ('{' '.join(command)}') is only used with --check",
+              file=sys.stderr)
+        return 2
+    if args.check and not command:
+        print("mpilens: --check needs the job's launcher line after --, e.g. "
+              "mpilens advise job.prof --check -- mpirun -np 4 ./app", file=sys.stderr)
+        return 2
+    prof = load(args.profile)
+    engine.check_profile(prof)
+    model = engine.model_for(prof, args.model)
+    result = engine.advise(prof, model)
+    if not args.check:
+        if args.format == "json":
+            json.dump(result, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(render.text(result))
+        return 0
+    prefix = args.check_output or str(Path(args.profile).with_suffix("")) + "-check"
+    try:
+        done = checking.check(result, prof, command, prefix, force=args.force,
+                              rerun_baseline=not args.no_baseline_run, runs=args.runs,
+                              timeout=args.timeout, launcher_kind=args.launcher)
+    except checking.JobFailed as exc:
+        print(f"mpilens: {exc}", file=sys.stderr)
+        return exc.status
+    if args.format == "json":
+        json.dump({"advice": result, "check": done}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render.text(result) + "\nCheck of the top finding that needs no code "
+                         "edit:\n" + render.check_text(done) + "\n")
+        sys.stdout.flush()
+        render_diff(done["diff"], 10)
+    return 0 if done["same_sign"] else 1

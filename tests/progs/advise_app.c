@@ -1,0 +1,116 @@
+/* Test program for `mpilens advise`: one communication pattern per mode, with
+ * message counts and sizes the tests compute themselves.
+ *
+ *   advise_app p2p       ITERS SIZE      ring: per iteration MPI_Isend SIZE bytes to rank+1,
+ *                                        MPI_Irecv from rank-1, MPI_Waitall (2 requests)
+ *   advise_app alltoall  ITERS SIZE      ITERS MPI_Alltoall of SIZE-byte blocks (MPI_BYTE)
+ *   advise_app imbalance ITERS US        per iteration the last rank sleeps US microseconds,
+ *                                        then every rank calls MPI_Allreduce (1 double)
+ *   advise_app compute   ITERS US        per iteration every rank sleeps US microseconds,
+ *                                        then MPI_Allreduce (1 double)
+ *   advise_app pairs     ITERS SIZE      heavy pairs (2k, 2k+1): per iteration each rank sends
+ *                                        SIZE bytes to its partner (MPI_Sendrecv); then once
+ *                                        8 bytes to rank+2 and from rank-2 (MPI_Sendrecv);
+ *                                        an even number of ranks
+ *
+ * Every received byte is checked; a wrong one stops the job with status 3. */
+#define _POSIX_C_SOURCE 200809L
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void nap(double us)
+{
+    struct timespec ts = {(time_t)(us / 1e6), (long)((us - 1e6 * (double)(long)(us / 1e6)) * 1e3)};
+    nanosleep(&ts, NULL);
+}
+
+static void check(int ok, const char *what, int rank)
+{
+    if (!ok) {
+        fprintf(stderr, "advise_app: rank %d: wrong data in %s\n", rank, what);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc < 4) {
+        if (rank == 0)
+            fprintf(stderr, "usage: advise_app p2p|alltoall|imbalance|compute ITERS SIZE|US\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const char *mode = argv[1];
+    long iters = atol(argv[2]), arg = atol(argv[3]);
+    if (strcmp(mode, "p2p") == 0) {
+        unsigned char *sb = malloc((size_t)arg + 1), *rb = malloc((size_t)arg + 1);
+        int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+        for (long it = 0; it < iters; it++) {
+            MPI_Request req[2];
+            MPI_Status st[2];
+            for (long i = 0; i < arg; i++)
+                sb[i] = (unsigned char)(rank + it + i);
+            MPI_Irecv(rb, (int)arg, MPI_BYTE, left, 7, MPI_COMM_WORLD, &req[0]);
+            MPI_Isend(sb, (int)arg, MPI_BYTE, right, 7, MPI_COMM_WORLD, &req[1]);
+            MPI_Waitall(2, req, st);
+            for (long i = 0; i < arg; i++)
+                check(rb[i] == (unsigned char)(left + it + i), "p2p", rank);
+        }
+        free(sb);
+        free(rb);
+    } else if (strcmp(mode, "alltoall") == 0) {
+        size_t n = (size_t)arg * (size_t)size;
+        unsigned char *sb = malloc(n + 1), *rb = malloc(n + 1);
+        for (long it = 0; it < iters; it++) {
+            for (size_t i = 0; i < n; i++)  /* block for rank d: byte i of it */
+                sb[i] = (unsigned char)(rank * 31 + (long)(i / (size_t)arg) * 7 + it + (long)i);
+            MPI_Alltoall(sb, (int)arg, MPI_BYTE, rb, (int)arg, MPI_BYTE, MPI_COMM_WORLD);
+            for (size_t i = 0; i < n; i++) {
+                long src = (long)(i / (size_t)arg), off = (long)(i % (size_t)arg);
+                check(rb[i] == (unsigned char)(src * 31 + rank * 7 + it + rank * arg + off),
+                      "alltoall", rank);
+            }
+        }
+        free(sb);
+        free(rb);
+    } else if (strcmp(mode, "pairs") == 0) {
+        unsigned char *sb = malloc((size_t)arg + 8), *rb = malloc((size_t)arg + 8);
+        int partner = rank ^ 1;
+        for (long it = 0; it < iters; it++) {
+            for (long i = 0; i < arg; i++)
+                sb[i] = (unsigned char)(rank + it + i);
+            MPI_Sendrecv(sb, (int)arg, MPI_BYTE, partner, 5, rb, (int)arg, MPI_BYTE, partner, 5,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (long i = 0; i < arg; i++)
+                check(rb[i] == (unsigned char)(partner + it + i), "pairs", rank);
+        }
+        int up = (rank + 2) % size, down = (rank - 2 + size) % size;
+        memset(sb, rank, 8);
+        MPI_Sendrecv(sb, 8, MPI_BYTE, up, 6, rb, 8, MPI_BYTE, down, 6, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        check(rb[0] == (unsigned char)down && rb[7] == (unsigned char)down, "pairs", rank);
+        free(sb);
+        free(rb);
+    } else if (strcmp(mode, "imbalance") == 0 || strcmp(mode, "compute") == 0) {
+        int late = strcmp(mode, "imbalance") == 0;
+        for (long it = 0; it < iters; it++) {
+            if (!late || rank == size - 1)
+                nap((double)arg);
+            double x = rank + 1, y = 0;
+            MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            check(y == size * (size + 1) / 2.0, "allreduce", rank);
+        }
+    } else {
+        if (rank == 0)
+            fprintf(stderr, "advise_app: unknown mode '%s'\n", mode);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,548 @@
+"""`mpilens advise`: findings 2, 3, 5, 7 on real jobs of tests/progs/advise_app, with a
+network model file the test writes (chosen parameters), so that every predicted gain is
+the documented formula (docs/advise.md) applied here independently; `--check` on a
+forced slow Alltoall; bad input.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BUILD, FLAVOUR, launcher
+from test_cli_support import cli_env, mpilens, mpilens_inproc, workdir
+from test_signals import GRACE, NP, _finish, _rank_pids, _state, _wait_for
+
+APP = BUILD / "tests" / "advise_app"
+EXEC = BUILD / "bin" / "mpilens-exec"
+
+# The chosen model: L, and os/or/g at 0, 64, 4096, 65536 B (interpolated linearly between).
+L = 2e-6
+SIZES = [0, 64, 4096, 65536]
+G = [1e-6, 1.5e-6, 5e-6, 70e-6]
+OS = [1e-6, 1.2e-6, 3e-6, 40e-6]
+OR = [0.8e-6, 1e-6, 2.5e-6, 35e-6]
+RTT = [6e-6, 7e-6, 14e-6, 160e-6]  # no size whose half is measured: no eager step
+
+
+def profile(name: str, np_: int, *args: object, env: dict[str, str] | None = None) -> Path:
+    """Profile of `advise_app ARGS` on np_ ranks, every call timed."""
+    return _profile(name, np_, tuple(str(a) for a in args), tuple(sorted((env or {}).items())))
+
+
+@functools.cache
+def _profile(name: str, np_: int, args: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> Path:
+    out = workdir() / f"advise-{name}.prof"
+    proc = subprocess.run([*launcher(np_), str(EXEC), str(APP), *args],
+                          env=cli_env({"MPILENS_OUTPUT": str(out), "MPILENS_TIMING": "all",
+                                       **dict(env)}),
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0 and out.exists(), proc.stderr[-3000:]
+    return out
+
+
+def lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return rows[0], rows[1:]
+
+
+def write_model(path: Path, prof: Path, **over: Any) -> Path:
+    header, _ = lines(prof)
+    doc = {"format": "mpilens-netmodel", "version": 1, "model": "plogp",
+           "mpi_library": header["mpi_library"], "hosts": header["hosts"], "L_s": L,
+           "sizes": SIZES, "rtt_s": RTT, "os_s": OS, "or_s": OR, "g_s": G, **over}
+    doc = {k: v for k, v in doc.items() if v is not None}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def interp(ys: list[float], x: float) -> float:
+    for i in range(1, len(SIZES)):
+        if x <= SIZES[i]:
+            return ys[i - 1] + (x - SIZES[i - 1]) * (ys[i] - ys[i - 1]) / (SIZES[i] - SIZES[i - 1])
+    raise AssertionError("the tests stay inside the model's sizes")
+
+
+def advise(prof: Path, model: Path | None, *extra: str) -> dict[str, Any]:
+    args = ["advise", str(prof), "--format", "json", *extra]
+    if model is not None:
+        args += ["--model", str(model)]
+    proc = mpilens_inproc(*args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def every(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return result["findings"] + result["withheld"] + result["minor"]
+
+
+def one(result: dict[str, Any], key: str) -> dict[str, Any]:
+    found = [f for f in every(result) if f["key"] == key]
+    assert len(found) == 1, [f["key"] for f in every(result)]
+    return found[0]
+
+
+# ------------------------------------------------------------ rule 2: latency-bound
+
+
+def test_latency_bound_small_messages(build: Path, tmp_path: Path) -> None:
+    iters = 3000
+    prof = profile("p2p", 2, "p2p", iters, 64)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "latency")
+    header, _ = lines(prof)
+    # 2 ranks x 3000 MPI_Isend of 64 B; the latency crossover is the first model size with
+    # g(m) - g(0) >= L + g(0) = 3 us: 4096 B (g = 5 us); no eager step in RTT
+    assert f["figures"]["messages"] == f["figures"]["small_messages"] == 2 * iters
+    assert (f["figures"]["latency_crossover_bytes"], f["figures"]["eager_bytes"],
+            f["figures"]["limit_bytes"]) == (4096, None, 4096)
+    gain = iters * (1 - 1 / 8) * (L + G[0])            # per rank: 3000 x 7/8 x 3 us
+    assert f["gain_s"] == pytest.approx(gain, rel=1e-12)
+    assert f["gain_pct"] == pytest.approx(100 * gain / header["wall_s"]["mean"], rel=1e-12)
+    assert f["figures"]["model_small_s"] == pytest.approx(iters * (L + G[1]), rel=1e-12)
+    assert f["figures"]["bound_s"] == pytest.approx(iters * (L + G[0]), rel=1e-12)
+    assert "64-127 B" in f["what"] and "MPI_Isend" in f["what"]
+    assert f["apply"] is None and f["network"]  # a code change, a network fix
+    # under 1 % of the wall time it is minor, unless withheld (imbalance-bound)
+    assert (f in res["minor"]) == (f not in res["withheld"] and f["gain_pct"] < 1.0)
+    assert f["basis"]["profile"] and f["basis"]["model"] and f["basis"]["assumptions"]
+
+
+def test_without_a_model_measures_here(build: Path) -> None:
+    prof = profile("p2p", 2, "p2p", 3000, 64)
+    res = advise(prof, None)
+    assert res["model"]["measured_now"] and res["model"]["hosts"] == res["hosts"]
+    f = one(res, "latency")
+    # the measured model's fixed cost, whatever it is, enters the documented formula
+    fixed = res["model"]["L_s"] + res["model"]["g0_s"]
+    if f["figures"]["small_messages"]:
+        assert f["gain_s"] == pytest.approx(f["figures"]["small_messages"] / 2 * 7 / 8 * fixed,
+                                            rel=1e-12)
+
+
+# ------------------------------------------------------------ rule 3 and --check
+
+
+def _a2a_predictions(P: int, m: float) -> dict[str, float]:
+    """Nanri et al. 2008 Table 1 with docs/alltoall.md's corrections, on the chosen model."""
+    lg = math.log2(P)
+    g, g0, g2 = interp(G, m), G[0], interp(G, 2 * m)
+    pair = (L + g + min(interp(OS, m), interp(OR, m))) * (P - 1)
+    return {"spread": (L + g) * (P - 1), "bruck": (L + 2 * g * (lg + 1)) * lg,
+            "recdbl": (L + 2 * g2 * lg) * lg, "pair": pair,
+            "pair_lb": pair + max(OS[0], OR[0]) * (P - 2),
+            "pair_barrier": pair + (L + 2 * g0) * lg * (P - 2), "ring": (L + 2 * g) * (P // 2)}
+
+
+# MPICH busy-polls: oversubscribed, its pair_barrier takes ~10 ms a call (Open MPI ~30 us)
+A2A_ITERS, RUNS = (100, 5) if FLAVOUR == "mpich" else (2000, 5)
+A2A_BLOCK, A2A_NP = 64, 3
+SLOW = {"MPILENS_ALLTOALL": "pair_barrier"}
+
+
+def test_collective_algorithm_for_a_forced_slow_alltoall(build: Path, tmp_path: Path) -> None:
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "collective-algorithm")
+    pred = _a2a_predictions(A2A_NP, A2A_BLOCK)
+    best = min(pred, key=lambda k: (pred[k], k))
+    _, ranks = lines(prof)
+    measured = min(r["functions"]["MPI_Alltoall"]["time_s"] / r["functions"]["MPI_Alltoall"]["calls"]
+                   for r in ranks)
+    gain = A2A_ITERS * (measured - measured * pred[best] / pred["pair_barrier"])
+    assert f["figures"]["predicted_s"] == pytest.approx(pred, rel=1e-12)
+    assert (f["figures"]["size"], f["figures"]["comm_size"], f["figures"]["ran"],
+            f["figures"]["best"]) == (A2A_BLOCK, A2A_NP, "pair_barrier", best)
+    assert f["gain_s"] == pytest.approx(gain, rel=1e-12)
+    assert f["apply"] == {"env": {"MPILENS_ALLTOALL": best}, "launcher_args": []}
+    assert f["change"].startswith(f"MPILENS_ALLTOALL={best}")
+
+
+def test_check_applies_the_change_and_measures_the_same_sign(build: Path, tmp_path: Path) -> None:
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    model = write_model(tmp_path / "m.json", prof)
+    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--check", "--runs", RUNS,
+                   "--check-output", tmp_path / "chk", "--", *launcher(A2A_NP), APP,
+                   "alltoall", A2A_ITERS, A2A_BLOCK,
+                   env={**SLOW, "MPILENS_TIMING": "all"})
+    chk = json.loads(proc.stdout)["check"]
+    assert proc.returncode == 0, (proc.stderr, chk["walls_baseline_s"], chk["walls_changed_s"])
+    runs = [(tmp_path / f"chk-baseline-{i}.prof", tmp_path / f"chk-changed-{i}.prof")
+            for i in range(1, RUNS + 1)]
+    best = chk["finding"]["figures"]["best"]
+    walls = {}
+    for base, changed in runs:
+        # the baseline ran as the job did, the changed run with the advised algorithm
+        assert [(r["algorithm"], r["source"], r["calls"]) for r in lines(base)[0]["alltoall"]] \
+            == [("pair_barrier", "forced", A2A_ITERS)]
+        assert [(r["algorithm"], r["source"], r["calls"]) for r in lines(changed)[0]["alltoall"]] \
+            == [(best, "forced", A2A_ITERS)]
+        walls[base], walls[changed] = (lines(p)[0]["wall_s"]["mean"] for p in (base, changed))
+    # the pair (baseline i, changed i) with the median difference is compared
+    diff, base, changed = sorted((walls[b] - walls[c], str(b), str(c)) for b, c in runs)[RUNS // 2]
+    assert (chk["baseline"], chk["changed"]) == (base, changed)
+    assert chk["measured_s"] == pytest.approx(diff, rel=1e-9)
+    assert chk["predicted_s"] == chk["finding"]["gain_s"] > 0
+    assert chk["same_sign"] and chk["measured_s"] > 0
+    assert chk["diff"]["a"]["profile"] == base
+
+
+# The MPI's own knobs (coll_tuned_<coll>_algorithm, MPIR_CVAR_<COLL>_INTRA_ALGORITHM)
+ALLREDUCE_KNOBS = {  # ompi_info --param coll tuned --level 9 (4.1); mpivars (MPICH 4.0.2)
+    "openmpi": {"recursive_doubling": 3, "rabenseifner": 6, "ring": 4, "basic_linear": 1},
+    "mpich": {"recursive_doubling": "recursive_doubling",
+              "rabenseifner": "reduce_scatter_allgather"},
+}
+
+
+def _allreduce_predictions(P: int, m: float, lat: float, g: list[float]) -> dict[str, float]:
+    def gap(x: float) -> float:
+        return interp(g, x)
+
+    def t(x: float) -> float:
+        return lat + gap(x)
+
+    steps = P.bit_length() - 1
+    fix = 0.0 if P & (P - 1) == 0 else 2 * t(m)
+    out = {"recursive_doubling": steps * t(m) + fix,
+           "rabenseifner": 2 * sum(t(m / 2 ** k) for k in range(1, steps + 1)) + fix,
+           "ring": 2 * (P - 1) * t(m / P), "basic_linear": 2 * (lat + (P - 1) * gap(m))}
+    return {k: v for k, v in out.items() if k in ALLREDUCE_KNOBS[FLAVOUR]}
+
+
+@pytest.mark.skipif(FLAVOUR not in ALLREDUCE_KNOBS, reason="knob table for Open MPI and MPICH")
+def test_allreduce_algorithm_knob_of_the_mpi(build: Path, tmp_path: Path) -> None:
+    """The MPI's own algorithm is not recorded: the gain is measured - T_best.  A fast
+    model (1 ns) makes the finding certain (and its confidence low); its figures are exact."""
+    iters, np_ = 300, 2
+    prof = profile("allreduce", np_, "compute", iters, 0)
+    lat, g = 1e-9, [1e-9, 2e-9, 3e-9, 4e-9]
+    res = advise(prof, write_model(tmp_path / "m.json", prof, L_s=lat, g_s=g))
+    f = next(x for x in every(res) if x["key"] == "collective-algorithm"
+             and x["figures"]["function"] == "MPI_Allreduce")
+    pred = _allreduce_predictions(np_, 8, lat, g)  # one double per call
+    best = min(pred, key=lambda k: (pred[k], k))
+    _, ranks = lines(prof)
+    measured = min(r["functions"]["MPI_Allreduce"]["time_s"] / r["functions"]["MPI_Allreduce"]["calls"]
+                   for r in ranks)
+    assert f["figures"]["predicted_s"] == pytest.approx(pred, rel=1e-12)
+    assert (f["figures"]["best"], f["figures"]["ran"], f["figures"]["comm_size"]) == (best, None, np_)
+    assert f["gain_s"] == pytest.approx(iters * (measured - pred[best]), rel=1e-12)
+    # measured (microseconds) > 2 x the slowest prediction (nanoseconds): low, an upper bound
+    assert measured > 2 * max(pred.values())
+    assert f["confidence"] == "low" and "the gain is an upper bound" in f["confidence_why"]
+    knob = ALLREDUCE_KNOBS[FLAVOUR][best]
+    if FLAVOUR == "openmpi":
+        assert f["apply"] == {"env": {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                                      "OMPI_MCA_coll_tuned_allreduce_algorithm": str(knob)},
+                              "launcher_args": []}  # the --mca options, as the environment
+        assert f["change"].startswith("mpirun --mca coll_tuned_use_dynamic_rules 1 --mca "
+                                      f"coll_tuned_allreduce_algorithm {knob}")
+    else:
+        assert f["apply"]["env"] == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": knob}
+        assert f["change"].startswith(f"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM={knob}")
+
+
+def test_check_text_table_and_exit_status(build: Path, tmp_path: Path) -> None:
+    """Text output of --check against the profile itself (no baseline run): the table,
+    and exit status 0 when the signs agree, 1 when not."""
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    model = write_model(tmp_path / "m.json", prof)
+    proc = mpilens("advise", prof, "--model", model, "--check", "--no-baseline-run",
+                   "--check-output", tmp_path / "t", "--", *launcher(A2A_NP), APP,
+                   "alltoall", A2A_ITERS, A2A_BLOCK, env={**SLOW, "MPILENS_TIMING": "all"})
+    out = proc.stdout
+    assert "Check of the top finding that needs no code edit:" in out, proc.stderr
+    table = out.split("Check of the top finding that needs no code edit:\n")[1].split("\n\n")[0]
+    width = len("measured / predicted")  # the longest label; values start 2 columns after
+    rows = {ln[:width].strip(): ln[width + 2:] for ln in table.splitlines()}
+    assert rows["baseline"].startswith(str(prof))
+    assert rows["with the change"].startswith(str(tmp_path / "t-changed.prof"))
+    assert rows["change applied"].startswith("MPILENS_ALLTOALL=")
+    assert proc.returncode == (0 if rows["same sign"] == "yes" else 1)
+    assert not (tmp_path / "t-baseline.prof").exists()
+    assert "Per function" in out  # the diff's table
+
+
+# ------------------------------------------------------------ rule 4: placement
+
+AS_NODE = Path(__file__).parent / "progs" / "as_node.sh"
+
+
+def _unshare_works() -> bool:
+    try:
+        return subprocess.run(["unshare", "--uts", "true"], capture_output=True, check=False,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def as_nodes(name: str, nodes: list[str], *args: object) -> Path:
+    """advise_app ARGS with rank r on host nodes[r] (tests/progs/as_node.sh: a UTS
+    namespace per rank), profiled."""
+    out = workdir() / f"advise-{name}.prof"
+    out.unlink(missing_ok=True)
+    proc = subprocess.run([*launcher(len(nodes)), str(AS_NODE), str(EXEC), str(APP),
+                           *map(str, args)],
+                          env=cli_env({"MPILENS_OUTPUT": str(out), "MPILENS_TIMING": "all",
+                                       "MPILENS_TEST_NODES": " ".join(nodes)}),
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0 and out.exists(), proc.stderr[-3000:]
+    return out
+
+
+def inter_node_bytes(path: Path) -> int:
+    """Point-to-point bytes sent to a rank on another host (rank lines)."""
+    _, ranks = lines(path)
+    host = [r["host"] for r in ranks]
+    return sum(b for r in ranks for peer, _, b in r["peers"]["sent"]
+               if host[peer] != host[r["rank"]])
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
+def test_placement_joins_the_heavy_pairs(build: Path, tmp_path: Path) -> None:
+    iters, size = 50, 4096
+    rr = ["node0", "node1", "node0", "node1"]  # round-robin: pairs (0,1), (2,3) split
+    prof = as_nodes("pairs-rr", rr, "pairs", iters, size)
+    heavy, light = 4 * iters * size, 4 * 8  # each rank: iters x size to rank^1, 8 B to rank+2
+    assert inter_node_bytes(prof) == heavy and lines(prof)[0]["hosts"] == ["node0", "node1"]
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "placement")
+    after = f["figures"]["mapping_after"]
+    # the only 2 + 2 split keeping both heavy pairs on one host: {0, 1} and {2, 3}
+    assert after[0] == after[1] != after[2] == after[3] and sorted(after) == sorted(rr)
+    assert (f["figures"]["inter_bytes_before"], f["figures"]["inter_bytes_after"]) == (heavy, light)
+    assert f["figures"]["blocks"] == 2
+    # model time per rank: 4 x iters messages of 4 KiB become intra-node, the 4 of 8 B inter
+    t = (4 * iters * (L + interp(G, size)) - 4 * (L + interp(G, 8))) / 4
+    assert f["gain_s"] == pytest.approx(t, rel=1e-12)
+    content = f["apply"]["files"]["rankfile"]
+    if FLAVOUR == "openmpi":
+        assert content == "".join(f"rank {r}={h} slot={r % 2}\n" for r, h in enumerate(after))
+        assert f["apply"]["launcher_args"] == ["--rankfile", "{rankfile}"]
+    else:
+        assert content == "".join(f"{h}:1\n" for h in after)
+        assert f["apply"]["launcher_args"] == ["-f", "{rankfile}"]
+    # the re-run with the proposed mapping: exactly the light bytes cross
+    again = as_nodes("pairs-advised", after, "pairs", iters, size)
+    assert inter_node_bytes(again) == light
+    # a model with an intra-node class (bench logp --pairs intra,inter): T - T_intra
+    header, _ = lines(prof)
+    g_in = [x / 4 for x in G]
+    intra = {"format": "mpilens-netmodel", "version": 1, "model": "plogp",
+             "mpi_library": header["mpi_library"], "hosts": ["node0"], "L_s": L / 2,
+             "sizes": SIZES, "rtt_s": RTT, "os_s": OS, "or_s": OR, "g_s": g_in}
+    res = advise(prof, write_model(tmp_path / "m2.json", prof, classes={"intra": intra}))
+    f = one(res, "placement")
+    t_in = (4 * iters * (L / 2 + interp(g_in, size)) - 4 * (L / 2 + interp(g_in, 8))) / 4
+    assert f["gain_s"] == pytest.approx(t - t_in, rel=1e-12)
+    assert f["confidence"] == "medium"
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
+def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
+    """--check of a placement: the rankfile (Open MPI) or machine file (hydra) advise
+    writes reaches the launcher; tests/progs/as_nodes_launcher.sh turns it into the ranks'
+    host names.  The changed run's inter-node bytes are the light ones, exactly."""
+    rr = ["node0", "node1", "node0", "node1"]
+    iters, size = 50, 4096
+    prof = as_nodes("pairs-rr-check", rr, "pairs", iters, size)
+    # L = 1 s: the placement's predicted gain is far above 1 % of the wall time (not minor)
+    model = write_model(tmp_path / "m.json", prof, L_s=1.0)
+    real = launcher(4)
+    kind = "openmpi" if FLAVOUR == "openmpi" else "hydra"
+    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--check",
+                   "--launcher", kind, "--check-output", tmp_path / "c", "--",
+                   AS_NODE.parent / "as_nodes_launcher.sh", *real[1:], AS_NODE, APP, "pairs",
+                   iters, size, env={"LAUNCHER_PROG": real[0], "MPILENS_TEST_NODES": " ".join(rr),
+                                     "MPILENS_TIMING": "all"})
+    assert proc.returncode in (0, 1), proc.stderr
+    chk = json.loads(proc.stdout)["check"]
+    assert chk["finding"]["key"] == "placement"
+    after = chk["finding"]["figures"]["mapping_after"]
+    assert (tmp_path / "c-rankfile").read_text() == chk["finding"]["apply"]["files"]["rankfile"]
+    assert chk["applied"] == " ".join(["--rankfile" if FLAVOUR == "openmpi" else "-f",
+                                       str(tmp_path / "c-rankfile")])
+    base, changed = tmp_path / "c-baseline.prof", tmp_path / "c-changed.prof"
+    assert [r["host"] for r in lines(base)[1]] == rr
+    assert [r["host"] for r in lines(changed)[1]] == after
+    assert (inter_node_bytes(base), inter_node_bytes(changed)) == (4 * iters * size, 4 * 8)
+    assert proc.returncode == (0 if chk["same_sign"] else 1)
+
+
+# ------------------------------------------------------------ rule 1: rails
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
+def test_rails_for_large_inter_node_messages_not_small_ones(build: Path, tmp_path: Path) -> None:
+    rr = ["node0", "node1", "node0", "node1"]
+    iters, size = 40, 65536  # 64 KiB: above the model's bandwidth crossover (4096 B)
+    prof = as_nodes("pairs-big", rr, "pairs", iters, size)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "rails")
+    # inter-node with round-robin: the 4 x iters messages of 64 KiB (the 8 B ones stay on
+    # their node); bandwidth part g(64 KiB) - g(0) per message, halved / quartered
+    band = 4 * iters * (G[3] - G[0]) / 4
+    assert (f["figures"]["messages"], f["figures"]["inter_messages"], f["figures"]["bytes"],
+            f["figures"]["crossover_bytes"]) == (4 * iters, 4 * iters, 4 * iters * size, 4096)
+    assert f["figures"]["gain_2x_s"] == pytest.approx(band / 2, rel=1e-12)
+    assert f["figures"]["gain_4x_s"] == pytest.approx(band * 3 / 4, rel=1e-12)
+    assert f["gain_s"] == f["figures"]["gain_2x_s"]
+    assert f["figures"]["model_s"] == pytest.approx(4 * iters * (L + G[3]) / 4, rel=1e-12)
+    # a latency-bound job across the same nodes (64 B ring): no rails finding
+    small = as_nodes("ring-small", rr, "p2p", 200, 64)
+    res = advise(small, write_model(tmp_path / "m2.json", small))
+    assert not [x for x in every(res) if x["key"] == "rails"]
+    assert one(res, "latency")["figures"]["small_messages"] == 4 * 200
+
+
+# ------------------------------------------------------------ rule 6: shared memory
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
+def test_shared_memory_when_traffic_stays_on_the_node(build: Path, tmp_path: Path) -> None:
+    blocks = ["node0", "node0", "node1", "node1"]  # the heavy pairs on one node each
+    iters, size = 50, 4096
+    prof = as_nodes("pairs-blocks", blocks, "pairs", iters, size)
+    # L = 1 s: the model gives the on-node messages far more than 10 % of the MPI time, even
+    # with MPICH busy-polling 4 ranks on 2 cores
+    lat = 1.0
+    res = advise(prof, write_model(tmp_path / "m.json", prof, L_s=lat))
+    f = one(res, "shared-memory")
+    heavy = 4 * iters * size
+    assert (f["figures"]["intra_bytes"], f["figures"]["p2p_bytes"]) == (heavy, heavy + 4 * 8)
+    t = 4 * iters * (lat + interp(G, size)) / 4  # all on-node messages are within a pair 2k, 2k+1
+    assert f["figures"]["merged_messages"] == 4 * iters
+    assert f["gain_s"] == pytest.approx(t, rel=1e-12)
+    assert f["figures"]["intra_model_s"] == pytest.approx(t, rel=1e-12)
+    assert f["confidence"] == "low"  # the test's model names two hosts: measured across nodes
+    # the same job with the pairs split (round-robin): the bytes cross nodes, no finding
+    rr = as_nodes("pairs-rr", ["node0", "node1", "node0", "node1"], "pairs", iters, size)
+    res = advise(rr, write_model(tmp_path / "m2.json", rr, L_s=lat))
+    assert not [x for x in every(res) if x["key"] == "shared-memory"]
+
+
+def test_sigterm_to_check_ends_the_job(build: Path, tmp_path: Path) -> None:
+    """--check runs the job through run_profiled: a signal to mpilens reaches it, and
+    mpilens stops with one line and the job's status, leaving no rank behind."""
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    model = write_model(tmp_path / "m.json", prof)
+    proc = subprocess.Popen([sys.executable, "-m", "mpilens.cli", "advise", str(prof),
+                             "--model", str(model), "--check", "--check-output",
+                             str(tmp_path / "c"), "--", *launcher(NP),
+                             str(build / "tests" / "sig_wait"), str(tmp_path)],
+                            env=cli_env(), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    pids = _rank_pids(tmp_path, proc)
+    proc.send_signal(signal.SIGTERM)
+    _wait_for(lambda: all(_state(p) is None for p in pids), GRACE, "the ranks to end")
+    rc, out, err = _finish(proc, pids)
+    assert rc != 0 and out == "" and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("mpilens: the job was stopped by SIGTERM")
+    assert not (tmp_path / "c-changed.prof").exists()  # the changed run never started
+
+
+# ------------------------------------------------------------ rule 5: imbalance
+
+
+def test_late_rank_is_imbalance_not_network(build: Path, tmp_path: Path) -> None:
+    np_, iters = 2, 10  # 2 ranks on 2 cores: MPICH's waiting rank busy-polls
+    prof = profile("imbalance", np_, "imbalance", iters, 50000)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    first = res["findings"][0]
+    assert first["key"] == "imbalance" and res["imbalance_bound"]
+    assert not any(f["network"] for f in res["findings"])
+    _, ranks = lines(prof)
+    t = [r["functions"]["MPI_Allreduce"]["time_s"] for r in ranks]
+    late = sum(x - min(t) for x in t) / np_
+    assert first["figures"]["functions"]["MPI_Allreduce"]["late_s"] == pytest.approx(late, rel=1e-12)
+    assert first["figures"]["transfer_s"] == pytest.approx(min(t), rel=1e-12)
+    assert first["gain_s"] == pytest.approx(late, rel=1e-12)
+    assert first["figures"]["late_share"] >= 0.5 and first["figures"]["last_rank"] == np_ - 1
+    assert f"rank {np_ - 1} arrives last" in first["what"]
+    # the Allreduce advice exists, but is withheld: the waiting is not the network's
+    assert all(f["network"] for f in res["withheld"])
+
+
+# ------------------------------------------------------------ rule 7: nothing to gain
+
+
+def test_little_communication_is_said_first(build: Path, tmp_path: Path) -> None:
+    # 2 sleeps of 2 s, each then an Allreduce: a late wake-up on a loaded machine (tens of
+    # ms) is waited for in only 2 calls
+    prof = profile("compute", 2, "compute", 2, 2000000)
+    header, _ = lines(prof)
+    share = header["mpi_s"]["mean"] / header["wall_s"]["mean"]
+    assert share < 0.05
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    first = res["findings"][0]
+    assert first["key"] == "nothing-to-gain" and first["rule"] == 7
+    assert first["figures"]["mpi_share"] == pytest.approx(share, rel=1e-12)
+    assert first["gain_s"] == pytest.approx(header["mpi_s"]["mean"], rel=1e-12)
+    text = mpilens_inproc("advise", prof, "--model", tmp_path / "m.json")
+    assert text.returncode == 0
+    assert text.stdout.splitlines()[3].startswith("1. [rule 7] Little to gain in communication")
+
+
+# ------------------------------------------------------------ bad input
+
+
+def _bad(*args: object) -> str:
+    proc = mpilens_inproc("advise", *args)
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout)
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("mpilens: "), proc.stderr
+    return err[0]
+
+
+def test_bad_input_one_line_exit_2(build: Path, tmp_path: Path) -> None:
+    prof = profile("p2p", 2, "p2p", 3000, 64)
+    other_mpi = write_model(tmp_path / "mpi.json", prof, mpi_library="Other MPI v1.0")
+    assert "was measured with 'Other MPI v1.0'" in _bad(prof, "--model", other_mpi)
+    other_host = write_model(tmp_path / "host.json", prof, hosts=["login07"])
+    assert "was measured on login07" in _bad(prof, "--model", other_host)
+    no_key = write_model(tmp_path / "nokey.json", prof, g_s=None)
+    assert "has no key 'g_s'" in _bad(prof, "--model", no_key)
+    short = write_model(tmp_path / "short.json", prof, os_s=[1e-6])
+    assert "os_s must be a list as long as sizes (4)" in _bad(prof, "--model", short)
+    (tmp_path / "junk.json").write_text("{not json")
+    assert "not valid JSON" in _bad(prof, "--model", tmp_path / "junk.json")
+    assert "is a directory" in _bad(prof, "--model", tmp_path)
+    assert "no such file" in _bad(prof, "--model", tmp_path / "missing.json")
+    assert "no such file" in _bad(tmp_path / "missing.prof")
+    model = write_model(tmp_path / "m.json", prof)
+    assert "only used with --check" in _bad(prof, "--model", model, "--", "mpirun", "./a")
+    assert "--check needs the job's launcher line" in _bad(prof, "--model", model, "--check")
+
+
+def test_without_a_model_the_profile_must_come_from_here(build: Path, tmp_path: Path) -> None:
+    """No model: advise measures here, which says nothing about another machine."""
+    rows = lines(profile("p2p", 2, "p2p", 3000, 64))
+    elsewhere = tmp_path / "elsewhere.prof"
+    elsewhere.write_text("\n".join(json.dumps(r) for r in
+                                   [{**rows[0], "hosts": ["login07"]}, *rows[1]]) + "\n")
+    line = _bad(elsewhere)
+    assert "ran on login07, not on this host" in line and "--model" in line
+
+
+def test_profile_without_rank_lines(build: Path, tmp_path: Path) -> None:
+    prof = profile("p2p-nodetail", 2, "p2p", 10, 64, env={"MPILENS_DETAIL": "off"})
+    line = _bad(prof, "--model", write_model(tmp_path / "m.json", prof))
+    assert "has no rank lines" in line and "MPILENS_DETAIL=off" in line
+
+
+def test_check_without_an_applicable_finding(build: Path, tmp_path: Path) -> None:
+    """Imbalance-bound: the network changes are withheld, the balance needs a code edit."""
+    prof = profile("imbalance", 2, "imbalance", 10, 50000)
+    model = write_model(tmp_path / "m.json", prof)
+    line = _bad(prof, "--model", model, "--check", "--check-output", tmp_path / "c", "--",
+                *launcher(2), APP, "imbalance", 10, 50000)
+    assert "nothing to check" in line
+    assert not list(tmp_path.glob("c-*.prof"))  # no job ran
