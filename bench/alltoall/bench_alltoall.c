@@ -136,12 +136,14 @@ int main(int argc, char **argv)
         setenv("MPILENS_ALLTOALL_MODEL", "off", 1);
         setenv("MPILENS_ALLTOALL_RACE", "off", 1);
         setenv("MPILENS_TUNING_FILE", tune, 1);
+        setenv("MPILENS_ALLTOALL_PROVISIONAL", "off", 1); /* learn to the end */
         char lbuf[32];
         snprintf(lbuf, sizeof lbuf, "%ld", learn[0]);
         setenv("MPILENS_ALLTOALL_LEARN", lbuf, 1);
     } else {
         setenv("MPILENS_ALLTOALL_MODEL", "on", 1);
         unsetenv("MPILENS_TUNING_FILE");
+        setenv("MPILENS_ALLTOALL_CACHE", "off", 1); /* nor the learning cache */
     }
     if (ml_engine_start(&ml_engine_alltoall) != 0) { /* a bad setting or file stops here with one line */
         MPI_Finalize();

@@ -48,7 +48,7 @@ static void entry_free(const comm_state *cs, size_state *e)
     if (!e)
         return;
     ml_a2a_record(cs, e);
-    free(e->ts);
+    free(e->lr);
     free(e);
 }
 
@@ -106,10 +106,37 @@ static int ensure_keyval(void)
     return ml_a2a.keyval != MPI_KEYVAL_INVALID ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
+/* MPI_Finalize: the sizes still learning, or running a provisional choice,
+ * agree their times and samples so far (learn.c; the communicator's rank 0
+ * keeps them for the cache).  Collective over each communicator: every rank
+ * takes its communicators in increasing uid (agreed, the same order on
+ * every rank of every communicator: no two ranks can wait on each other). */
+static void agree_partials(void)
+{
+    int last = -1;
+    for (;;) {
+        comm_state *next = NULL;
+        for (comm_state *cs = ml_a2a.live; cs; cs = cs->next)
+            if (cs->uid > last && (!next || cs->uid < next->uid))
+                next = cs;
+        if (!next)
+            return;
+        last = next->uid;
+        for (int i = 0; i < ML_SIZES && next->s[i]; i++) {
+            size_state *e = next->s[i];
+            double S[ML_A2A_NALG * (NSLOT + 1)];
+            if (e->used && e->calls && e->lr && ml_a2a_agree_partial(next, e, S) == MPI_SUCCESS &&
+                next->rank == 0)
+                ml_a2a_cache_capture(next, e, S);
+        }
+    }
+}
+
 /* MPI_Finalize: every live state records its sizes and leaves the list; the
  * attribute still points at it (released when MPI frees the communicator). */
 void ml_a2a_drain_states(void)
 {
+    agree_partials();
     while (ml_a2a.live) { /* communicators still alive (COMM_WORLD, leaked ones) */
         comm_state *cs = ml_a2a.live;
         for (int i = 0; i < ML_SIZES && cs->s[i]; i++) {
