@@ -332,6 +332,8 @@ static int provisional(comm_state *cs, size_state *e)
         f = CFG.race[j];
     if (f > 0)
         drop_slow(e, t, t, f);
+    if (e->ncand == 1)
+        return finish_learning(cs, e); /* as at a race point: the one left has won */
     int best = 0;
     for (int i = 0; i < e->ncand; i++)
         if (t[i] < t[best])
