@@ -11,6 +11,8 @@ import fcntl
 import json
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -281,3 +283,61 @@ def test_provisional_choice_applies_the_race(build: Path, tmp_path: Path) -> Non
     assert rec["learned_mean_s"][alg] == min(rec["learned_mean_s"].values())
     entry = cache_entry(default_cache())
     assert (entry["state"], entry["algorithm"], entry["learning_calls"]) == ("learned", alg, 15)
+
+
+# ---- item 3: `mpilens tune --from PROFILE` pre-fills the cache ----
+
+@pytest.mark.parametrize("profiled", ["adaptive", "native"])
+def test_tune_from_profile_makes_the_next_run_start_in_running(build: Path, tmp_path: Path,
+                                                                profiled: str) -> None:
+    # A run with blocks of 100 and 1024 bytes, profiled natively (sizes from MPI_Alltoall's
+    # histogram: classes 64-127 and 1024-2047) or adaptively (its records: 100 and 1024).
+    prof = tmp_path / "app.prof"
+    env = {"MPILENS_OUTPUT": str(prof)}
+    if profiled == "adaptive":
+        env.update(MPILENS_ALLTOALL="adaptive", MPILENS_ALLTOALL_CACHE="off")
+    run_mpi(NP, exe(build, "a2a_adaptive") + ["3", "100", "1024"], env=env)
+    cli_env = {**os.environ, "MPILENS_BUILD": str(build), "MPILENS_MACHINE": "testbox",
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python"),
+               "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+    proc = subprocess.run([sys.executable, "-m", "mpilens.cli", "tune", "--from", str(prof),
+                           "--learn", "2"], env=cli_env, capture_output=True, text=True,
+                          timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr
+    path = default_cache()
+    assert f"learning cache: {path}" in proc.stdout
+    doc = json.loads(path.read_text())
+    got = sorted((e["comm_size"], e["ranks_per_node"], e["min_bytes"], e["max_bytes"], e["state"],
+                  e["learning_calls"]) for e in doc["entries"])
+    assert got == [(NP, NP, 64, 127, "learned", 2 * len(ALGOS)),
+                   (NP, NP, 1024, 2047, "learned", 2 * len(ALGOS))]
+    alg = {e["min_bytes"]: e["algorithm"] for e in doc["entries"]}
+    # the next production run: Running from its first call at both sizes
+    out = run_mpi(NP, exe(build, "a2a_adaptive") + ["4", "100", "1024"],
+                  env=env_for(tmp_path, "next", MPILENS_ALLTOALL_LEARN="50"))
+    per_size = choices(out.stdout)
+    assert set(per_size[100].values()) == {(alg[64], 0)}
+    assert set(per_size[1024].values()) == {(alg[1024], 0)}
+    header, _ = read_profile(tmp_path / "next.prof")
+    assert sorted((r["bytes"], r["source"], r["algorithm"], r["learning_calls"])
+                  for r in header["alltoall"]) == [(100, "reused", alg[64], 0),
+                                                   (1024, "reused", alg[1024], 0)]
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["--from", "PROF", "--np", "2"], "give either --from or --np/--sizes"),
+    (["--from", "PROF", "--cache", "off"], "--cache off without --output"),
+    (["--from", "MISSING"], "no such file"),
+])
+def test_tune_from_bad_input_one_line(build: Path, tmp_path: Path, argv: list[str], why: str) -> None:
+    prof = tmp_path / "p.prof"
+    run_mpi(2, exe(build, "a2a_adaptive") + ["1", "64"], env={"MPILENS_OUTPUT": str(prof)})
+    argv = [str(prof) if a == "PROF" else str(tmp_path / "nope.prof") if a == "MISSING" else a
+            for a in argv]
+    cli_env = {**os.environ, "MPILENS_BUILD": str(build),
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
+    proc = subprocess.run([sys.executable, "-m", "mpilens.cli", "tune", *argv], env=cli_env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and why in lines[0] and "Traceback" not in proc.stderr, proc.stderr

@@ -34,7 +34,9 @@
  *
  * --tune FILE: instead of timing, learn every size with all eight candidates
  * (no model pruning: offline, thoroughness beats cost) on MPI_COMM_WORLD and
- * merge the choices into the tuning file FILE (what `mpilens tune` runs).
+ * merge the choices into the tuning file FILE and the learning cache
+ * (MPILENS_ALLTOALL_CACHE; what `mpilens tune` runs).  Output: the JSON array
+ * of choices, then a line {"cache": path or null}.
  * A bad option: one line "mpilens-bench-alltoall: ..." and exit status 2.
  */
 #define _DEFAULT_SOURCE
@@ -163,8 +165,17 @@ int main(int argc, char **argv)
             free(sb);
             free(rb);
         }
-        if (rank == 0)
-            printf("]\n");
+        if (rank == 0) { /* and where the learning cache goes (written at finalize) */
+            printf("]\n{\"cache\":");
+            const char *cp = ml_a2a_cache_path();
+            if (cp) {
+                ml_buf_t b = {0};
+                ml_buf_json_str(&b, cp);
+                printf("%s}\n", b.p);
+                ml_buf_free(&b);
+            } else
+                printf("null}\n");
+        }
         ml_engine_alltoall.finalize();
         MPI_Finalize();
         return 0;

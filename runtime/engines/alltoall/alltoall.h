@@ -343,5 +343,6 @@ void ml_a2a_cache_plan(const comm_state *cs, size_state *e);
 /* MPI_Finalize, the communicator's rank 0: keeps e's samples for the cache */
 void ml_a2a_cache_capture(const comm_state *cs, const size_state *e, const double *S);
 void ml_a2a_cache_finalize(void);                  /* collective: gather, merge, write */
+const char *ml_a2a_cache_path(void);               /* rank 0: the cache's file, NULL: off */
 
 #endif

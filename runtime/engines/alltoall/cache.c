@@ -372,6 +372,11 @@ static int load(struct ml_a2a_cache *c, const char *path, char *why, size_t len)
     return rc;
 }
 
+const char *ml_a2a_cache_path(void)
+{
+    return ml_a2a.cache && ml_a2a.cache->path[0] ? ml_a2a.cache->path : NULL;
+}
+
 /* ---------------- MPI_Init ---------------- */
 
 int ml_a2a_cache_init(const char *setting)
