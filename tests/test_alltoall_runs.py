@@ -341,3 +341,30 @@ def test_tune_from_bad_input_one_line(build: Path, tmp_path: Path, argv: list[st
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and why in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+# ---- the benchmark's application: examples/fft2d ----
+
+FFT_LINE = re.compile(r"fft2d: n=64 ranks=(\d) alltoalls=8 block_bytes=(\d+) time_s=\S+ "
+                      r"max_err=(\S+) (ok|FAILED)")
+
+
+@pytest.mark.parametrize("mode,wrong", [("native", "0"), ("adaptive", "0"), ("ring", "0"),
+                                        ("adaptive", "1")])
+def test_fft2d_example_checks_its_spectrum(build: Path, tmp_path: Path, mode: str, wrong: str) -> None:
+    # 64 x 64 grid, 4 round trips: 8 MPI_Alltoall calls of (64/P)^2 complex doubles per
+    # block; the spectrum and the round trip are checked, a perturbed spectrum must fail
+    np_ = 4 if FLAVOUR == "openmpi" else 2
+    proc = run_mpi(np_, [str(build / "bin" / "mpilens-exec"), str(build / "examples" / "fft2d"),
+                         "64", "4", wrong],
+                   env={"MPILENS_ALLTOALL": mode, "MPILENS_OUTPUT": str(tmp_path / "f.prof")},
+                   check=False)
+    m = FFT_LINE.search(proc.stdout)
+    assert m, proc.stdout + proc.stderr
+    assert (int(m[1]), int(m[2])) == (np_, 16 * (64 // np_) ** 2)
+    if wrong == "1":
+        assert m[4] == "FAILED" and float(m[3]) >= 1e-6 * 0.999 and proc.returncode != 0
+        return
+    assert m[4] == "ok" and float(m[3]) < 1e-9 and proc.returncode == 0
+    header, _ = read_profile(tmp_path / "f.prof")
+    assert header["functions"]["MPI_Alltoall"]["calls"] == 8 * np_

@@ -160,6 +160,9 @@ typedef struct {
 int ml_tune_parse(const char *path, ml_tune_entry *tab, int max, int *n, char *err, size_t errlen);
 /* Writes atomically (temp + rename). 0 ok. */
 int ml_tune_write(const char *path, const ml_tune_entry *tab, int n);
+/* Writes n bytes of text to path atomically: a temporary file in the same
+ * directory, fsync, rename.  0 ok. */
+int ml_a2a_write_atomic(const char *path, const char *text, size_t n);
 /* The machine signature: given (MPILENS_MACHINE) if not NULL, else computed
  * from this node (host name stem, CPU model, cores, MPI library). */
 void ml_machine_signature(char *buf, size_t len, const char *given);

@@ -730,25 +730,6 @@ static int make_dirs(const char *path)
     return mkdir(d, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int write_atomic(const char *path, const ml_buf_t *b)
-{
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return -1;
-    int bad = fwrite(b->p, 1, b->n, f) != b->n;
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        bad = 1;
-    if (fclose(f) != 0)
-        bad = 1;
-    if (bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
 /* Rank 0: under the lock, the file as it is now plus this run's learning. */
 static void save(struct ml_a2a_cache *c, const double *caps, int ncaps)
 {
@@ -778,7 +759,7 @@ static void save(struct ml_a2a_cache *c, const double *caps, int ncaps)
         }
         ml_buf_t b = {0};
         render(&b, c);
-        if (write_atomic(c->path, &b) != 0)
+        if (ml_a2a_write_atomic(c->path, b.p, b.n) != 0)
             what = "cannot write it";
         ml_buf_free(&b);
     }

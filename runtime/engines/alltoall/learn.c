@@ -284,13 +284,9 @@ static void add_times(comm_state *cs, size_state *e, const double x[2])
     e->learn_local = e->group_local = 0;
 }
 
-/* End of Learning: agree on the learned times and pick the fastest. */
-static int finish_learning(comm_state *cs, size_state *e)
+/* Running the candidate with the lowest agreed time t (the times kept). */
+static void run_best(size_state *e, const double *t, int source)
 {
-    double t[ML_A2A_NALG], x[2] = {e->learn_local, e->group_local};
-    int rc = agreed_times(cs, e, t, x, 2, NULL);
-    if (rc != MPI_SUCCESS)
-        return rc;
     int best = 0;
     for (int i = 0; i < e->ncand; i++) {
         e->mean[e->cand[i]] = t[i];
@@ -299,6 +295,30 @@ static int finish_learning(comm_state *cs, size_state *e)
     }
     e->alg = e->cand[best];
     e->ref = e->mean[e->alg];
+    e->source = source;
+    e->phase = PH_RUN;
+    e->run_sum = 0;
+    e->run_cnt = e->run_n = 0;
+}
+
+/* Learning again, from the samples so far (a provisional choice that drifted
+ * or outlived its run's estimate). */
+static void back_to_learning(size_state *e)
+{
+    e->phase = PH_LEARN;
+    e->source = SRC_LEARNED;
+    e->budget = -1;
+    e->cur = -1;
+}
+
+/* End of Learning: agree on the learned times and pick the fastest. */
+static int finish_learning(comm_state *cs, size_state *e)
+{
+    double t[ML_A2A_NALG], x[2] = {e->learn_local, e->group_local};
+    int rc = agreed_times(cs, e, t, x, 2, NULL);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    run_best(e, t, SRC_LEARNED);
     free(e->lr); /* the learned means stay, the samples go */
     e->lr = NULL;
     if (CFG.reuse) { /* agreed by construction: every rank finishes at this call */
@@ -306,10 +326,6 @@ static int finish_learning(comm_state *cs, size_state *e)
         ml_a2a_keep_choice(cs->P, cs->rpn, e->bytes, e->alg);
     }
     add_times(cs, e, x);
-    e->source = SRC_LEARNED;
-    e->phase = PH_RUN;
-    e->run_sum = 0;
-    e->run_cnt = e->run_n = 0;
     return MPI_SUCCESS;
 }
 
@@ -334,19 +350,16 @@ static int provisional(comm_state *cs, size_state *e)
         drop_slow(e, t, t, f);
     if (e->ncand == 1)
         return finish_learning(cs, e); /* as at a race point: the one left has won */
-    int best = 0;
-    for (int i = 0; i < e->ncand; i++)
-        if (t[i] < t[best])
-            best = i;
-    for (int i = 0; i < e->ncand; i++)
-        e->mean[e->cand[i]] = t[i];
-    e->alg = e->cand[best];
-    e->ref = e->mean[e->alg];
-    e->source = SRC_PROVISIONAL;
-    e->phase = PH_RUN;
-    e->run_sum = 0;
-    e->run_cnt = e->run_n = 0;
+    run_best(e, t, SRC_PROVISIONAL);
     return MPI_SUCCESS;
+}
+
+static int min_done(const size_state *e)
+{
+    int lo = INT_MAX;
+    for (int i = 0; i < e->ncand; i++)
+        lo = e->lr[i].done < lo ? e->lr[i].done : lo;
+    return lo;
 }
 
 /* At the end of a turn: the race at every race point reached, the end of
@@ -354,9 +367,7 @@ static int provisional(comm_state *cs, size_state *e)
  * provisional choice once this run's learning budget is spent. */
 static int end_of_turn(comm_state *cs, size_state *e)
 {
-    int rc, lo = INT_MAX;
-    for (int i = 0; i < e->ncand; i++)
-        lo = e->lr[i].done < lo ? e->lr[i].done : lo;
+    int rc, lo = min_done(e);
     while (e->rp < ML_A2A_RACE_POINTS) {
         int k = race_calls(e->rp);
         if (k > 0 && lo < k)
@@ -368,9 +379,7 @@ static int end_of_turn(comm_state *cs, size_state *e)
             return rc;
         if (e->ncand == 1)
             return finish_learning(cs, e); /* the race left one: it has won */
-        lo = INT_MAX;
-        for (int i = 0; i < e->ncand; i++)
-            lo = e->lr[i].done < lo ? e->lr[i].done : lo;
+        lo = min_done(e);
     }
     if (lo >= CFG.learn_n)
         return finish_learning(cs, e);
@@ -426,10 +435,7 @@ static int check_drift(comm_state *cs, size_state *e)
         return MPI_SUCCESS;
     e->relearns++;
     if (e->source == SRC_PROVISIONAL) { /* learning goes on from its samples */
-        e->phase = PH_LEARN;
-        e->source = SRC_LEARNED;
-        e->budget = -1;
-        e->cur = -1;
+        back_to_learning(e);
         return MPI_SUCCESS;
     }
     if (e->source != SRC_LEARNED) { /* no learned times to prune with: full Grouping */
@@ -477,12 +483,8 @@ int ml_a2a_adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
     if (e->phase == PH_NEW && (rc = grouping(cs, e)) != MPI_SUCCESS)
         return rc;
     if (e->phase == PH_RUN && e->source == SRC_PROVISIONAL && e->expect >= 0 &&
-        e->calls > e->expect) { /* the run outlives its estimate: learning goes on */
-        e->phase = PH_LEARN;
-        e->source = SRC_LEARNED;
-        e->budget = -1;
-        e->cur = -1;
-    }
+        e->calls > e->expect) /* the run outlives its estimate: learning goes on */
+        back_to_learning(e);
     ml_a2a_learning = e->phase != PH_RUN; /* after Grouping: a tuned or single candidate runs at once */
     if (e->phase == PH_LEARN) {           /* the next candidate's turn, timed */
         int b = ml_a2a_learn_block();
