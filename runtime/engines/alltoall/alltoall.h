@@ -16,6 +16,8 @@
  *                per group of processes, learned choices per (size, ranks per node)
  *   records.c    finished decisions: kept, gathered at MPI_Finalize, profile section
  *   tuning.c     the tuning file (MPILENS_TUNING_FILE) and the machine signature
+ *   cache.c      the learning cache (MPILENS_ALLTOALL_CACHE): learning that spans runs
+ *   json.c       the JSON reader of the network model file and the cache
  *   engine.c     settings, check / init / finalize (ml_engine_alltoall)
  *   entry.c      mlo_MPI_Alltoall and the exported queries
  *

@@ -181,7 +181,7 @@ static int init(void)
     if (rank == 0)
         ml_machine_signature(ml_a2a.machine, sizeof ml_a2a.machine, set.machine);
     PMPI_Bcast(ml_a2a.machine, (int)sizeof ml_a2a.machine, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (ml_a2a_cache_init(set.cache) != 0)
+    if (c.mode == ML_A2A_MODE_ADAPTIVE && ml_a2a_cache_init(set.cache) != 0)
         return 1;
     int model = ml_a2a.netmodel != NULL;
     PMPI_Bcast(&model, 1, MPI_INT, 0, MPI_COMM_WORLD);

@@ -3,7 +3,9 @@
  *
  *   Grouping  first call with m: a choice this run already learned for the
  *             same communicator size and ranks per node (memo.c), else a
- *             matching tuning-file entry, runs at once.  Otherwise measure
+ *             matching tuning-file entry, else an earlier run's (cache.c),
+ *             runs at once; an earlier run's partial learning is resumed
+ *             (candidates and samples, no measurement).  Otherwise measure
  *             P-LogP parameters (plogp.c, or read them from the network model
  *             file), predict every algorithm, keep those predicted at or below
  *             the mean of the fastest and slowest prediction
@@ -15,6 +17,9 @@
  *             candidate; time of a candidate = mean over all ranks (median
  *             over its slots of blocks); clear losers leave after one turn,
  *             at N/5 and at N/2 calls (MPILENS_ALLTOALL_RACE).
+ *             A run not expected to finish (learning cache: calls per
+ *             run) learns for half its calls, then runs the best measured
+ *             candidate: a provisional choice (MPILENS_ALLTOALL_PROVISIONAL).
  *   Running   the winner.  Every MPILENS_ALLTOALL_CHECK calls (default 1000)
  *             the mean time of the window (over all ranks) is compared with
  *             the learned time; beyond MPILENS_ALLTOALL_DRIFT (default 0.5 =
