@@ -98,6 +98,16 @@ def read_profile(path: str | Path) -> tuple[dict, list[dict]]:
     return header, [json.loads(ln) for ln in lines[1:] if ln.strip()]
 
 
+@pytest.fixture(autouse=True)
+def _private_learning_cache(tmp_path_factory: pytest.TempPathFactory,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test's jobs get a cache directory of their own (XDG_CACHE_HOME): the
+    adaptive Alltoall keeps learning across runs there by default (docs/alltoall.md,
+    learning cache), so the suite never touches the user's ~/.cache and no test
+    starts from another test's learning."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
 @pytest.fixture(scope="session")
 def build() -> Path:
     lib = BUILD / "lib" / "libmpilens.so"

@@ -34,7 +34,9 @@
  *
  * --tune FILE: instead of timing, learn every size with all eight candidates
  * (no model pruning: offline, thoroughness beats cost) on MPI_COMM_WORLD and
- * merge the choices into the tuning file FILE (what `mpilens tune` runs).
+ * merge the choices into the tuning file FILE and the learning cache
+ * (MPILENS_ALLTOALL_CACHE; what `mpilens tune` runs).  Output: the JSON array
+ * of choices, then a line {"cache": path or null}.
  * A bad option: one line "mpilens-bench-alltoall: ..." and exit status 2.
  */
 #define _DEFAULT_SOURCE
@@ -136,12 +138,14 @@ int main(int argc, char **argv)
         setenv("MPILENS_ALLTOALL_MODEL", "off", 1);
         setenv("MPILENS_ALLTOALL_RACE", "off", 1);
         setenv("MPILENS_TUNING_FILE", tune, 1);
+        setenv("MPILENS_ALLTOALL_PROVISIONAL", "off", 1); /* learn to the end */
         char lbuf[32];
         snprintf(lbuf, sizeof lbuf, "%ld", learn[0]);
         setenv("MPILENS_ALLTOALL_LEARN", lbuf, 1);
     } else {
         setenv("MPILENS_ALLTOALL_MODEL", "on", 1);
         unsetenv("MPILENS_TUNING_FILE");
+        setenv("MPILENS_ALLTOALL_CACHE", "off", 1); /* nor the learning cache */
     }
     if (ml_engine_start(&ml_engine_alltoall) != 0) { /* a bad setting or file stops here with one line */
         MPI_Finalize();
@@ -161,8 +165,17 @@ int main(int argc, char **argv)
             free(sb);
             free(rb);
         }
-        if (rank == 0)
-            printf("]\n");
+        if (rank == 0) { /* and where the learning cache goes (written at finalize) */
+            printf("]\n{\"cache\":");
+            const char *cp = ml_a2a_cache_path();
+            if (cp) {
+                ml_buf_t b = {0};
+                ml_buf_json_str(&b, cp);
+                printf("%s}\n", b.p);
+                ml_buf_free(&b);
+            } else
+                printf("null}\n");
+        }
         ml_engine_alltoall.finalize();
         MPI_Finalize();
         return 0;

@@ -190,6 +190,7 @@ def alltoall_rows(prof: Profile) -> list[dict[str, Any]]:
             "calls": calls,
             "learning_calls": int(rec["learning_calls"]),
             "learning_pct": 100.0 * int(rec["learning_calls"]) / calls if calls else 0.0,
+            "carried_calls": int(rec.get("carried_calls", 0)),
             "learning_s": float(rec["learning_s"]),
             "grouping_s": float(rec["grouping_s"]),
             "relearns": int(rec["relearns"]),
@@ -216,7 +217,8 @@ def alltoall_table(rows: list[dict[str, Any]]) -> list[list[str]]:
         out.append([str(r["comm_size"]), str(r["ranks_per_node"]), fmt_bytes(r["bytes"]),
                     r["algorithm"] or "(learning)", r["source"], f"{r['communicators']:,}",
                     f"{r['calls']:,}",
-                    f"{r['learning_calls']:,} ({fmt_pct(r['learning_pct'])})",
+                    f"{r['learning_calls']:,} ({fmt_pct(r['learning_pct'])})"
+                    + (f" +{r['carried_calls']:,} carried" if r["carried_calls"] else ""),
                     fmt_time(r["learning_s"]), fmt_time(r["grouping_s"]),
                     "-" if r["time_per_call_s"] is None else fmt_time(r["time_per_call_s"]),
                     runner])
@@ -232,4 +234,4 @@ def alltoall_sentence(rows: list[dict[str, Any]]) -> str:
     pct = 100.0 * lc / calls if calls else 0.0
     return (f"Adaptive MPI_Alltoall: {lc:,} of {calls:,} calls ({pct:.1f} %) were learning, "
             f"{fmt_time(cost)} per rank in Grouping and Learning; {reused:,} calls ran a "
-            f"choice reused from this run or the tuning file")
+            f"choice reused from this run, an earlier one or the tuning file")

@@ -182,6 +182,8 @@ class _Checker:
     def alltoall(self, where: str, rec: dict[str, Any]) -> None:
         for key in _A2A_COUNTS:
             self.count(f"{where}.{key}", rec[key])
+        if "carried_calls" in rec:
+            self.count(f"{where}.carried_calls", rec["carried_calls"])
         for key in _A2A_TIMES:
             self.time(f"{where}.{key}", rec[key])
         self.text(f"{where}.source", rec["source"])

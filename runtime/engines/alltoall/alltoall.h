@@ -16,6 +16,8 @@
  *                per group of processes, learned choices per (size, ranks per node)
  *   records.c    finished decisions: kept, gathered at MPI_Finalize, profile section
  *   tuning.c     the tuning file (MPILENS_TUNING_FILE) and the machine signature
+ *   cache.c      the learning cache (MPILENS_ALLTOALL_CACHE): learning that spans runs
+ *   json.c       the JSON reader of the network model file and the cache
  *   engine.c     settings, check / init / finalize (ml_engine_alltoall)
  *   entry.c      mlo_MPI_Alltoall and the exported queries
  *
@@ -110,6 +112,7 @@ extern const ml_engine_t ml_engine_alltoall;
 typedef struct {
     int mode, learn_n, model, check_every, reuse, share;
     double drift, race[ML_A2A_RACE_POINTS];
+    int provisional;           /* MPILENS_ALLTOALL_PROVISIONAL: choices from few calls */
 } ml_a2a_cfg;
 
 /* ---- the exported queries (entry.c) ---- */
@@ -159,6 +162,9 @@ typedef struct {
 int ml_tune_parse(const char *path, ml_tune_entry *tab, int max, int *n, char *err, size_t errlen);
 /* Writes atomically (temp + rename). 0 ok. */
 int ml_tune_write(const char *path, const ml_tune_entry *tab, int n);
+/* Writes n bytes of text to path atomically: a temporary file in the same
+ * directory, fsync, rename.  0 ok. */
+int ml_a2a_write_atomic(const char *path, const char *text, size_t n);
 /* The machine signature: given (MPILENS_MACHINE) if not NULL, else computed
  * from this node (host name stem, CPU model, cores, MPI library). */
 void ml_machine_signature(char *buf, size_t len, const char *given);
@@ -189,8 +195,25 @@ void ml_tune_save(void);
 #define PRUNE_RELEARN 1.2
 
 enum { PH_NEW, PH_LEARN, PH_RUN };
-enum { SRC_LEARNED, SRC_TUNED, SRC_FORCED, SRC_SINGLE, SRC_REUSED };
+/* SRC_LEARNING: still learning (no algorithm); SRC_PROVISIONAL: a choice from
+ * the samples so far, learning to be finished by a later run (cache.c);
+ * SRC_REUSED: learned earlier in this run or in an earlier run (the cache) */
+enum { SRC_LEARNED, SRC_TUNED, SRC_FORCED, SRC_SINGLE, SRC_REUSED, SRC_LEARNING, SRC_PROVISIONAL };
 extern const char *const ml_a2a_sources[]; /* profile names of SRC_* */
+
+/* Learning's samples of one candidate (a row per candidate left, moved with
+ * it when others leave the race).  Turn t of a candidate (b calls) adds to
+ * slot t % NSLOT.  Carried samples come from earlier runs (cache.c): agreed
+ * sums over the ranks, the same on every rank, added after the reduction. */
+typedef struct {
+    double ts[NSLOT];              /* local time of this run's calls per slot */
+    double cts[NSLOT];             /* carried: time summed over the ranks per slot */
+    int tn[NSLOT];                 /* calls per slot, carried + this run (same on all ranks) */
+    int ctn[NSLOT];                /* carried calls per slot */
+    int done, done0;               /* calls so far (carried + this run), carried */
+    double tmin;                   /* local fastest call of the first turn, this run */
+    double ctmin;                  /* carried sum over the ranks of it, <0: none */
+} cand_learn;
 
 /* One block size on one communicator. */
 typedef struct {
@@ -199,11 +222,15 @@ typedef struct {
     int phase, source;
     int ncand, cand[ML_A2A_NALG];
     int first_mask;                /* candidates of the first Grouping */
-    int li;                        /* learning calls done in this round */
+    int cur;                       /* position of the candidate whose turn runs, -1 none */
     int rp;                        /* this round's next race point (0..ML_A2A_RACE_POINTS) */
-    double (*ts)[NSLOT];           /* local learning time per candidate and slot of blocks
-                                      (ML_A2A_NALG rows, allocated while learning) */
-    double tmin[ML_A2A_NALG];      /* local fastest call per candidate in its first turn */
+    cand_learn *lr;                /* per candidate left (ML_A2A_NALG rows), allocated while
+                                      learning and while a provisional choice runs */
+    long long budget;              /* this run's learning calls before a provisional choice
+                                      (<0: no limit; cache.c) */
+    long long expect;              /* calls per run at this key in the last run (cache), <0 unknown */
+    long long carried;             /* learning calls carried over from earlier runs */
+    long long round0;              /* learn_calls when this run's learning round began */
     double mean[ML_A2A_NALG];      /* agreed mean per call per algorithm (last learning), <0 unknown */
     double group_local, learn_local;
     int alg;
@@ -243,7 +270,7 @@ typedef struct comm_state {
 
 /* a finished decision (fixed-size, gathered at MPI_Finalize as doubles) */
 enum { R_P, R_RPN, R_BYTES, R_ALG, R_SRC, R_CALLS, R_LCALLS, R_LS, R_GS, R_RELEARN, R_MASK,
-       R_REF, R_COMMS, R_MEAN0, R_NFIELD = R_MEAN0 + ML_A2A_NALG };
+       R_REF, R_COMMS, R_CARRIED, R_MEAN0, R_NFIELD = R_MEAN0 + ML_A2A_NALG };
 
 /* The engine's whole per-process state.  Threads (MPI_THREAD_MULTIPLE): a
  * communicator's state is only touched by calls on it (MPI orders those);
@@ -277,6 +304,7 @@ typedef struct {
     int tune_n, tune_loaded;
     const char *tune_path;
     ml_netmodel nm_store, *netmodel; /* NULL: Grouping measures */
+    struct ml_a2a_cache *cache;    /* the learning cache (cache.c), NULL: off */
 } ml_a2a_engine_t;
 extern ml_a2a_engine_t ml_a2a;
 
@@ -303,5 +331,23 @@ int ml_a2a_section(ml_buf_t *b);
 int ml_a2a_adaptive(comm_state *cs, size_state *e, const void *sendbuf, int sendcount,
                     MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype);
 extern __thread int ml_a2a_learning;               /* this thread's last call learned */
+int ml_a2a_learn_block(void);                      /* calls per turn */
+int ml_a2a_learn_alloc(comm_state *cs, size_state *e); /* samples, phase Learning */
+/* MPI_Finalize, entries with samples (learning, provisional): collective over
+ * cs; agrees the times so far; S (NULL or ML_A2A_NALG * (NSLOT + 1)) gets
+ * this run's slot sums and each candidate's first-turn fastest call (summed
+ * over the ranks, carried ones included). */
+int ml_a2a_agree_partial(comm_state *cs, size_state *e, double *S);
+/* cache.c: learning that spans runs (MPILENS_ALLTOALL_CACHE) */
+int ml_a2a_cache_init(const char *setting);        /* collective, MPI_Init: 0 ok */
+int ml_a2a_cache_choice(int P, int rpn, long long bytes); /* a finished choice, or -1 */
+/* Grouping: resumes an earlier run's partial learning (*resumed = 1) */
+int ml_a2a_cache_resume(comm_state *cs, size_state *e, int *resumed);
+/* Learning starts: the expected calls of this run and its learning budget */
+void ml_a2a_cache_plan(const comm_state *cs, size_state *e);
+/* MPI_Finalize, the communicator's rank 0: keeps e's samples for the cache */
+void ml_a2a_cache_capture(const comm_state *cs, const size_state *e, const double *S);
+void ml_a2a_cache_finalize(void);                  /* collective: gather, merge, write */
+const char *ml_a2a_cache_path(void);               /* rank 0: the cache's file, NULL: off */
 
 #endif

@@ -9,7 +9,7 @@
 #include "ml_schema.h" /* generated from schema/profile.json: the section's version */
 
 ml_a2a_engine_t ml_a2a = {
-    .cfg = {ML_A2A_MODE_NATIVE, 50, 1, 1000, 1, 1, 0.5, {0}},
+    .cfg = {ML_A2A_MODE_NATIVE, 50, 1, 1000, 1, 1, 0.5, {0}, 1},
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .keyval = MPI_KEYVAL_INVALID,
     .cs_gen = 1,
@@ -19,9 +19,9 @@ ml_a2a_engine_t ml_a2a = {
 
 /* What the settings table fills on every rank; rank 0's become ml_a2a.cfg. */
 static struct {
-    int mode, learn_n, model, check_every, reuse, share;
+    int mode, learn_n, model, check_every, reuse, share, provisional;
     double drift, race[ML_A2A_RACE_POINTS];
-    const char *tuning_file, *machine, *network_model;
+    const char *tuning_file, *machine, *network_model, *cache;
 } set;
 
 static const char *const off_on[] = {"off", "on", NULL};
@@ -62,6 +62,16 @@ static const ml_setting settings[] = {
     {.key = "alltoall_share", .type = ML_SET_CHOICE, .def = "on", .choices = off_on,
      .out = &set.share, .accepted = "on or off",
      .help = "communicators over the same processes share one private duplicate"},
+    {.key = "alltoall_cache", .type = ML_SET_TEXT,
+     .unset = "$XDG_CACHE_HOME/mpilens/tuning-<machine>.json (XDG_CACHE_HOME unset: ~/.cache)",
+     .out = &set.cache, .accepted = "a file path, or off",
+     .help = "adaptive mode: learning that spans runs (finished choices, partial learning, calls "
+             "per run) is read at MPI_Init and merged in at MPI_Finalize; off: every run learns "
+             "afresh (docs/alltoall.md)"},
+    {.key = "alltoall_provisional", .type = ML_SET_CHOICE, .def = "on", .choices = off_on,
+     .out = &set.provisional, .accepted = "on or off",
+     .help = "a run not expected to finish learning (calls per run of earlier runs, from the "
+             "cache) learns for half its calls, then runs the best candidate measured so far"},
     {.key = "tuning_file", .type = ML_SET_OUTFILE, .unset = "none", .out = &set.tuning_file,
      .accepted = "a tuning file written by `mpilens tune`, or a path where one will be written",
      .help = "learned choices: read at MPI_Init (adaptive mode), new ones written at MPI_Finalize"},
@@ -162,7 +172,7 @@ static int init(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     /* everybody follows rank 0's settings and the files it read */
     ml_a2a_cfg c = {set.mode - 2, set.learn_n, set.model, set.check_every, set.reuse, set.share,
-                    set.drift, {set.race[0], set.race[1], set.race[2]}};
+                    set.drift, {set.race[0], set.race[1], set.race[2]}, set.provisional};
     PMPI_Bcast(&c, (int)sizeof c, MPI_BYTE, 0, MPI_COMM_WORLD);
     ml_a2a.cfg = c;
     ml_a2a.tune_path = set.tuning_file;
@@ -171,6 +181,8 @@ static int init(void)
     if (rank == 0)
         ml_machine_signature(ml_a2a.machine, sizeof ml_a2a.machine, set.machine);
     PMPI_Bcast(ml_a2a.machine, (int)sizeof ml_a2a.machine, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (c.mode == ML_A2A_MODE_ADAPTIVE && ml_a2a_cache_init(set.cache) != 0)
+        return 1;
     int model = ml_a2a.netmodel != NULL;
     PMPI_Bcast(&model, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (model) {
@@ -201,6 +213,7 @@ static void finalize(void)
     ml_a2a_gather_records();
     if (rank == 0 && ml_a2a.tune_loaded && ml_a2a.tune_path)
         ml_tune_save();
+    ml_a2a_cache_finalize();
     ml_a2a_free_scratch();
 }
 

@@ -3,7 +3,9 @@
  *
  *   Grouping  first call with m: a choice this run already learned for the
  *             same communicator size and ranks per node (memo.c), else a
- *             matching tuning-file entry, runs at once.  Otherwise measure
+ *             matching tuning-file entry, else an earlier run's (cache.c),
+ *             runs at once; an earlier run's partial learning is resumed
+ *             (candidates and samples, no measurement).  Otherwise measure
  *             P-LogP parameters (plogp.c, or read them from the network model
  *             file), predict every algorithm, keep those predicted at or below
  *             the mean of the fastest and slowest prediction
@@ -15,6 +17,9 @@
  *             candidate; time of a candidate = mean over all ranks (median
  *             over its slots of blocks); clear losers leave after one turn,
  *             at N/5 and at N/2 calls (MPILENS_ALLTOALL_RACE).
+ *             A run not expected to finish (learning cache: calls per
+ *             run) learns for half its calls, then runs the best measured
+ *             candidate: a provisional choice (MPILENS_ALLTOALL_PROVISIONAL).
  *   Running   the winner.  Every MPILENS_ALLTOALL_CHECK calls (default 1000)
  *             the mean time of the window (over all ranks) is compared with
  *             the learned time; beyond MPILENS_ALLTOALL_DRIFT (default 0.5 =
@@ -25,6 +30,7 @@
  * integer (exact) sums (ml_sum_exact), so all ranks always run the same
  * algorithm at the same call, whatever order the MPI's Allreduce adds in.
  * The policy itself is ml_a2a_adaptive at the end of this file. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,18 +40,29 @@
 
 __thread int ml_a2a_learning;
 
+/* Learning's samples (allocated on first use, kept while a provisional
+ * choice runs: cache.c saves them at MPI_Finalize). */
+int ml_a2a_learn_alloc(comm_state *cs, size_state *e)
+{
+    if (!e->lr && !(e->lr = malloc(sizeof(cand_learn) * ML_A2A_NALG)))
+        return ml_a2a_out_of_memory(cs->dup);
+    memset(e->lr, 0, sizeof(cand_learn) * ML_A2A_NALG);
+    for (int a = 0; a < ML_A2A_NALG; a++) {
+        e->lr[a].tmin = 1e300;
+        e->lr[a].ctmin = -1;
+    }
+    e->phase = PH_LEARN;
+    e->cur = -1;
+    e->rp = 0;
+    return MPI_SUCCESS;
+}
+
 static int start_learning(comm_state *cs, size_state *e)
 {
-    if (!e->ts && !(e->ts = malloc(sizeof(double[ML_A2A_NALG][NSLOT]))))
-        return ml_a2a_out_of_memory(cs->dup);
-    e->phase = PH_LEARN;
-    e->li = 0;
-    e->rp = 0;
     e->learn_local = 0;
-    memset(e->ts, 0, sizeof(double[ML_A2A_NALG][NSLOT]));
-    for (int a = 0; a < ML_A2A_NALG; a++)
-        e->tmin[a] = 1e300;
-    return MPI_SUCCESS;
+    e->budget = -1;
+    e->carried = 0;
+    return ml_a2a_learn_alloc(cs, e);
 }
 
 static void run_chosen(size_state *e, int source, int alg)
@@ -98,37 +115,48 @@ static int candidates(comm_state *cs, size_state *e)
     return MPI_SUCCESS;
 }
 
-static int grouping(comm_state *cs, size_state *e)
-{
-    /* this run's choice (learned on this or an earlier communicator), then the file's */
-    int reused = e->no_tune ? -1 : cs->reuse[ml_a2a_range_of(e->bytes)];
-    int t = e->no_tune || reused >= 0 ? -1 : ml_tune_lookup(cs->P, cs->rpn, e->bytes);
-    if (reused >= 0 || t >= 0) {
-        run_chosen(e, reused >= 0 ? SRC_REUSED : SRC_TUNED, reused >= 0 ? reused : t);
-        return MPI_SUCCESS;
-    }
-    int rc = candidates(cs, e);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (cs->P == 1)
-        e->ncand = 1; /* nothing to choose between */
-    for (int i = 0; i < e->ncand; i++)
-        e->first_mask |= 1 << e->cand[i];
-    e->source = SRC_LEARNED;
-    if (e->ncand == 1) {
-        run_chosen(e, SRC_SINGLE, e->cand[0]);
-        return MPI_SUCCESS;
-    }
-    return start_learning(cs, e);
-}
-
 /* Learning runs the candidates in turn, learn_block() consecutive calls each:
  * short enough that a drifting machine biases none, long enough that each is
  * timed in the steady state it will run in (a call right after a different
  * algorithm inherits its skew between ranks). */
-static int learn_block(void)
+int ml_a2a_learn_block(void)
 {
     return CFG.learn_n >= 25 && CFG.learn_n % 5 == 0 ? 5 : 1;
+}
+
+static int end_of_turn(comm_state *cs, size_state *e);
+
+static int grouping(comm_state *cs, size_state *e)
+{
+    /* this run's choice (learned on this or an earlier communicator), then the
+     * tuning file's, then an earlier run's (the cache) */
+    int reused = e->no_tune ? -1 : cs->reuse[ml_a2a_range_of(e->bytes)];
+    int t = e->no_tune || reused >= 0 ? -1 : ml_tune_lookup(cs->P, cs->rpn, e->bytes);
+    int c = e->no_tune || reused >= 0 || t >= 0 ? -1 : ml_a2a_cache_choice(cs->P, cs->rpn, e->bytes);
+    if (reused >= 0 || t >= 0 || c >= 0) {
+        run_chosen(e, t >= 0 ? SRC_TUNED : SRC_REUSED, t >= 0 ? t : reused >= 0 ? reused : c);
+        return MPI_SUCCESS;
+    }
+    int rc, resumed = 0;
+    e->source = SRC_LEARNED;
+    if (!e->no_tune && (rc = ml_a2a_cache_resume(cs, e, &resumed)) != MPI_SUCCESS)
+        return rc;
+    if (!resumed) {
+        if ((rc = candidates(cs, e)) != MPI_SUCCESS)
+            return rc;
+        if (cs->P == 1)
+            e->ncand = 1; /* nothing to choose between */
+        for (int i = 0; i < e->ncand; i++)
+            e->first_mask |= 1 << e->cand[i];
+        if (e->ncand == 1) {
+            run_chosen(e, SRC_SINGLE, e->cand[0]);
+            return MPI_SUCCESS;
+        }
+        if ((rc = start_learning(cs, e)) != MPI_SUCCESS)
+            return rc;
+    }
+    ml_a2a_cache_plan(cs, e);
+    return resumed ? end_of_turn(cs, e) : MPI_SUCCESS; /* races the carried samples passed */
 }
 
 /* Race point j: calls per candidate after which candidates at or above
@@ -139,7 +167,7 @@ static int learn_block(void)
 static int race_calls(int j)
 {
     static const int frac[ML_A2A_RACE_POINTS] = {0, 5, 2}; /* 0: one turn */
-    int N = CFG.learn_n, b = learn_block(), prev = 0;
+    int N = CFG.learn_n, b = ml_a2a_learn_block(), prev = 0;
     for (int i = 0; i <= j; i++) {
         int k = frac[i] ? N / frac[i] / b * b : b;
         if (k < b)
@@ -158,47 +186,53 @@ static int cmp_dbl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Agreed learned time per call of each candidate after k calls each (into t),
- * plus nx <= ML_A2A_NALG further values summed over the ranks (x, in place). */
-static int agreed_times(comm_state *cs, size_state *e, int k, double *t, double *x, int nx)
+/* Whether candidate c's first turn had calls in this run (the same on every
+ * rank: the counts are): its local fastest call then counts. */
+static int first_turn_here(const cand_learn *c)
 {
-    double v[ML_A2A_NALG * (NSLOT + 1)], S[ML_A2A_NALG * (NSLOT + 1)]; /* + nx <= ML_A2A_NALG */
-    int n = e->ncand * NSLOT, b = learn_block(), nb = k / b;
-    memcpy(v, e->ts, sizeof(double) * (size_t)n); /* rows of the first ncand candidates */
+    return c->done0 < ml_a2a_learn_block() && c->done > c->done0;
+}
+
+/* Agreed learned time per call of each candidate left (into t: the median
+ * over its slots of the slot means, carried samples included), plus nx <=
+ * ML_A2A_NALG + 2 further values summed over the ranks (x, in place).  With
+ * S not NULL, the sums of this run's slots go there (ncand x NSLOT). */
+static int agreed_times(comm_state *cs, size_state *e, double *t, double *x, int nx, double *S)
+{
+    double v[ML_A2A_NALG * NSLOT + ML_A2A_NALG + 2], sum[ML_A2A_NALG * NSLOT + ML_A2A_NALG + 2];
+    int n = e->ncand * NSLOT;
+    for (int i = 0; i < e->ncand; i++)
+        memcpy(v + i * NSLOT, e->lr[i].ts, sizeof e->lr[i].ts);
     for (int j = 0; j < nx; j++)
         v[n + j] = x[j];
-    int rc = ml_sum_exact(v, S, n + nx, cs->dup);
+    int rc = ml_sum_exact(v, sum, n + nx, cs->dup);
     if (rc != MPI_SUCCESS)
         return rc;
     for (int j = 0; j < nx; j++)
-        x[j] = S[n + j];
-    int used = nb < NSLOT ? nb : NSLOT;
+        x[j] = sum[n + j];
+    if (S)
+        memcpy(S, sum, sizeof(double) * (size_t)n);
     for (int i = 0; i < e->ncand; i++) {
+        const cand_learn *c = &e->lr[i];
         double m[NSLOT];
-        for (int j = 0; j < used; j++)
-            m[j] = S[i * NSLOT + j] / cs->P / (((nb - 1 - j) / NSLOT + 1) * b);
+        int used = 0;
+        for (int j = 0; j < NSLOT; j++)
+            if (c->tn[j] > 0)
+                m[used++] = (sum[i * NSLOT + j] + c->cts[j]) / cs->P / c->tn[j];
+        if (used == 0) {
+            t[i] = 1e300; /* no sample (cannot happen at a race point or the end) */
+            continue;
+        }
         qsort(m, (size_t)used, sizeof *m, cmp_dbl);
         t[i] = used % 2 ? m[used / 2] : (m[used / 2 - 1] + m[used / 2]) / 2;
     }
     return MPI_SUCCESS;
 }
 
-/* Early elimination (beyond Nanri et al.: docs/alltoall.md): at each race
- * point the agreed times are compared and the clear losers stop learning; the
- * others go on to N calls each.  After the first turn (point 0) a candidate's
- * time is each rank's fastest call of that turn, averaged over the ranks: one
- * turn's mean is at the mercy of a single preempted or cold call (first
- * contact with a peer), its fastest call is not: to look slow, every call of
- * the turn must be slow.  Dropped candidates keep their partial time (turn
- * means; profile, re-learning pruning). */
-static int race(comm_state *cs, size_state *e, int k, double factor, int by_fastest)
+/* Drops the candidates at or above factor x the best of cmp (their time t
+ * is kept for the profile and re-learning); the others keep their rows. */
+static void drop_slow(size_state *e, const double *cmp, const double *t, double factor)
 {
-    double t[ML_A2A_NALG], x[ML_A2A_NALG];
-    memcpy(x, e->tmin, sizeof x);
-    int rc = agreed_times(cs, e, k, t, x, by_fastest ? e->ncand : 0);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    const double *cmp = by_fastest ? x : t; /* x: summed over ranks, same scale for all */
     double best = cmp[0];
     for (int i = 1; i < e->ncand; i++)
         if (cmp[i] < best)
@@ -210,21 +244,54 @@ static int race(comm_state *cs, size_state *e, int k, double factor, int by_fast
             continue;
         }
         e->cand[n] = e->cand[i];
-        e->tmin[n] = e->tmin[i];
-        memmove(e->ts[n++], e->ts[i], sizeof e->ts[i]);
+        if (n != i)
+            e->lr[n] = e->lr[i];
+        n++;
     }
     e->ncand = n;
-    e->li = k * n;
+    e->cur = -1;
+}
+
+/* Early elimination (beyond Nanri et al.: docs/alltoall.md): at each race
+ * point the agreed times are compared and the clear losers stop learning; the
+ * others go on to N calls each.  After the first turn (point 0) a candidate's
+ * time is each rank's fastest call of that turn, summed over the ranks: one
+ * turn's mean is at the mercy of a single preempted or cold call (first
+ * contact with a peer), its fastest call is not: to look slow, every call of
+ * the turn must be slow.  Dropped candidates keep their partial time (turn
+ * means; profile, re-learning pruning). */
+static int race(comm_state *cs, size_state *e, double factor, int by_fastest)
+{
+    double t[ML_A2A_NALG], x[ML_A2A_NALG];
+    for (int i = 0; i < e->ncand; i++) /* no first-turn call here: 0, the carried sum counts */
+        x[i] = first_turn_here(&e->lr[i]) ? e->lr[i].tmin : 0;
+    int rc = agreed_times(cs, e, t, x, by_fastest ? e->ncand : 0, NULL);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    for (int i = 0; by_fastest && i < e->ncand; i++) { /* x: summed over ranks, one scale for all */
+        const cand_learn *c = &e->lr[i];
+        double carried = c->ctmin;
+        if (first_turn_here(c))
+            x[i] = carried >= 0 && carried < x[i] ? carried : x[i];
+        else
+            x[i] = carried >= 0 ? carried : t[i] * cs->P; /* no first turn kept: its mean */
+    }
+    drop_slow(e, by_fastest ? x : t, t, factor);
     return MPI_SUCCESS;
 }
 
-/* End of Learning: agree on the learned times and pick the fastest. */
-static int finish_learning(comm_state *cs, size_state *e, int each)
+/* Learning's agreed times: the end of this run's learning calls are summed
+ * into learn_s and grouping_s (mean over ranks), the locals start again. */
+static void add_times(comm_state *cs, size_state *e, const double x[2])
 {
-    double t[ML_A2A_NALG], x[2] = {e->learn_local, e->group_local};
-    int rc = agreed_times(cs, e, each, t, x, 2);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    e->learn_s += x[0] / cs->P;
+    e->group_s += x[1] / cs->P;
+    e->learn_local = e->group_local = 0;
+}
+
+/* Running the candidate with the lowest agreed time t (the times kept). */
+static void run_best(size_state *e, const double *t, int source)
+{
     int best = 0;
     for (int i = 0; i < e->ncand; i++) {
         e->mean[e->cand[i]] = t[i];
@@ -233,43 +300,126 @@ static int finish_learning(comm_state *cs, size_state *e, int each)
     }
     e->alg = e->cand[best];
     e->ref = e->mean[e->alg];
-    free(e->ts); /* the learned means stay, the slots go */
-    e->ts = NULL;
+    e->source = source;
+    e->phase = PH_RUN;
+    e->run_sum = 0;
+    e->run_cnt = e->run_n = 0;
+}
+
+/* Learning again, from the samples so far (a provisional choice that drifted
+ * or outlived its run's estimate). */
+static void back_to_learning(size_state *e)
+{
+    e->phase = PH_LEARN;
+    e->source = SRC_LEARNED;
+    e->budget = -1;
+    e->cur = -1;
+}
+
+/* End of Learning: agree on the learned times and pick the fastest. */
+static int finish_learning(comm_state *cs, size_state *e)
+{
+    double t[ML_A2A_NALG], x[2] = {e->learn_local, e->group_local};
+    int rc = agreed_times(cs, e, t, x, 2, NULL);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    run_best(e, t, SRC_LEARNED);
+    free(e->lr); /* the learned means stay, the samples go */
+    e->lr = NULL;
     if (CFG.reuse) { /* agreed by construction: every rank finishes at this call */
         cs->reuse[ml_a2a_range_of(e->bytes)] = (signed char)e->alg;
         ml_a2a_keep_choice(cs->P, cs->rpn, e->bytes, e->alg);
     }
-    e->learn_s += x[0] / cs->P;
-    e->group_s += x[1] / cs->P;
-    e->group_local = 0;
-    e->phase = PH_RUN;
-    e->run_sum = 0;
-    e->run_cnt = e->run_n = 0;
+    add_times(cs, e, x);
     return MPI_SUCCESS;
 }
 
-/* After a learning call: the race at a race point just reached, then the end
- * of Learning when one candidate is left or every one has had N calls. */
-static int after_learning_call(comm_state *cs, size_state *e)
+/* A provisional choice (docs/alltoall.md, "Choices from few calls"): this run
+ * is not expected to last until Learning ends, and it has spent its learning
+ * budget.  The candidates at or above the race's first factor x the best
+ * leave (as at a race point); of the others, the one with the lowest learned
+ * time so far runs.  Every candidate left has at least one whole turn (the
+ * caller checks), so the choice is always a measured one, and never one
+ * whose time is above the best measured.  The samples stay (a later run, or
+ * this one if it outlives the estimate, finishes Learning). */
+static int provisional(comm_state *cs, size_state *e)
 {
-    int rc = MPI_SUCCESS, raced = 0;
+    double t[ML_A2A_NALG];
+    int rc = agreed_times(cs, e, t, NULL, 0, NULL);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    double f = 0;
+    for (int j = 0; j < ML_A2A_RACE_POINTS && f == 0; j++)
+        f = CFG.race[j];
+    if (f > 0)
+        drop_slow(e, t, t, f);
+    if (e->ncand == 1)
+        return finish_learning(cs, e); /* as at a race point: the one left has won */
+    run_best(e, t, SRC_PROVISIONAL);
+    return MPI_SUCCESS;
+}
+
+static int min_done(const size_state *e)
+{
+    int lo = INT_MAX;
+    for (int i = 0; i < e->ncand; i++)
+        lo = e->lr[i].done < lo ? e->lr[i].done : lo;
+    return lo;
+}
+
+/* At the end of a turn: the race at every race point reached, the end of
+ * Learning when one candidate is left or every one has had N calls, else a
+ * provisional choice once this run's learning budget is spent. */
+static int end_of_turn(comm_state *cs, size_state *e)
+{
+    int rc, lo = min_done(e);
     while (e->rp < ML_A2A_RACE_POINTS) {
         int k = race_calls(e->rp);
-        if (k > 0 && e->li < e->ncand * k)
+        if (k > 0 && lo < k)
             break; /* this point is still ahead */
-        if (k > 0 && e->li == e->ncand * k) {
-            rc = race(cs, e, k, CFG.race[e->rp], e->rp == 0);
-            raced = 1;
-        }
-        e->rp++;
-        if (raced)
-            break;
+        int j = e->rp++;
+        if (k == 0)
+            continue;
+        if ((rc = race(cs, e, CFG.race[j], j == 0)) != MPI_SUCCESS)
+            return rc;
+        if (e->ncand == 1)
+            return finish_learning(cs, e); /* the race left one: it has won */
+        lo = min_done(e);
     }
-    if (rc == MPI_SUCCESS && raced && e->ncand == 1)
-        return finish_learning(cs, e, e->li); /* the race left one: it has won */
-    if (rc == MPI_SUCCESS && e->li == e->ncand * CFG.learn_n)
-        return finish_learning(cs, e, CFG.learn_n);
-    return rc;
+    if (lo >= CFG.learn_n)
+        return finish_learning(cs, e);
+    if (e->budget >= 0 && e->learn_calls - e->round0 >= e->budget && lo >= ml_a2a_learn_block())
+        return provisional(cs, e);
+    return MPI_SUCCESS;
+}
+
+/* MPI_Finalize while learning, or with a provisional choice: the learning
+ * and grouping times so far are agreed (mean over ranks, added to learn_s
+ * and grouping_s), and with S not NULL this run's slot sums and first-turn
+ * fastest calls (summed over the ranks: ncand x NSLOT, then ncand) go
+ * there for the cache.  Collective over the communicator. */
+int ml_a2a_agree_partial(comm_state *cs, size_state *e, double *S)
+{
+    double t[ML_A2A_NALG], x[ML_A2A_NALG + 2];
+    int n = e->ncand;
+    for (int i = 0; i < n; i++)
+        x[i] = first_turn_here(&e->lr[i]) ? e->lr[i].tmin : 0;
+    x[n] = e->learn_local;
+    x[n + 1] = e->group_local;
+    int rc = agreed_times(cs, e, t, x, n + 2, S);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    for (int i = 0; S && i < n; i++) { /* the first turn's fastest calls, carried ones included */
+        const cand_learn *c = &e->lr[i];
+        int here = first_turn_here(c);
+        S[n * NSLOT + i] = here && c->ctmin >= 0 && c->ctmin < x[i] ? c->ctmin : here ? x[i] : c->ctmin;
+    }
+    add_times(cs, e, x + n);
+    if (e->phase == PH_LEARN) /* still learning: what the times so far say, for the profile */
+        for (int i = 0; i < n; i++)
+            if (t[i] < 1e300)
+                e->mean[e->cand[i]] = t[i];
+    return MPI_SUCCESS;
 }
 
 /* Periodic check in Running: agreed mean of the window vs the learned time. */
@@ -289,6 +439,10 @@ static int check_drift(comm_state *cs, size_state *e)
     if (mean <= e->ref * (1 + CFG.drift) && mean >= e->ref * (1 - CFG.drift))
         return MPI_SUCCESS;
     e->relearns++;
+    if (e->source == SRC_PROVISIONAL) { /* learning goes on from its samples */
+        back_to_learning(e);
+        return MPI_SUCCESS;
+    }
     if (e->source != SRC_LEARNED) { /* no learned times to prune with: full Grouping */
         e->source = SRC_LEARNED;
         e->phase = PH_NEW;
@@ -312,6 +466,17 @@ static int check_drift(comm_state *cs, size_state *e)
     return start_learning(cs, e);
 }
 
+/* The candidate whose turn comes: the one with the fewest calls (the first
+ * such), so that candidates take turns and carried samples even out. */
+static int next_candidate(const size_state *e)
+{
+    int best = 0;
+    for (int i = 1; i < e->ncand; i++)
+        if (e->lr[i].done < e->lr[best].done)
+            best = i;
+    return best;
+}
+
 #define ARGS sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype
 
 /* ---------------- the policy ---------------- */
@@ -322,19 +487,28 @@ int ml_a2a_adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
     e->calls++;
     if (e->phase == PH_NEW && (rc = grouping(cs, e)) != MPI_SUCCESS)
         return rc;
+    if (e->phase == PH_RUN && e->source == SRC_PROVISIONAL && e->expect >= 0 &&
+        e->calls > e->expect) /* the run outlives its estimate: learning goes on */
+        back_to_learning(e);
     ml_a2a_learning = e->phase != PH_RUN; /* after Grouping: a tuned or single candidate runs at once */
     if (e->phase == PH_LEARN) {           /* the next candidate's turn, timed */
-        int i = (e->li / learn_block()) % e->ncand, turn = e->li / learn_block() / e->ncand;
+        int b = ml_a2a_learn_block();
+        if (e->cur < 0 || e->lr[e->cur].done % b == 0)
+            e->cur = next_candidate(e);
+        cand_learn *c = &e->lr[e->cur];
+        int slot = c->done / b % NSLOT;
         double t0 = PMPI_Wtime();
-        rc = ml_a2a_algs[e->cand[i]].run(ARGS, cs->dup);
+        rc = ml_a2a_algs[e->cand[e->cur]].run(ARGS, cs->dup);
         double dt = PMPI_Wtime() - t0;
-        e->ts[i][turn % NSLOT] += dt;
-        if (turn == 0 && dt < e->tmin[i])
-            e->tmin[i] = dt;
+        c->ts[slot] += dt;
+        c->tn[slot]++;
+        if (c->done < b && dt < c->tmin)
+            c->tmin = dt;
+        c->done++;
         e->learn_local += dt;
         e->learn_calls++;
-        ++e->li;
-        rc2 = after_learning_call(cs, e);
+        if (c->done % b == 0)
+            rc2 = end_of_turn(cs, e);
         return rc == MPI_SUCCESS ? rc2 : rc;
     }
     if (CFG.check_every <= 0)             /* Running, never checked */

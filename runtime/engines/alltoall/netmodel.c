@@ -14,6 +14,7 @@
  */
 #define _DEFAULT_SOURCE
 #include "alltoall.h"
+#include "json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,228 +23,6 @@
 #include <string.h>
 
 #define MAX_FILE (1 << 20)
-
-typedef struct {
-    const char *s, *p, *end;
-    char *err;
-    size_t errlen;
-} parser;
-
-static int fail(parser *ps, const char *what)
-{
-    snprintf(ps->err, ps->errlen, "is not valid JSON: %s at byte %ld", what,
-             (long)(ps->p - ps->s));
-    return -1;
-}
-
-static void ws(parser *ps)
-{
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
-        ps->p++;
-}
-
-/* After an element of an array or a member of an object: ',' (1: another
- * follows), the closing ']' or '}' (0: done), else an error (-1). */
-static int next_or_close(parser *ps, char close)
-{
-    ws(ps);
-    if (ps->p < ps->end && (*ps->p == ',' || *ps->p == close))
-        return *ps->p++ == ',';
-    return fail(ps, close == ']' ? "expected ',' or ']'" : "expected ',' or '}'");
-}
-
-static void put(char *out, size_t outlen, size_t *n, unsigned c)
-{
-    if (out && *n + 1 < outlen)
-        out[(*n)++] = (char)c;
-}
-
-static int hex4(parser *ps, unsigned *u)
-{
-    *u = 0;
-    for (int i = 0; i < 4; i++, ps->p++) {
-        char c = ps->p < ps->end ? *ps->p : 0;
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-                c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0)
-            return fail(ps, "bad \\u escape");
-        *u = *u * 16 + (unsigned)d;
-    }
-    return 0;
-}
-
-/* A string; its unescaped text (UTF-8) is copied into out (truncated to
- * outlen) when out is given. */
-static int string(parser *ps, char *out, size_t outlen)
-{
-    size_t n = 0;
-    if (ps->p >= ps->end || *ps->p != '"')
-        return fail(ps, "expected a string");
-    ps->p++;
-    while (ps->p < ps->end && *ps->p != '"') {
-        unsigned char c = (unsigned char)*ps->p++;
-        if (c < 0x20)
-            return fail(ps, "control character in a string");
-        if (c != '\\') {
-            put(out, outlen, &n, c);
-            continue;
-        }
-        if (ps->p >= ps->end)
-            break;
-        c = (unsigned char)*ps->p++;
-        unsigned simple = c == '"' || c == '\\' || c == '/' ? c : c == 'b' ? '\b' :
-                          c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : 0;
-        if (simple) {
-            put(out, outlen, &n, simple);
-        } else if (c == 'u') {
-            unsigned u, lo;
-            if (hex4(ps, &u))
-                return -1;
-            if (u >= 0xD800 && u < 0xDC00 && ps->end - ps->p >= 6 && ps->p[0] == '\\' &&
-                ps->p[1] == 'u') {
-                ps->p += 2;
-                if (hex4(ps, &lo))
-                    return -1;
-                u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-            }
-            if (u < 0x80) {
-                put(out, outlen, &n, u);
-            } else if (u < 0x800) {
-                put(out, outlen, &n, 0xC0 | u >> 6);
-                put(out, outlen, &n, 0x80 | (u & 0x3F));
-            } else if (u < 0x10000) {
-                put(out, outlen, &n, 0xE0 | u >> 12);
-                put(out, outlen, &n, 0x80 | (u >> 6 & 0x3F));
-                put(out, outlen, &n, 0x80 | (u & 0x3F));
-            } else {
-                put(out, outlen, &n, 0xF0 | u >> 18);
-                put(out, outlen, &n, 0x80 | (u >> 12 & 0x3F));
-                put(out, outlen, &n, 0x80 | (u >> 6 & 0x3F));
-                put(out, outlen, &n, 0x80 | (u & 0x3F));
-            }
-        } else {
-            return fail(ps, "bad escape in a string");
-        }
-    }
-    if (ps->p >= ps->end)
-        return fail(ps, "unterminated string");
-    ps->p++;
-    if (out && outlen)
-        out[n] = 0;
-    return 0;
-}
-
-static int number(parser *ps, double *v)
-{
-    char buf[64];
-    size_t n = 0;
-    while (ps->p + n < ps->end && n < sizeof buf - 1 && strchr("+-0123456789.eE", ps->p[n]))
-        n++;
-    if (n == 0)
-        return fail(ps, "expected a value");
-    memcpy(buf, ps->p, n);
-    buf[n] = 0;
-    char *e;
-    errno = 0;
-    *v = strtod(buf, &e);
-    if (*e || errno == ERANGE)
-        return fail(ps, "bad number");
-    ps->p += n;
-    return 0;
-}
-
-static int value(parser *ps, int depth);
-
-/* An array; with arr, its elements must be numbers (stored, at most max; *n counts all). */
-static int array(parser *ps, int depth, double *arr, int max, int *n)
-{
-    int k = 0;
-    ps->p++; /* '[' */
-    ws(ps);
-    if (ps->p < ps->end && *ps->p == ']') {
-        ps->p++;
-        if (n)
-            *n = 0;
-        return 0;
-    }
-    for (;;) {
-        ws(ps);
-        if (arr) {
-            double v;
-            if (number(ps, &v))
-                return -1;
-            if (k < max)
-                arr[k] = v;
-            k++;
-        } else if (value(ps, depth + 1)) {
-            return -1;
-        }
-        int more = next_or_close(ps, ']');
-        if (more < 0)
-            return -1;
-        if (!more)
-            break;
-    }
-    if (n)
-        *n = k;
-    return 0;
-}
-
-static int object(parser *ps, int depth, int (*member)(parser *, const char *, void *), void *ctx);
-
-static int value(parser *ps, int depth)
-{
-    if (depth > 32)
-        return fail(ps, "nested too deeply");
-    ws(ps);
-    if (ps->p >= ps->end)
-        return fail(ps, "unexpected end");
-    switch (*ps->p) {
-    case '"':
-        return string(ps, NULL, 0);
-    case '[':
-        return array(ps, depth, NULL, 0, NULL);
-    case '{':
-        return object(ps, depth, NULL, NULL);
-    }
-    static const char *const words[] = {"true", "false", "null"};
-    for (int i = 0; i < 3; i++) {
-        size_t l = strlen(words[i]);
-        if ((size_t)(ps->end - ps->p) >= l && memcmp(ps->p, words[i], l) == 0) {
-            ps->p += l;
-            return 0;
-        }
-    }
-    double v;
-    return number(ps, &v);
-}
-
-/* An object; member(ps, key, ctx) parses the value of each key (NULL: skip them). */
-static int object(parser *ps, int depth, int (*member)(parser *, const char *, void *), void *ctx)
-{
-    ps->p++; /* '{' */
-    ws(ps);
-    if (ps->p < ps->end && *ps->p == '}') {
-        ps->p++;
-        return 0;
-    }
-    for (;;) {
-        char key[64];
-        ws(ps);
-        if (string(ps, key, sizeof key))
-            return -1;
-        ws(ps);
-        if (ps->p >= ps->end || *ps->p != ':')
-            return fail(ps, "expected ':'");
-        ps->p++;
-        ws(ps);
-        if (member ? member(ps, key, ctx) : value(ps, depth + 1))
-            return -1;
-        int more = next_or_close(ps, '}');
-        if (more <= 0)
-            return more;
-    }
-}
 
 enum { K_FORMAT = 1, K_VERSION = 2, K_MODEL = 4, K_LIB = 8, K_L = 16, K_SIZES = 32, K_OS = 64,
        K_OR = 128, K_G = 256, K_ALL = 511 };
@@ -255,7 +34,7 @@ typedef struct {
     double version;
 } ctx_t;
 
-static int member(parser *ps, const char *key, void *vctx)
+static int member(ml_json *ps, const char *key, void *vctx)
 {
     ctx_t *c = vctx;
     ml_netmodel *nm = c->nm;
@@ -268,7 +47,7 @@ static int member(parser *ps, const char *key, void *vctx)
                 return -1;
             }
             c->seen |= K_SIZES << i;
-            return array(ps, 1, arrs[i], ML_NETMODEL_MAX, &c->n[i]);
+            return ml_json_array(ps, 1, arrs[i], ML_NETMODEL_MAX, &c->n[i]);
         }
     struct { const char *key; int bit; char *out; size_t len; } strs[] = {
         {"format", K_FORMAT, c->format, sizeof c->format},
@@ -281,7 +60,7 @@ static int member(parser *ps, const char *key, void *vctx)
                 snprintf(ps->err, ps->errlen, "key '%s' is not a string", key);
                 return -1;
             }
-            return string(ps, strs[i].out, strs[i].len);
+            return ml_json_string(ps, strs[i].out, strs[i].len);
         }
     if (strcmp(key, "version") == 0 || strcmp(key, "L_s") == 0) {
         int isv = key[0] == 'v';
@@ -290,9 +69,9 @@ static int member(parser *ps, const char *key, void *vctx)
             snprintf(ps->err, ps->errlen, "key '%s' is not a number", key);
             return -1;
         }
-        return number(ps, isv ? &c->version : &nm->L);
+        return ml_json_number(ps, isv ? &c->version : &nm->L);
     }
-    return value(ps, 1);
+    return ml_json_value(ps, 1);
 }
 
 static int check(const ctx_t *c, char *err, size_t errlen)
@@ -347,33 +126,8 @@ static int check(const ctx_t *c, char *err, size_t errlen)
 int ml_netmodel_load(const char *path, ml_netmodel *nm, char *err, size_t errlen)
 {
     memset(nm, 0, sizeof *nm);
-    ml_buf_t why = {0};
-    FILE *f = ml_open_regular(path, &why); /* a FIFO or a directory is never read */
-    if (!f) {
-        snprintf(err, errlen, "cannot be read (%s)", why.p);
-        ml_buf_free(&why);
-        return -1;
-    }
-    char *buf = malloc(MAX_FILE + 1);
-    size_t len = buf ? fread(buf, 1, MAX_FILE + 1, f) : 0;
-    int rerr = ferror(f);
-    fclose(f);
-    if (!buf || rerr || len > MAX_FILE) {
-        snprintf(err, errlen, !buf ? "cannot be read (out of memory)" : rerr ?
-                 "cannot be read (read error)" : "is larger than 1 MiB");
-        free(buf);
-        return -1;
-    }
-    parser ps = {buf, buf, buf + len, err, errlen};
     ctx_t c = {.nm = nm};
-    ws(&ps);
-    int rc = ps.p < ps.end && *ps.p == '{' ? object(&ps, 0, member, &c) : fail(&ps, "expected '{'");
-    if (rc == 0) {
-        ws(&ps);
-        if (ps.p != ps.end)
-            rc = fail(&ps, "text after the object");
-    }
-    free(buf);
+    int rc = ml_json_parse_file(path, MAX_FILE, member, &c, err, errlen) ? -1 : 0;
     if (rc == 0 && (rc = check(&c, err, errlen)) == 0)
         nm->n = c.n[0];
     return rc;

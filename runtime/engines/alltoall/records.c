@@ -9,14 +9,14 @@
 #include "alltoall.h"
 
 const char *const ml_a2a_sources[] = {"learned", "tuning-file", "forced", "single-candidate",
-                                      "reused"};
+                                      "reused", "learning", "provisional"};
 
 /* Adds record r to table tab of *n rows (at most max): merged into the row
  * with the same key (communicator size, ranks per node, block size, algorithm,
  * source) by adding its counts and times, else appended.  0, or -1 if full. */
 static int merge_rec(double (*tab)[R_NFIELD], int *n, int max, const double *r)
 {
-    static const int sum[] = {R_CALLS, R_LCALLS, R_LS, R_GS, R_RELEARN, R_COMMS};
+    static const int sum[] = {R_CALLS, R_LCALLS, R_LS, R_GS, R_RELEARN, R_COMMS, R_CARRIED};
     for (int i = 0; i < *n; i++) {
         double *t = tab[i];
         if (t[R_P] == r[R_P] && t[R_RPN] == r[R_RPN] && t[R_BYTES] == r[R_BYTES] &&
@@ -40,12 +40,17 @@ void ml_a2a_record(const comm_state *cs, const size_state *e)
     r[R_P] = cs->P;
     r[R_RPN] = cs->rpn;
     r[R_BYTES] = (double)e->bytes;
-    r[R_ALG] = e->phase == PH_RUN ? e->alg : -1; /* -1: finished while learning */
-    r[R_SRC] = e->source;
+    int learning = e->phase != PH_RUN;
+    r[R_ALG] = learning ? -1 : e->alg; /* -1: finished while learning */
+    r[R_SRC] = learning ? SRC_LEARNING : e->source;
     r[R_CALLS] = (double)e->calls;
     r[R_LCALLS] = (double)e->learn_calls;
-    r[R_LS] = e->learn_s;
-    r[R_GS] = e->group_s;
+    /* agreed times, plus what was not agreed yet: nothing at MPI_Finalize (the
+     * samples so far were agreed there), rank 0's own times for a
+     * communicator freed while learning or with a provisional choice */
+    r[R_LS] = e->learn_s + e->learn_local;
+    r[R_GS] = e->group_s + e->group_local;
+    r[R_CARRIED] = (double)e->carried;
     r[R_RELEARN] = e->relearns;
     r[R_MASK] = e->first_mask;
     r[R_REF] = e->ref;
@@ -108,9 +113,9 @@ int ml_a2a_section(ml_buf_t *b)
             ml_buf_printf(b, "\"%s\"", ml_a2a_names[(int)r[R_ALG]]);
         ml_buf_printf(b, ",\"source\":\"%s\",\"communicators\":%.0f,\"calls\":%.0f,\"learning_calls\":%.0f,"
                       "\"learning_s\":%.9g,\"grouping_s\":%.9g,\"relearns\":%.0f,\"time_per_call_s\":%.9g,"
-                      "\"candidates\":[",
+                      "\"carried_calls\":%.0f,\"candidates\":[",
                       ml_a2a_sources[(int)r[R_SRC]], r[R_COMMS], r[R_CALLS], r[R_LCALLS], r[R_LS], r[R_GS],
-                      r[R_RELEARN], r[R_REF] >= 0 ? r[R_REF] : 0.0);
+                      r[R_RELEARN], r[R_REF] >= 0 && r[R_ALG] >= 0 ? r[R_REF] : 0.0, r[R_CARRIED]);
         int first = 1;
         for (int a = 0; a < ML_A2A_NALG; a++)
             if ((int)r[R_MASK] & (1 << a)) {

@@ -48,7 +48,7 @@ static void entry_free(const comm_state *cs, size_state *e)
     if (!e)
         return;
     ml_a2a_record(cs, e);
-    free(e->ts);
+    free(e->lr);
     free(e);
 }
 
@@ -106,10 +106,37 @@ static int ensure_keyval(void)
     return ml_a2a.keyval != MPI_KEYVAL_INVALID ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
+/* MPI_Finalize: the sizes still learning, or running a provisional choice,
+ * agree their times and samples so far (learn.c; the communicator's rank 0
+ * keeps them for the cache).  Collective over each communicator: every rank
+ * takes its communicators in increasing uid (agreed, the same order on
+ * every rank of every communicator: no two ranks can wait on each other). */
+static void agree_partials(void)
+{
+    int last = -1;
+    for (;;) {
+        comm_state *next = NULL;
+        for (comm_state *cs = ml_a2a.live; cs; cs = cs->next)
+            if (cs->uid > last && (!next || cs->uid < next->uid))
+                next = cs;
+        if (!next)
+            return;
+        last = next->uid;
+        for (int i = 0; i < ML_SIZES && next->s[i]; i++) {
+            size_state *e = next->s[i];
+            double S[ML_A2A_NALG * (NSLOT + 1)];
+            if (e->used && e->calls && e->lr && ml_a2a_agree_partial(next, e, S) == MPI_SUCCESS &&
+                next->rank == 0)
+                ml_a2a_cache_capture(next, e, S);
+        }
+    }
+}
+
 /* MPI_Finalize: every live state records its sizes and leaves the list; the
  * attribute still points at it (released when MPI frees the communicator). */
 void ml_a2a_drain_states(void)
 {
+    agree_partials();
     while (ml_a2a.live) { /* communicators still alive (COMM_WORLD, leaked ones) */
         comm_state *cs = ml_a2a.live;
         for (int i = 0; i < ML_SIZES && cs->s[i]; i++) {
@@ -202,23 +229,34 @@ static int rpn_from_table(const int *wr, int P)
  * ordered like any collective on comm), before the private duplicate exists,
  * agrees on (max, and max of the negated = min):
  * - the communicator's uid: the largest of the ranks' next uids, so a uid
- *   names the same communicator set-up on all its ranks and no other;
+ *   names the same communicator set-up on all its ranks and, below
+ *   MPI_THREAD_MULTIPLE, no other (threads: see the P-LogP part below);
  * - ranks per node: from the world table; a rank that cannot use it (-1:
  *   ranks from another MPI_COMM_WORLD) makes everybody split by node;
  * - the group's kept zero-byte P-LogP part: used only if every rank holds
- *   the one measured on the same communicator (same uid).  Threads on
- *   other communicators over the group may have replaced it in a
- *   different order on each rank;
+ *   the one measured on the same communicator (same uid) and its bits are
+ *   the same on every rank (max and max of the complement of each word).
+ *   Threads on other communicators over the group may have replaced it in a
+ *   different order on each rank, and under MPI_THREAD_MULTIPLE the uid
+ *   alone does not tell: communicators set up at the same time by several
+ *   threads can agree on the same uid (each rank proposed its next uid
+ *   before either was adopted), each measuring a part of its own;
  * - the kept choices all ranks hold alike, per size range;
  * - the shared duplicate: used only if every rank holds the same one. */
-enum { H_UID, H_RPN, H_NRPN, H_P0, H_NP0, H_DUP, H_NDUP, N_HEAD, N_RED = N_HEAD + 2 * ML_RANGES };
+enum { H_UID, H_RPN, H_NRPN, H_P0, H_NP0, H_DUP, H_NDUP, N_HEAD, N_ROWS = N_HEAD + 2 * ML_RANGES,
+       N_ZW = (int)(sizeof(ml_plogp0) / sizeof(int)), N_RED = N_ROWS + 2 * N_ZW };
+_Static_assert(sizeof(ml_plogp0) % sizeof(int) == 0, "the zero-byte part is agreed word by word");
 
 /* This rank's proposal; holds *sd (a reference) while the others are asked. */
 static void propose(const comm_state *cs, int share, int v[N_RED], ml_plogp0 *z0, shared_dup **sd)
 {
     int *row = v + N_HEAD;
     v[H_RPN] = rpn_from_table(cs->wr, cs->P);
+    memset(z0, 0, sizeof *z0);
     v[H_P0] = ml_a2a_p0_get(cs->wr, cs->P, z0);
+    memcpy(v + N_ROWS, z0, sizeof *z0); /* its bits, and their complements (min) */
+    for (int j = 0; j < N_ZW; j++)
+        v[N_ROWS + N_ZW + j] = ~v[N_ROWS + j];
     v[H_DUP] = -1;
     pthread_mutex_lock(&ml_a2a.lock);
     v[H_UID] = ml_a2a.next_uid;
@@ -247,7 +285,10 @@ static int adopt(comm_state *cs, const int a[N_RED], const ml_plogp0 *z0, shared
         int hi = a[N_HEAD + j], lo = -a[N_HEAD + ML_RANGES + j];
         cs->reuse[j] = (signed char)(rpn_ok && hi == lo ? hi : -1);
     }
-    if (a[H_P0] >= 0 && a[H_P0] == -a[H_NP0]) {
+    int same_z = 1;
+    for (int j = 0; j < N_ZW; j++)
+        same_z &= a[N_ROWS + j] == ~a[N_ROWS + N_ZW + j];
+    if (a[H_P0] >= 0 && a[H_P0] == -a[H_NP0] && same_z) {
         cs->have_p0 = 1;
         cs->p0 = *z0;
     }

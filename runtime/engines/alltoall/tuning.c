@@ -143,7 +143,7 @@ int ml_tune_parse(const char *path, ml_tune_entry *tab, int max, int *n, char *e
     return rc;
 }
 
-int ml_tune_write(const char *path, const ml_tune_entry *tab, int n)
+int ml_a2a_write_atomic(const char *path, const char *text, size_t n)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp)
@@ -151,13 +151,7 @@ int ml_tune_write(const char *path, const ml_tune_entry *tab, int n)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return -1;
-    fprintf(f, "%s\n", HEADER);
-    fprintf(f, "# machine\tcomm_size\tranks_per_node\tmin_bytes\tmax_bytes\talgorithm\ttime_s\n");
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s\t%d\t%d\t%lld\t%lld\t%s\t%.9g\n", tab[i].machine, tab[i].comm_size,
-                tab[i].ranks_per_node, tab[i].lo, tab[i].hi, ml_a2a_names[tab[i].alg],
-                tab[i].time_s);
-    int bad = ferror(f);
+    int bad = fwrite(text, 1, n, f) != n;
     if (fflush(f) != 0 || fsync(fileno(f)) != 0)
         bad = 1;
     if (fclose(f) != 0)
@@ -167,6 +161,20 @@ int ml_tune_write(const char *path, const ml_tune_entry *tab, int n)
         return -1;
     }
     return 0;
+}
+
+int ml_tune_write(const char *path, const ml_tune_entry *tab, int n)
+{
+    ml_buf_t b = {0};
+    ml_buf_printf(&b, "%s\n", HEADER);
+    ml_buf_printf(&b, "# machine\tcomm_size\tranks_per_node\tmin_bytes\tmax_bytes\talgorithm\ttime_s\n");
+    for (int i = 0; i < n; i++)
+        ml_buf_printf(&b, "%s\t%d\t%d\t%lld\t%lld\t%s\t%.9g\n", tab[i].machine, tab[i].comm_size,
+                      tab[i].ranks_per_node, tab[i].lo, tab[i].hi, ml_a2a_names[tab[i].alg],
+                      tab[i].time_s);
+    int rc = ml_a2a_write_atomic(path, b.p, b.n);
+    ml_buf_free(&b);
+    return rc;
 }
 
 void ml_tune_range(size_t m, long long *lo, long long *hi)

@@ -1,0 +1,370 @@
+"""Adaptive Alltoall across runs (issue 17): the learning cache, provisional choices from few
+calls, `mpilens tune --from PROFILE`, and what the profile reports while still learning.
+
+Every test launches real MPI jobs under libmpilens (mpilens-exec).  conftest gives every
+test its own XDG_CACHE_HOME, so the default cache of these jobs lives in the test's
+temporary directory, never in the user's ~/.cache."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import BUILD, FLAVOUR, read_profile, run_mpi
+from test_alltoall import ALGOS, choices, exe
+
+NP = 4 if FLAVOUR == "openmpi" else 3
+BYTES = 1024
+
+
+def fnv1a(text: str) -> int:
+    h = 2166136261
+    for b in text.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def env_for(tmp_path: Path, name: str, **extra: str) -> dict[str, str]:
+    """Adaptive, N = 3 calls per candidate (turns of one call), all eight candidates
+    (no model: the count is known), no race, machine 'testbox'."""
+    env = {"MPILENS_ALLTOALL": "adaptive", "MPILENS_ALLTOALL_LEARN": "3",
+           "MPILENS_ALLTOALL_MODEL": "off", "MPILENS_ALLTOALL_RACE": "off",
+           "MPILENS_ALLTOALL_PROVISIONAL": "off", "MPILENS_ALLTOALL_CHECK": "0",
+           "MPILENS_MACHINE": "testbox", "MPILENS_OUTPUT": str(tmp_path / f"{name}.prof")}
+    env.update(extra)
+    return env
+
+
+def run(tmp_path: Path, name: str, calls: int, np_: int = NP, **extra: str
+        ) -> tuple[dict, dict[int, tuple[str, int]], str]:
+    """One job of a2a_adaptive: its single alltoall record, per-rank (algorithm,
+    learning calls) and stderr."""
+    proc = run_mpi(np_, exe(BUILD, "a2a_adaptive") + [str(calls), str(BYTES)],
+                   env=env_for(tmp_path, name, **extra))
+    header, _ = read_profile(tmp_path / f"{name}.prof")
+    [rec] = header["alltoall"]
+    return rec, choices(proc.stdout)[BYTES], proc.stderr
+
+
+def default_cache() -> Path:
+    """Where the cache of machine 'testbox' goes by default ($XDG_CACHE_HOME/mpilens/...)."""
+    return Path(os.environ["XDG_CACHE_HOME"]) / "mpilens" / f"tuning-testbox-{fnv1a('testbox'):08x}.json"
+
+
+def cache_entry(path: Path) -> dict:
+    doc = json.loads(path.read_text())
+    assert (doc["format"], doc["version"], doc["machine"]) == ("mpilens-alltoall-cache", 1, "testbox")
+    [entry] = doc["entries"]
+    assert (entry["comm_size"], entry["ranks_per_node"], entry["min_bytes"], entry["max_bytes"]) == \
+        (NP, NP, 1024, 2047)
+    return entry
+
+
+# ---- item 4: what the profile says while still learning ----
+
+def test_times_and_source_reported_while_learning(build: Path, tmp_path: Path) -> None:
+    # model on (Grouping measures P-LogP: grouping_s > 0), N = 3: at least 2 candidates
+    # x 3 calls, so 5 calls end while learning; no cache.
+    rec, per_rank, _ = run(tmp_path, "l", 5, MPILENS_ALLTOALL_MODEL="on", MPILENS_ALLTOALL_CACHE="off")
+    assert (rec["algorithm"], rec["source"], rec["calls"], rec["learning_calls"],
+            rec["carried_calls"]) == (None, "learning", 5, 5, 0)
+    assert set(per_rank.values()) == {("none", 5)}
+    assert rec["learning_s"] > 0 and rec["grouping_s"] > 0
+    # the candidates measured so far have their times so far
+    measured = set(rec["learned_mean_s"])
+    assert measured and measured <= set(rec["candidates"])
+    from test_cli_support import mpilens_inproc
+    proc = mpilens_inproc("report", tmp_path / "l.prof", "--format", "json")
+    [row] = json.loads(proc.stdout)["alltoall"]
+    assert (row["source"], row["algorithm"], row["learning_s"], row["grouping_s"]) == \
+        ("learning", None, rec["learning_s"], rec["grouping_s"])
+    text = " ".join(mpilens_inproc("report", tmp_path / "l.prof").stdout.split())
+    assert "5 of 5 calls (100.0 %) were learning" in text
+    assert not re.search(r"were learning, 0 ?\w* per rank in Grouping and Learning", text), text
+
+
+@pytest.mark.parametrize("how", ["learning", "learned", "reused", "tuning-file", "forced",
+                                 "provisional"])
+def test_source_consistent_with_algorithm(build: Path, tmp_path: Path, how: str) -> None:
+    env: dict[str, str] = {"MPILENS_ALLTOALL_CACHE": str(tmp_path / "c.json")}
+    calls = {"learning": 5, "learned": 30, "reused": 5, "tuning-file": 5, "forced": 5,
+             "provisional": 10}[how]
+    if how == "reused":  # learned by an earlier run, from the cache
+        run(tmp_path, "pre", 30, **env)
+    if how == "tuning-file":
+        tune = tmp_path / "t.tune"
+        tune.write_text(f"mpilens-tuning\t1\ntestbox\t{NP}\t{NP}\t1024\t2047\tring\t1e-5\n")
+        env["MPILENS_TUNING_FILE"] = str(tune)
+    if how == "forced":
+        env["MPILENS_ALLTOALL"] = "bruck"
+    if how == "provisional":  # N = 10: 80 learning calls, 10 per run
+        env.update(MPILENS_ALLTOALL_LEARN="10", MPILENS_ALLTOALL_PROVISIONAL="on")
+        run(tmp_path, "pre", 10, **env)
+    rec, per_rank, _ = run(tmp_path, "s", calls, **env)
+    assert rec["source"] == how
+    assert (rec["algorithm"] is None) == (how == "learning")
+    assert set(per_rank.values()) == {(rec["algorithm"] or "none", rec["learning_calls"])}
+    if how == "tuning-file":
+        assert rec["algorithm"] == "ring"
+
+
+# ---- item 1: learning that spans runs ----
+
+def test_learning_spans_runs_with_carried_samples(build: Path, tmp_path: Path) -> None:
+    # 8 calls per run, 8 candidates x N = 3 = 24 learning calls: runs 1 and 2 end
+    # learning, run 3 finishes at its last call, run 4 reuses the choice.  Default
+    # cache location (the test's XDG_CACHE_HOME).
+    path = default_cache()
+    want = [("learning", 8, 0), ("learning", 8, 8), ("learned", 8, 16), ("reused", 0, 0)]
+    alg = None
+    for k, (source, lcalls, carried) in enumerate(want, 1):
+        rec, per_rank, stderr = run(tmp_path, f"r{k}", 8)
+        assert "learning cache" not in stderr, stderr
+        assert (rec["source"], rec["calls"], rec["learning_calls"], rec["carried_calls"]) == \
+            (source, 8, lcalls, carried), k
+        if source == "learning":
+            assert rec["algorithm"] is None and set(per_rank.values()) == {("none", 8)}
+            entry = cache_entry(path)
+            # each candidate had one call per run (turns of one call), all in slot k - 1
+            assert (entry["state"], entry["learning_calls"], entry["runs"], entry["calls_per_run"],
+                    entry["candidates"]) == ("learning", 8 * k, k, 8, ALGOS)
+            for a in ALGOS:
+                assert entry["samples"][a]["calls"] == [1] * k + [0] * (16 - k)
+                assert all(t > 0 for t in entry["samples"][a]["time_s"][:k])
+        elif source == "learned":
+            alg = rec["algorithm"]
+            assert alg in ALGOS and set(per_rank.values()) == {(alg, 8)}
+            assert rec["learned_mean_s"][alg] == min(rec["learned_mean_s"].values())
+            entry = cache_entry(path)
+            assert (entry["state"], entry["algorithm"], entry["learning_calls"], entry["runs"]) == \
+                ("learned", alg, 24, 3)
+            assert "samples" not in entry
+        else:
+            assert rec["algorithm"] == alg and set(per_rank.values()) == {(alg, 0)}
+    assert not list(path.parent.glob("*.tmp-*"))
+
+
+def test_cache_off_and_path_setting(build: Path, tmp_path: Path) -> None:
+    rec, _, _ = run(tmp_path, "a", 8, MPILENS_ALLTOALL_CACHE="off")
+    rec, _, _ = run(tmp_path, "b", 8, MPILENS_ALLTOALL_CACHE="off")
+    assert rec["carried_calls"] == 0
+    assert not (Path(os.environ["XDG_CACHE_HOME"]) / "mpilens").exists()
+    own = tmp_path / "sub" / "dir" / "mine.json"  # directories are created
+    run(tmp_path, "c", 8, MPILENS_ALLTOALL_CACHE=str(own))
+    rec, _, _ = run(tmp_path, "d", 8, MPILENS_ALLTOALL_CACHE=str(own))
+    assert rec["carried_calls"] == 8 and cache_entry(own)["learning_calls"] == 16
+
+
+def _blocked_on(path: Path) -> int:
+    """Processes waiting for a flock on path (/proc/locks lines with '->')."""
+    ino = os.stat(path).st_ino
+    n = 0
+    for line in Path("/proc/locks").read_text().splitlines():
+        f = line.split()
+        if "->" in f and "FLOCK" in f and any(x.count(":") == 2 and x.split(":")[2] == str(ino)
+                                                for x in f):
+            n += 1
+    return n
+
+
+def test_two_jobs_finishing_together_both_leave_their_samples(build: Path, tmp_path: Path) -> None:
+    # The test holds the cache's lock while two jobs (2 ranks each, 8 calls: one per
+    # candidate) run; both must end up waiting for it at MPI_Finalize (seen in
+    # /proc/locks), then each merges under the lock: 16 samples, 2 per candidate.
+    # A writer without the lock would not wait, and two read-merge-writes at once
+    # would lose one job's samples.
+    cache = tmp_path / "c.json"
+    lock = tmp_path / "c.json.lock"
+    results: dict[str, object] = {}
+
+    def job(name: str) -> None:
+        try:
+            results[name] = run(tmp_path, name, 8, np_=2, MPILENS_ALLTOALL_CACHE=str(cache))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            results[name] = exc
+
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        threads = [threading.Thread(target=job, args=(n,)) for n in ("j1", "j2")]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 150
+        while _blocked_on(lock) < 2 and time.monotonic() < deadline and any(
+                t.is_alive() for t in threads):
+            time.sleep(0.1)
+        waiting = _blocked_on(lock)
+        fcntl.flock(held, fcntl.LOCK_UN)
+    for t in threads:
+        t.join(200)
+    assert waiting == 2
+    for name in ("j1", "j2"):
+        assert isinstance(results[name], tuple), results[name]
+        rec = results[name][0]  # type: ignore[index]
+        assert (rec["source"], rec["learning_calls"], rec["carried_calls"]) == ("learning", 8, 0)
+    doc = json.loads(cache.read_text())
+    [entry] = doc["entries"]
+    assert (entry["comm_size"], entry["state"], entry["learning_calls"], entry["runs"]) == \
+        (2, "learning", 16, 2)
+    for a in ALGOS:
+        assert entry["samples"][a]["calls"] == [2] + [0] * 15
+    rec, _, _ = run(tmp_path, "j3", 8, np_=2, MPILENS_ALLTOALL_CACHE=str(cache))
+    assert (rec["source"], rec["carried_calls"], rec["learning_calls"]) == ("learned", 16, 8)
+
+
+@pytest.mark.parametrize("content,why", [
+    ("{not json", "is not valid JSON: "),
+    ('{"format": "mpilens-alltoall-cache", "version": 1, "machine": "otherbox", "entries": []}',
+     "was written for machine 'otherbox', this is 'testbox'"),
+    ('{"format": "mpilens-alltoall-cache", "version": 7, "machine": "testbox", "entries": []}',
+     "has version 7, expected 1"),
+    (('{"format": "mpilens-alltoall-cache", "version": 1, "machine": "testbox", "entries": '
+      '[{"comm_size": 4, "ranks_per_node": 4, "min_bytes": 1024, "max_bytes": 2047, '
+      '"state": "learned", "algorithm": "nosuch"}]}'), "unknown algorithm 'nosuch'"),
+])
+def test_corrupt_cache_warns_once_and_the_job_runs(build: Path, tmp_path: Path, content: str,
+                                                   why: str) -> None:
+    cache = tmp_path / "c.json"
+    cache.write_text(content)
+    rec, per_rank, stderr = run(tmp_path, "c", 8, MPILENS_ALLTOALL_CACHE=str(cache))
+    lines = [ln for ln in stderr.splitlines() if "learning cache" in ln]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(f"mpilens: the Alltoall learning cache '{cache}' is ignored: it ")
+    assert why in lines[0] and lines[0].endswith("(it is replaced at MPI_Finalize)")
+    assert (rec["source"], rec["learning_calls"], rec["carried_calls"]) == ("learning", 8, 0)
+    assert set(per_rank.values()) == {("none", 8)}
+    assert cache_entry(cache)["learning_calls"] == 8  # replaced by a valid file
+
+
+# ---- item 2: provisional choices from few calls ----
+
+def test_provisional_choice_in_a_10_call_run(build: Path, tmp_path: Path) -> None:
+    # N = 10, 8 candidates: 80 learning calls.  Run 1 (10 calls, no history) learns.
+    # Run 2 expects 10 calls (run 1's): 70 left, so it learns for half (5 calls),
+    # then runs the best candidate measured so far for the other 5.  Run 3 likewise.
+    # Run 4 makes 30 calls: past its estimate (10) learning resumes (calls 11-30).
+    env = {"MPILENS_ALLTOALL_LEARN": "10", "MPILENS_ALLTOALL_PROVISIONAL": "on"}
+    want = [("learning", 10, 10, 0), ("provisional", 10, 5, 10), ("provisional", 10, 5, 15),
+            ("learning", 30, 25, 20)]
+    for k, (source, calls, lcalls, carried) in enumerate(want, 1):
+        rec, per_rank, _ = run(tmp_path, f"p{k}", calls, **env)
+        assert (rec["source"], rec["calls"], rec["learning_calls"], rec["carried_calls"]) == \
+            (source, calls, lcalls, carried), k
+        alg = rec["algorithm"]
+        assert set(per_rank.values()) == {(alg or "none", lcalls)}  # every rank agrees
+        if source == "provisional":
+            # the best measured so far: never above the best measured time
+            assert alg in ALGOS and set(rec["learned_mean_s"]) == set(ALGOS)
+            assert rec["learned_mean_s"][alg] == min(rec["learned_mean_s"].values())
+            entry = cache_entry(default_cache())
+            assert (entry["state"], entry["algorithm"], entry["calls_per_run"],
+                    entry["learning_calls"]) == ("learning", alg, 10, carried + lcalls)
+    assert cache_entry(default_cache())["calls_per_run"] == 30
+
+
+def test_provisional_choice_applies_the_race(build: Path, tmp_path: Path) -> None:
+    # a provisional choice first drops the candidates at or above the first race factor
+    # x the best measured, as a race point would: with 1.000001 only the best is left,
+    # and it wins at once (learned), after this run's 5 learning calls
+    env = {"MPILENS_ALLTOALL_LEARN": "10", "MPILENS_ALLTOALL_PROVISIONAL": "on",
+           "MPILENS_ALLTOALL_RACE": "1000,1000"}
+    run(tmp_path, "b1", 10, **env)
+    rec, per_rank, _ = run(tmp_path, "b2", 10, **{**env, "MPILENS_ALLTOALL_RACE": "1.000001,1000,1000"})
+    alg = rec["algorithm"]
+    assert (rec["source"], rec["learning_calls"], rec["carried_calls"]) == ("learned", 5, 10)
+    assert set(per_rank.values()) == {(alg, 5)}
+    assert rec["learned_mean_s"][alg] == min(rec["learned_mean_s"].values())
+    entry = cache_entry(default_cache())
+    assert (entry["state"], entry["algorithm"], entry["learning_calls"]) == ("learned", alg, 15)
+
+
+# ---- item 3: `mpilens tune --from PROFILE` pre-fills the cache ----
+
+@pytest.mark.parametrize("profiled", ["adaptive", "native"])
+def test_tune_from_profile_makes_the_next_run_start_in_running(build: Path, tmp_path: Path,
+                                                                profiled: str) -> None:
+    # A run with blocks of 100 and 1024 bytes, profiled natively (sizes from MPI_Alltoall's
+    # histogram: classes 64-127 and 1024-2047) or adaptively (its records: 100 and 1024).
+    prof = tmp_path / "app.prof"
+    env = {"MPILENS_OUTPUT": str(prof)}
+    if profiled == "adaptive":
+        env.update(MPILENS_ALLTOALL="adaptive", MPILENS_ALLTOALL_CACHE="off")
+    run_mpi(NP, exe(build, "a2a_adaptive") + ["3", "100", "1024"], env=env)
+    cli_env = {**os.environ, "MPILENS_BUILD": str(build), "MPILENS_MACHINE": "testbox",
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python"),
+               "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+    proc = subprocess.run([sys.executable, "-m", "mpilens.cli", "tune", "--from", str(prof),
+                           "--learn", "2"], env=cli_env, capture_output=True, text=True,
+                          timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr
+    path = default_cache()
+    assert f"learning cache: {path}" in proc.stdout
+    doc = json.loads(path.read_text())
+    got = sorted((e["comm_size"], e["ranks_per_node"], e["min_bytes"], e["max_bytes"], e["state"],
+                  e["learning_calls"]) for e in doc["entries"])
+    assert got == [(NP, NP, 64, 127, "learned", 2 * len(ALGOS)),
+                   (NP, NP, 1024, 2047, "learned", 2 * len(ALGOS))]
+    alg = {e["min_bytes"]: e["algorithm"] for e in doc["entries"]}
+    # the next production run: Running from its first call at both sizes
+    out = run_mpi(NP, exe(build, "a2a_adaptive") + ["4", "100", "1024"],
+                  env=env_for(tmp_path, "next", MPILENS_ALLTOALL_LEARN="50"))
+    per_size = choices(out.stdout)
+    assert set(per_size[100].values()) == {(alg[64], 0)}
+    assert set(per_size[1024].values()) == {(alg[1024], 0)}
+    header, _ = read_profile(tmp_path / "next.prof")
+    assert sorted((r["bytes"], r["source"], r["algorithm"], r["learning_calls"])
+                  for r in header["alltoall"]) == [(100, "reused", alg[64], 0),
+                                                   (1024, "reused", alg[1024], 0)]
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["--from", "PROF", "--np", "2"], "give either --from or --np/--sizes"),
+    (["--from", "PROF", "--cache", "off"], "--cache off without --output"),
+    (["--from", "MISSING"], "no such file"),
+])
+def test_tune_from_bad_input_one_line(build: Path, tmp_path: Path, argv: list[str], why: str) -> None:
+    prof = tmp_path / "p.prof"
+    run_mpi(2, exe(build, "a2a_adaptive") + ["1", "64"], env={"MPILENS_OUTPUT": str(prof)})
+    argv = [str(prof) if a == "PROF" else str(tmp_path / "nope.prof") if a == "MISSING" else a
+            for a in argv]
+    cli_env = {**os.environ, "MPILENS_BUILD": str(build),
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
+    proc = subprocess.run([sys.executable, "-m", "mpilens.cli", "tune", *argv], env=cli_env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and why in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+# ---- the benchmark's application: examples/fft2d ----
+
+FFT_LINE = re.compile(r"fft2d: n=64 ranks=(\d) alltoalls=8 block_bytes=(\d+) time_s=\S+ "
+                      r"max_err=(\S+) (ok|FAILED)")
+
+
+@pytest.mark.parametrize("mode,wrong", [("native", "0"), ("adaptive", "0"), ("ring", "0"),
+                                        ("adaptive", "1")])
+def test_fft2d_example_checks_its_spectrum(build: Path, tmp_path: Path, mode: str, wrong: str) -> None:
+    # 64 x 64 grid, 4 round trips: 8 MPI_Alltoall calls of (64/P)^2 complex doubles per
+    # block; the spectrum and the round trip are checked, a perturbed spectrum must fail
+    np_ = 4 if FLAVOUR == "openmpi" else 2
+    proc = run_mpi(np_, [str(build / "bin" / "mpilens-exec"), str(build / "examples" / "fft2d"),
+                         "64", "4", wrong],
+                   env={"MPILENS_ALLTOALL": mode, "MPILENS_OUTPUT": str(tmp_path / "f.prof")},
+                   check=False)
+    m = FFT_LINE.search(proc.stdout)
+    assert m, proc.stdout + proc.stderr
+    assert (int(m[1]), int(m[2])) == (np_, 16 * (64 // np_) ** 2)
+    if wrong == "1":
+        assert m[4] == "FAILED" and float(m[3]) >= 1e-6 * 0.999 and proc.returncode != 0
+        return
+    assert m[4] == "ok" and float(m[3]) < 1e-9 and proc.returncode == 0
+    header, _ = read_profile(tmp_path / "f.prof")
+    assert header["functions"]["MPI_Alltoall"]["calls"] == 8 * np_
