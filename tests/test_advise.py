@@ -217,6 +217,7 @@ def _allreduce_predictions(P: int, m: float, lat: float, g: list[float]) -> dict
     return {k: v for k, v in out.items() if k in ALLREDUCE_KNOBS[FLAVOUR]}
 
 
+# Intel MPI's I_MPI_ADJUST numbers cannot be verified here (impi_info gives no names): no knob table to assert
 @pytest.mark.skipif(FLAVOUR not in ALLREDUCE_KNOBS, reason="knob table for Open MPI and MPICH")
 def test_allreduce_algorithm_knob_of_the_mpi(build: Path, tmp_path: Path) -> None:
     """The MPI's own algorithm is not recorded: the gain is measured - T_best.  A fast
@@ -306,6 +307,7 @@ def inter_node_bytes(path: Path) -> int:
                if host[peer] != host[r["rank"]])
 
 
+# per-rank host names need UTS namespaces (root); CI runs as root, so this runs there
 @pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
 def test_placement_joins_the_heavy_pairs(build: Path, tmp_path: Path) -> None:
     iters, size = 50, 4096
@@ -346,6 +348,7 @@ def test_placement_joins_the_heavy_pairs(build: Path, tmp_path: Path) -> None:
     assert f["confidence"] == "medium"
 
 
+# per-rank host names need UTS namespaces (root); CI runs as root, so this runs there
 @pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
 def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
     """--check of a placement: the rankfile (Open MPI) or machine file (hydra) advise
@@ -380,6 +383,7 @@ def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
 # ------------------------------------------------------------ rule 1: rails
 
 
+# per-rank host names need UTS namespaces (root); CI runs as root, so this runs there
 @pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
 def test_rails_for_large_inter_node_messages_not_small_ones(build: Path, tmp_path: Path) -> None:
     rr = ["node0", "node1", "node0", "node1"]
@@ -406,6 +410,7 @@ def test_rails_for_large_inter_node_messages_not_small_ones(build: Path, tmp_pat
 # ------------------------------------------------------------ rule 6: shared memory
 
 
+# per-rank host names need UTS namespaces (root); CI runs as root, so this runs there
 @pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
 def test_shared_memory_when_traffic_stays_on_the_node(build: Path, tmp_path: Path) -> None:
     blocks = ["node0", "node0", "node1", "node1"]  # the heavy pairs on one node each

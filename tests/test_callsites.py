@@ -36,6 +36,7 @@ def lines_of(src: Path) -> dict[str, int]:
 
 def run_prog(tmp_path: Path, prog: str, **env: str) -> Path:
     if not (PROGS / prog).exists():
+        # the Fortran program is not built where the MPI's Fortran module does not fit gfortran (Intel MPI)
         pytest.skip(f"{prog} not built with this MPI and compiler")
     out = tmp_path / f"{prog}-{len(list(tmp_path.glob('*.prof')))}.prof"
     run_mpi(P, [EXEC, PROGS / prog],

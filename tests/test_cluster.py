@@ -44,6 +44,7 @@ CLUSTER_ID = {"openmpi": 2, "mpich": 3}.get(FLAVOUR, 4)
 EXEC = BUILD / "bin" / "mpilens-exec"
 PROGS = BUILD / "tests"
 
+# vcluster writes launcher lines for Open MPI and MPICH only (Intel MPI's hydra is not wired up)
 pytestmark = pytest.mark.skipif(FLAVOUR not in ("openmpi", "mpich"),
                                 reason="vcluster has launcher lines for Open MPI and MPICH")
 
@@ -105,6 +106,7 @@ def cluster(request: pytest.FixtureRequest) -> Cluster:
     request.addfinalizer(down)  # before up: a half-made cluster is removed too
     proc = vcluster("up", "--nodes", str(NODES), "--rails", str(RAILS), "--id", str(CLUSTER_ID))
     if proc.returncode == vc.REFUSED:
+        # namespaces refused (not root, or a sandbox): the issue asks for this one-line skip
         pytest.skip(proc.stderr.strip().splitlines()[0])
     assert proc.returncode == 0, proc.stderr
     return Cluster(json.loads(proc.stdout))
@@ -149,6 +151,7 @@ def test_agent_skips_ssh_options(cluster: Cluster) -> None:
 def test_refused_without_privileges(tmp_path: Path) -> None:
     """Where namespaces cannot be made (here: as an ordinary user) up says so in one line."""
     if os.geteuid() != 0 or not shutil.which("setpriv"):
+        # the refusal test needs an ordinary user to drop to, which only root can do
         pytest.skip("needs root to drop to an ordinary user")
     proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                            sys.executable, str(VCLUSTER), "up", "--nodes", "2", "--id", "31"],
@@ -165,6 +168,7 @@ def test_bad_arguments_one_line() -> None:
     assert proc.returncode == 2 and "expected a tc rate such as 100mbit or 1gbit" in proc.stderr
 
 
+# MPICH 4.0.2 (ch4:ucx) reaches other namespaces by UCX shared memory; forcing TCP hangs its MPI_Finalize
 @pytest.mark.skipif(FLAVOUR != "openmpi", reason="Open MPI's transports are chosen by BTL list")
 def test_openmpi_nodes_talk_over_tcp(cluster: Cluster) -> None:
     """Between nodes Open MPI has TCP only: without the tcp BTL two nodes cannot reach
@@ -366,6 +370,7 @@ def test_bench_logp_per_link_class(cluster: Cluster, tmp_path: Path) -> None:
     assert e["grouping_s"] == 0 and len(set(choices(proc.stdout)[512].values())) == 1
 
 
+# rails are Open MPI's TCP interface lists; MPICH's nodes use UCX shared memory here
 @pytest.mark.skipif(FLAVOUR != "openmpi", reason="rails are Open MPI's btl_tcp_if_include lists "
                     "(MPICH's nodes talk through UCX's shared memory here: docs/cluster.md)")
 def test_bench_p2p_rails(cluster: Cluster, tmp_path: Path) -> None:

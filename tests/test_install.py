@@ -141,6 +141,7 @@ def test_pkg_config_links_a_program(installed: tuple[Path, Path], tmp_path: Path
     assert header["nranks"] == 1
 
 
+# environment-modules is installed by .ci/setup --test; a machine without it cannot load the modulefile
 @pytest.mark.skipif(not Path("/usr/share/modules/init/bash").exists(),
                     reason="Environment Modules not installed (.ci/setup --test installs it)")
 def test_modulefile_sets_up_the_prefix(installed: tuple[Path, Path]) -> None:

@@ -20,6 +20,7 @@ A, B = 16, 64  # bytes of one MPI_Allreduce (4 ints), one MPI_Bcast (16 ints)
 
 def run_prog(tmp_path: Path, prog: str, **env: str) -> Path:
     if not (PROGS / prog).exists():
+        # the Fortran program is not built where the MPI's Fortran module does not fit gfortran (Intel MPI)
         pytest.skip(f"{prog} not built with this MPI and compiler")
     out = tmp_path / f"{prog}-{len(list(tmp_path.glob('*.prof')))}.prof"
     run_mpi(P, [EXEC, PROGS / prog], env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", **env})
