@@ -93,6 +93,12 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
                         f"to check")
     if command and command[0] == "--":
         command = command[1:]
+    pinned = [a for a in command if any(v.removeprefix("OMPI_MCA_") in a or v in a
+                                        for v in finding["apply"].get("env", {}))]
+    if finding["key"] == "rails" and pinned:
+        raise UserError(f"--check of rails chooses the interfaces of the changed run: remove "
+                        f"'{pinned[0]}' from the launcher line (set the baseline's in the "
+                        f"environment, e.g. OMPI_MCA_btl_tcp_if_include=<dev0>)")
     pairs = outputs(prefix, runs, force)
     files = {key: Path(f"{prefix}-{key}") for key in finding["apply"].get("files", {})}
     for key, path in files.items():  # a rankfile the change names

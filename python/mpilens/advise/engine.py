@@ -73,12 +73,13 @@ def warnings(prof: Profile) -> list[str]:
     return out
 
 
-def advise(prof: Profile, model: netmodel.NetModel) -> dict[str, Any]:
+def advise(prof: Profile, model: netmodel.NetModel,
+           rails: list[str] | None = None) -> dict[str, Any]:
     """Findings, ranked: rule 7 first; when imbalance dominates, it comes next and the
     network findings are withheld; the others by predicted gain, those of low confidence
     after the rest.  Network findings predicting under MINOR_PCT of the wall time are minor."""
     check_profile(prof)
-    ctx = Context(prof, model)
+    ctx = Context(prof, model, rails)
     found: list[Finding] = [f for rule in RULES for f in rule.find(ctx)]
     imbalance_bound = any(f.key == "imbalance" and f.figures["dominant"] for f in found)
     withheld = [f for f in found if imbalance_bound and f.network]
@@ -98,6 +99,7 @@ def advise(prof: Profile, model: netmodel.NetModel) -> dict[str, Any]:
                   "mpi_library": model.mpi_library, "L_s": model.L, "g0_s": model.g[0],
                   "hosts": model.hosts, "eager_crossover": model.eager_crossover(),
                   "latency_crossover": model.latency_crossover()},
+        "rail_interfaces": rails,
         "timing": prof.header.get("timing", {}).get("mode", "unknown"),
         "warnings": warnings(prof),
         "imbalance_bound": imbalance_bound,

@@ -18,6 +18,7 @@ FIT_RANGE = (0.5, 2.0)
 class Context:
     prof: Profile
     model: NetModel
+    rails: list[str] | None = None   # --rail-interfaces: the devices of the nodes' rails
 
     @property
     def nranks(self) -> int:

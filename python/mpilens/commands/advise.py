@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -35,11 +36,28 @@ def _seconds(text: str) -> float:
     return v
 
 
+DEVICE = re.compile(r"[A-Za-z0-9_.:-]+")
+
+
+def _devices(text: str) -> list[str]:
+    names = text.split(",")
+    if len(names) < 2 or len(set(names)) != len(names) \
+            or not all(DEVICE.fullmatch(n) for n in names):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is invalid (accepted: two or more distinct network device names, "
+            f"comma-separated, such as eth0,eth1)")
+    return names
+
+
 def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--model", metavar="NETMODEL.json",
                    help="network model of `mpilens bench logp --model FILE` (default: "
                         "measure one now on this host, 2 ranks, about a second)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--rail-interfaces", metavar="DEV0,DEV1[,...]", type=_devices, default=None,
+                   help="the network devices of the nodes' rails: rule 1 predicts for that "
+                        "many rails and names them, and --check can apply it (the job and "
+                        "the model ran over one rail)")
     p.add_argument("--check", action="store_true",
                    help="apply the top finding that needs no code edit and re-run the job "
                         "given after -- (and the baseline), then compare")
@@ -88,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     prof = load(args.profile)
     engine.check_profile(prof)
     model = engine.model_for(prof, args.model)
-    result = engine.advise(prof, model)
+    result = engine.advise(prof, model, args.rail_interfaces)
     if not args.check:
         if args.format == "json":
             json.dump(result, sys.stdout, indent=1)

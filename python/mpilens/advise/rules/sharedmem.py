@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...units import fmt_bytes, fmt_time
 from ..finding import Context, Finding
-from ..nodes import flows, hosts_of
+from ..nodes import flows, nodes_of, p2p_split
 
 RULE = 6
 DOMINANT = 0.5   # share of point-to-point bytes on the node that makes it "the" traffic
@@ -18,11 +18,12 @@ NOTABLE = 0.10   # share of the time in MPI the model gives the on-node messages
 
 
 def find(ctx: Context) -> list[Finding]:
-    host = hosts_of(ctx)
+    host = nodes_of(ctx)
     intra = flows(ctx, inter=False)
     inter = flows(ctx, inter=True)
-    b_intra = sum(f[3] for f in intra)
-    b_all = b_intra + sum(f[3] for f in inter)
+    split = p2p_split(ctx)  # the profile's own split (equal to the peers' sums)
+    b_intra, b_all = (split[0], sum(split)) if split else \
+        (sum(f[3] for f in intra), sum(f[3] for f in intra + inter))
     if not b_all or b_intra < DOMINANT * b_all:
         return []
     model = ctx.model.intra or ctx.model  # the intra-node class when the file has one
@@ -58,7 +59,9 @@ def find(ctx: Context) -> list[Finding]:
                         "cheaper, so the gain is an upper bound" if across_nodes else
                         "on-node flows from the peers, their time from a model measured "
                         "within one node; threading's own costs are not modelled"),
-        basis={"profile": ["rank lines: host and peers.sent (on-node flows, mean sizes)",
+        basis={"profile": ["rank lines: node and peers.sent (on-node flows, mean sizes)",
+                           *(["functions' p2p_intra_node / p2p_inter_node (the bytes)"]
+                             if split else []),
                            f"mpi_s.mean {ctx.mpi_s:.6g} s"],
                "model": [model.describe(), "T(s) = L + g(s) per on-node message"],
                "assumptions": ["a merged pair's messages cost nothing (memory accesses)",
