@@ -102,11 +102,20 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
                                      "compares the measured time with the model's best"))
         worst = max(pred.values())
         if measured > FIT_RANGE[1] * worst:
+            # the model does not describe the run: it gives the ratio only, as when the
+            # algorithm is known, taking the slowest algorithm as the one that ran
+            after = measured * pred[best.name] / worst if worst > 0 else measured
+            worth = pred[best.name] * WORTH <= worst
+            now_what = (f"the measured {fmt_time(measured)} per call, {measured / worst:.3g} x "
+                        f"the slowest algorithm's prediction: scaled by the model's ratio "
+                        f"{best.name} / slowest, {fmt_time(after)}")
             conf = "low"
-            conf_why += (f"; the measured time is {measured / worst:.3g} x the slowest "
-                         f"algorithm's prediction: most of it is not the algorithm's "
-                         f"(contention, oversubscription, or a model of a quieter network), so "
-                         f"the gain is an upper bound")
+            conf_why = (f"the MPI's own algorithm is not recorded, and the measured time is "
+                        f"{measured / worst:.3g} x the slowest algorithm's prediction: most of "
+                        f"it is not the algorithm's (contention, oversubscription, or a model "
+                        f"of a quieter network); the gain takes the slowest algorithm as the "
+                        f"one that ran and scales the measured time by the model's ratio, so "
+                        f"the gain is an upper bound")
     if best.name == ran or not worth:
         return None
     ch = knob(name, best, flavour)

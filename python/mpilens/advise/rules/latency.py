@@ -57,6 +57,10 @@ def threshold(ctx: Context) -> tuple[float, int | None, int | None]:
 
 
 def find(ctx: Context) -> list[Finding]:
+    return find_p2p(ctx) + find_collectives(ctx, threshold(ctx)[0])
+
+
+def find_p2p(ctx: Context) -> list[Finding]:
     senders = p2p_senders(ctx)
     if not senders:
         return []
@@ -122,3 +126,80 @@ def find(ctx: Context) -> list[Finding]:
                  "fixed_s": fixed, "model_small_s": now_small / ctx.nranks,
                  "model_all_s": now_all / ctx.nranks, "measured_s": measured,
                  "aggregate": AGGREGATE, "bound_s": bound})]
+
+
+# ---------------------------------------------------------------- small collectives
+
+BLOCKING = ("MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Allgather", "MPI_Alltoall",
+            "MPI_Gather", "MPI_Scatter", "MPI_Scan", "MPI_Exscan")
+MIN_CALLS = 100    # calls per rank before aggregating them is worth a code change
+
+
+def call_size(name: str, f: dict) -> float:
+    """Bytes per call: the send buffer (Bcast: the buffer at the root and elsewhere)."""
+    calls = int(f["calls"])
+    if name == "MPI_Bcast":
+        return (int(f.get("bytes_sent", 0)) + int(f.get("bytes_recv", 0))) / calls
+    return int(f.get("hist_send_bytes", f.get("bytes_sent", 0))) / calls
+
+
+def find_collectives(ctx: Context, limit: float) -> list[Finding]:
+    """Frequent blocking collectives of buffers below the crossovers: each call costs
+    mostly its fixed part, so k calls aggregated into one cost about one call.  The
+    model gives the ratio, the profile the time (as rule 3 when the algorithm is known):
+    after = measured x T(k m) / (k T(m)); the stages of a tree algorithm each cost T of
+    the message, so the ratio is the point-to-point one (an assumption, stated)."""
+    from .collective import transfer_per_call  # rule 3's per-call transfer time
+
+    model = ctx.model
+    rows = []
+    for name in BLOCKING:
+        f = ctx.functions().get(name)
+        if not f or int(f.get("calls", 0)) < MIN_CALLS * ctx.nranks:
+            continue
+        m = call_size(name, f)
+        if m >= limit:
+            continue
+        measured, fastest = transfer_per_call(ctx, name)
+        per_rank = int(f["calls"]) / ctx.nranks
+        ratio = model.msg(AGGREGATE * m) / (AGGREGATE * model.msg(m))
+        rows.append((per_rank * measured * (1 - ratio), name, m, per_rank, measured, fastest,
+                     ratio))
+    if not rows:
+        return []
+    rows.sort(reverse=True)
+    gain = sum(r[0] for r in rows)
+    top = rows[0]
+    lg = max(1, (ctx.nranks - 1).bit_length())
+    tree = lg * model.msg(top[2])  # a binomial tree's ceil(log2 P) stages
+    conf, conf_why = fit_confidence(tree, top[4], f"{top[1]} per call (binomial tree, "
+                                                  f"ceil(log2 P) T(m))")
+    listed = "; ".join(f"{n}: {pr:g} calls per rank of {fmt_bytes(m)}, {fmt_time(t)} per call "
+                       f"(rank {fr})" for _, n, m, pr, t, fr, _ in rows)
+    return [Finding(
+        rule=RULE, key="latency-collectives", title="Latency-bound small collectives",
+        what=(f"frequent collectives of buffers below {fmt_bytes(limit)} (the crossovers): "
+              f"{listed}"),
+        why=(f"below the crossovers a call costs mostly its fixed part: the model gives "
+             f"{AGGREGATE} buffers in one call {top[6]:.3g} of {AGGREGATE} calls' time "
+             f"(T({AGGREGATE} m) / ({AGGREGATE} T(m)) for {top[1]}); more bandwidth (rails) "
+             f"would not shorten them"),
+        change=(f"aggregate: one {top[1]} of {AGGREGATE} buffers packed together instead of "
+                f"{AGGREGATE} calls (a struct or MPI_Pack), or overlap the calls with "
+                f"computation (MPI_I{top[1].removeprefix('MPI_').lower()}) or make them persistent "
+                f"({top[1]}_init, MPI-4): a code change"),
+        gain_s=gain, gain_pct=ctx.pct(gain),
+        gain_note=(f"per function: calls per rank x measured per call x (1 - T({AGGREGATE} m)"
+                   f" / ({AGGREGATE} T(m)))"),
+        confidence=conf, confidence_why=conf_why + "; the gain scales the measured time by "
+                                                   "the model's ratio",
+        basis={"profile": [f"{n}: calls, bytes, time per call of the fastest rank ({t:.6g} s)"
+                           for _, n, _, _, t, _, _ in rows],
+               "model": [model.describe(), "T(m) = L + g(m)"],
+               "assumptions": [f"k = {AGGREGATE} calls aggregated into one",
+                               "the calls are spread evenly over the ranks",
+                               "a collective's stages cost T of its buffer (tree algorithms)"]},
+        figures={"functions": {n: {"size": m, "calls_per_rank": pr, "measured_per_call_s": t,
+                                   "ratio": q, "gain_s": g}
+                               for g, n, m, pr, t, _, q in rows},
+                 "limit_bytes": limit, "aggregate": AGGREGATE})]
