@@ -100,8 +100,7 @@ def test_rails_first_for_the_bandwidth_bound_app_only(cluster: Cluster, model: P
     # every message is a 4 MiB block to a ring neighbour on another node: exact counts
     msgs, size = 2 * STEPS * NODES, MIB << 20
     m = json.loads(model.read_text())
-    g = lambda s: interp(m["sizes"], m["g_s"], s)  # noqa: E731
-    band = msgs * (g(size) - g(0)) / NODES
+    band = msgs * (interp(m["sizes"], m["g_s"], size) - interp(m["sizes"], m["g_s"], 0)) / NODES
     fig = top["figures"]
     assert (fig["messages"], fig["inter_messages"], fig["bytes"]) == (msgs, msgs, msgs * size)
     assert fig["p2p_split_bytes"] == [0, msgs * size]

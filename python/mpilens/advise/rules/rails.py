@@ -111,10 +111,10 @@ def find(ctx: Context) -> list[Finding]:
                "model": [model.describe(), f"bandwidth crossover {crossover:g} B",
                          "B(s) = g(s) - g(0) divided by k with k x bandwidth"],
                "assumptions": ["a flow's messages have its mean size",
-                               "the job and the model ran over one rail; k rails give k x "
-                               "the bandwidth, L and g(0) unchanged",
-                               "a collective call spanning nodes moves its send buffer "
-                               "between nodes once per rank"]},
+                               ("the job and the model ran over one rail; k rails give k x "
+                                "the bandwidth, L and g(0) unchanged"),
+                               ("a collective call spanning nodes moves its send buffer "
+                                "between nodes once per rank")]},
         apply=apply,
         figures={"crossover_bytes": crossover, "messages": p2p_msgs_big,
                  "inter_messages": msgs_p2p, "bytes": p2p_bytes_big,
