@@ -96,20 +96,27 @@ class Cluster:
                         timeout, check, cwd)
 
 
-@pytest.fixture(scope="module")
-def cluster(request: pytest.FixtureRequest) -> Cluster:
+def make_cluster(request: pytest.FixtureRequest, cid: int, *up: str) -> Cluster:
+    """`vcluster up --id cid UP...` for a module's tests, removed by a finalizer that
+    checks nothing of it is left; the tests skip with vcluster's one line where
+    namespaces are refused."""
     def down() -> None:
-        vcluster("down", "--id", str(CLUSTER_ID))
-        left = leftovers(CLUSTER_ID)
+        vcluster("down", "--id", str(cid))
+        left = leftovers(cid)
         assert not left, f"vcluster down left {left}"
 
     request.addfinalizer(down)  # before up: a half-made cluster is removed too
-    proc = vcluster("up", "--nodes", str(NODES), "--rails", str(RAILS), "--id", str(CLUSTER_ID))
+    proc = vcluster("up", *up, "--id", str(cid))
     if proc.returncode == vc.REFUSED:
         # namespaces refused (not root, or a sandbox): the issue asks for this one-line skip
         pytest.skip(proc.stderr.strip().splitlines()[0])
     assert proc.returncode == 0, proc.stderr
     return Cluster(json.loads(proc.stdout))
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest) -> Cluster:
+    return make_cluster(request, CLUSTER_ID, "--nodes", str(NODES), "--rails", str(RAILS))
 
 
 # ---------------------------------------------------------------- the cluster itself

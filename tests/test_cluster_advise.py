@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import BUILD, FLAVOUR, read_profile
 from test_cli_support import mpilens
-from test_cluster import Cluster, leftovers, vc, vcluster
+from test_cluster import Cluster, make_cluster
 
 # MPICH's nodes talk through UCX's shared memory here (docs/cluster.md), so its jobs do
 # not use the rails; Intel MPI has no vcluster launcher line
@@ -34,18 +34,7 @@ MIB, STEPS, BCASTS = 4, 5, 400
 
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest) -> Cluster:
-    def down() -> None:
-        vcluster("down", "--id", str(CLUSTER_ID))
-        left = leftovers(CLUSTER_ID)
-        assert not left, f"vcluster down left {left}"
-
-    request.addfinalizer(down)
-    proc = vcluster("up", "--nodes", str(NODES), "--rails", "2", "--rate", RATE,
-                    "--id", str(CLUSTER_ID))
-    if proc.returncode == vc.REFUSED:
-        pytest.skip(proc.stderr.strip().splitlines()[0])  # no namespaces: one line
-    assert proc.returncode == 0, proc.stderr
-    return Cluster(json.loads(proc.stdout))
+    return make_cluster(request, CLUSTER_ID, "--nodes", str(NODES), "--rails", "2", "--rate", RATE)
 
 
 @pytest.fixture(scope="module")
