@@ -119,12 +119,19 @@ def test_without_a_model_measures_here(build: Path) -> None:
     prof = profile("p2p", 2, "p2p", 3000, 64)
     res = advise(prof, None)
     assert res["model"]["measured_now"] and res["model"]["hosts"] == res["hosts"]
+    # the measured model decides whether 64 B is below its crossovers: on a busy machine a
+    # 5-sample model can show a step at 64 B (seen once with Intel MPI); then no finding
+    crossovers = [c for c in (res["model"]["eager_crossover"], res["model"]["latency_crossover"])
+                  if c is not None]
+    if crossovers and min(crossovers) <= 64:
+        assert not [x for x in every(res) if x["key"] == "latency"]
+        return
     f = one(res, "latency")
     # the measured model's fixed cost, whatever it is, enters the documented formula
     fixed = res["model"]["L_s"] + res["model"]["g0_s"]
-    if f["figures"]["small_messages"]:
-        assert f["gain_s"] == pytest.approx(f["figures"]["small_messages"] / 2 * 7 / 8 * fixed,
-                                            rel=1e-12)
+    assert f["figures"]["small_messages"] == 3000 * 2  # every message: 2 ranks x 3000
+    assert f["gain_s"] == pytest.approx(f["figures"]["small_messages"] / 2 * 7 / 8 * fixed,
+                                        rel=1e-12)
 
 
 # ------------------------------------------------------------ rule 3 and --check
