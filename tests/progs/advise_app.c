@@ -12,6 +12,9 @@
  *                                        SIZE bytes to its partner (MPI_Sendrecv); then once
  *                                        8 bytes to rank+2 and from rank-2 (MPI_Sendrecv);
  *                                        an even number of ranks
+ *   advise_app subcomm   ITERS US        ranks 0 .. size/2-1 only: per iteration sleep US
+ *                                        microseconds, then MPI_Bcast (1 int) on their
+ *                                        sub-communicator; the other ranks call no collective
  *
  * Every received byte is checked; a wrong one stops the job with status 3. */
 #define _POSIX_C_SOURCE 200809L
@@ -106,6 +109,17 @@ int main(int argc, char **argv)
             MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
             check(y == size * (size + 1) / 2.0, "allreduce", rank);
         }
+    } else if (strcmp(mode, "subcomm") == 0) {
+        MPI_Comm half;
+        int low = rank < size / 2;
+        MPI_Comm_split(MPI_COMM_WORLD, low, rank, &half);
+        for (long it = 0; low && it < iters; it++) {
+            nap((double)arg);
+            int v = rank == 0 ? (int)it + 7 : -1;
+            MPI_Bcast(&v, 1, MPI_INT, 0, half);
+            check(v == (int)it + 7, "bcast", rank);
+        }
+        MPI_Comm_free(&half);
     } else {
         if (rank == 0)
             fprintf(stderr, "advise_app: unknown mode '%s'\n", mode);

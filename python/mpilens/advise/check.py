@@ -14,6 +14,7 @@ rank that `mpilens diff` shows (report/comparison.py).
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from ..errors import JobStopped, UserError
 from ..report.comparison import compare
 from ..report.profile import Profile, load
 from .engine import top_applicable
+
+TIMED_OUT = 124  # exit status of a run stopped by --timeout (as timeout(1))
 
 
 class JobFailed(Exception):
@@ -47,8 +50,12 @@ def _run(command: list[str], output: Path, change: dict[str, Any] | None,
     for k, v in (change or {}).get("env", {}).items():
         (settings if profiled.SETTING.fullmatch(k) else env)[k] = v
     command = command[:1] + launcher_args(change or {}, files) + command[1:]
-    job = profiled.run_profiled(command, str(output), settings=settings, force=True, env=env,
-                                capture=True, timeout=timeout, launcher_kind=kind)
+    try:
+        job = profiled.run_profiled(command, str(output), settings=settings, force=True,
+                                    env=env, capture=True, timeout=timeout, launcher_kind=kind)
+    except subprocess.TimeoutExpired:
+        raise JobFailed(f"the {'changed' if change else 'baseline'} run exceeded --timeout "
+                        f"{timeout:g} s and was stopped", TIMED_OUT) from None
     if job.signals and job.status:
         raise JobStopped(job.status, job.signals[0])
     if job.profile is None or job.status:
@@ -93,12 +100,15 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
                         f"to check")
     if command and command[0] == "--":
         command = command[1:]
-    pinned = [a for a in command if any(v.removeprefix("OMPI_MCA_") in a or v in a
-                                        for v in finding["apply"].get("env", {}))]
-    if finding["key"] == "rails" and pinned:
+    pinned = next((v.removeprefix("OMPI_MCA_") for v in finding["apply"].get("env", {})
+                   for a in command if v.removeprefix("OMPI_MCA_") in a), None)
+    if pinned and finding["key"] == "rails":
         raise UserError(f"--check of rails chooses the interfaces of the changed run: remove "
-                        f"'{pinned[0]}' from the launcher line (set the baseline's in the "
+                        f"'{pinned}' from the launcher line (set the baseline's in the "
                         f"environment, e.g. OMPI_MCA_btl_tcp_if_include=<dev0>)")
+    if pinned:  # the launcher line's own setting would override the change
+        raise UserError(f"--check sets {pinned} for the changed run: remove it from the "
+                        f"launcher line (set the baseline's in the environment)")
     pairs = outputs(prefix, runs, force)
     files = {key: Path(f"{prefix}-{key}") for key in finding["apply"].get("files", {})}
     for key, path in files.items():  # a rankfile the change names

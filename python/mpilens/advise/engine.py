@@ -73,6 +73,16 @@ def warnings(prof: Profile) -> list[str]:
     return out
 
 
+def bounded(ctx: Context, f: Finding) -> Finding:
+    """A network finding's gain is at most the time in MPI per rank (rule 7's bound)."""
+    if f.network and ctx.mpi_s > 0 and f.gain_s > ctx.mpi_s:
+        f.figures["gain_model_s"] = f.gain_s
+        f.gain_note += (f"; the model's {f.gain_s:.3g} s capped at the time in MPI per rank "
+                        f"({ctx.mpi_s:.3g} s)")
+        f.gain_s, f.gain_pct = ctx.mpi_s, ctx.pct(ctx.mpi_s)
+    return f
+
+
 def advise(prof: Profile, model: netmodel.NetModel,
            rails: list[str] | None = None) -> dict[str, Any]:
     """Findings, ranked: rule 7 first; when imbalance dominates, it comes next and the
@@ -80,7 +90,8 @@ def advise(prof: Profile, model: netmodel.NetModel,
     after the rest.  Network findings predicting under MINOR_PCT of the wall time are minor."""
     check_profile(prof)
     ctx = Context(prof, model, rails)
-    found: list[Finding] = [f for rule in RULES for f in rule.find(ctx)]
+    found: list[Finding] = [bounded(ctx, f) for rule in RULES for f in rule.find(ctx)]
+    found = [f for f in found if not f.network or f.gain_s > 0]  # nothing to gain: no advice
     imbalance_bound = any(f.key == "imbalance" and f.figures["dominant"] for f in found)
     withheld = [f for f in found if imbalance_bound and f.network]
     minor = [f for f in found if f not in withheld and f.network and f.gain_pct < MINOR_PCT]

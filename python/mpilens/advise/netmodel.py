@@ -131,6 +131,8 @@ def parse(doc: Any, source: str) -> NetModel:
                 raise UserError(f"{where}: {key}[{i}] must be a non-negative number")
     if not _num(doc["L_s"]):
         raise UserError(f"{where}: L_s must be a non-negative number")
+    if doc["L_s"] + doc["g_s"][0] <= 0:
+        raise UserError(f"{where}: L_s + g_s[0] is 0: a message must cost something")
     if not isinstance(doc["mpi_library"], str):
         raise UserError(f"{where}: mpi_library must be a string")
     hosts = doc.get("hosts", [])

@@ -13,13 +13,13 @@ from .finding import Context
 
 
 def hosts_of(ctx: Context) -> list[str]:
-    return [str(r["host"]) for r in ctx.prof.ranks]
+    return [str(r.get("host", "")) for r in ctx.prof.ranks]
 
 
 def nodes_of(ctx: Context) -> list[str]:
     """Each rank's node: its `node` index when the profile has one (issue 18's view),
     else its host name; two ranks are on one node when these are equal."""
-    return [f"node{r['node']}" if "node" in r else str(r["host"]) for r in ctx.prof.ranks]
+    return [f"node{r['node']}" if "node" in r else str(r.get("host", "")) for r in ctx.prof.ranks]
 
 
 def node_count(ctx: Context) -> int:

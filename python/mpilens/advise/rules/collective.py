@@ -47,13 +47,14 @@ def engine_algorithm(ctx: Context, m: float, P: int) -> str | None:
     return None if alg == "mpi" else str(alg)
 
 
-def transfer_per_call(ctx: Context, name: str) -> tuple[float, int]:
+def transfer_per_call(ctx: Context, name: str) -> tuple[float, int] | None:
     """Time per call of the rank with the least time per call in the function (rule 5:
-    the others' extra is late arrival, not transfer), and that rank."""
+    the others' extra is late arrival, not transfer), and that rank; None when no rank
+    line has the function."""
     per = [(float(r["functions"][name].get("time_s", 0.0)) / int(r["functions"][name]["calls"]),
             r["rank"]) for r in ctx.prof.ranks
            if int(r["functions"].get(name, {}).get("calls", 0)) > 0]
-    return min(per)
+    return min(per) if per else None
 
 
 def find(ctx: Context) -> list[Finding]:
@@ -81,7 +82,10 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
     best: Algorithm = min(algs, key=lambda a: (pred[a.name], a.name))
     calls = int(f["calls"])
     per_rank = calls / ctx.nranks
-    measured, fastest = transfer_per_call(ctx, name)
+    got = transfer_per_call(ctx, name)
+    if got is None:
+        return None
+    measured, fastest = got
     ran = engine_algorithm(ctx, m, P) if name == "MPI_Alltoall" else None
     if ran is not None and ran in pred:
         # the model gives the ratio, the profile the time: measured x (1 - T_best / T_ran)

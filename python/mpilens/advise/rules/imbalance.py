@@ -3,7 +3,8 @@
 Time in blocking collectives and MPI_Wait* is split, per function, into late arrival
 (each rank's time minus the fastest rank's: waiting for the last rank to arrive) and
 transfer (the fastest rank's time, which every rank pays).  When late arrival is at
-least half of it, the job is imbalance-bound and no network change is proposed.
+least half of it and half of the time in MPI, the job is imbalance-bound and no network
+change is proposed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from ...units import fmt_time
 from ..finding import Context, Finding
 
 RULE = 5
-DOMINANT = 0.5   # late share at or above which imbalance dominates (network advice withheld)
+DOMINANT = 0.5   # late share of the time in MPI at or above which imbalance dominates
+                 # (network advice withheld)
 NOTABLE = 0.2    # late share at or above which imbalance is reported at all
 WAITS = ("MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome")
 
@@ -29,14 +31,20 @@ def sync_functions(ctx: Context) -> list[str]:
 
 
 def split(ctx: Context) -> dict[str, dict[str, float]]:
-    """Per synchronising function: late (mean over ranks of t_r - min t) and transfer
-    (min t), seconds per rank; rank time t_r from the rank lines (absent = 0)."""
+    """Per synchronising function, over the ranks that called it (a collective of a
+    sub-communicator, a wait on some ranks only): late (sum of t_r - min t) and transfer
+    (min t for each of them), both per rank of the job; t_r from the rank lines."""
     out = {}
+    P = len(ctx.prof.ranks)
     for name in sync_functions(ctx):
-        t = [float(r["functions"].get(name, {}).get("time_s", 0.0)) for r in ctx.prof.ranks]
-        fastest = min(t)
-        out[name] = {"late_s": sum(x - fastest for x in t) / len(t), "transfer_s": fastest,
-                     "fastest_rank": t.index(fastest)}
+        t = {r["rank"]: float(r["functions"][name].get("time_s", 0.0)) for r in ctx.prof.ranks
+             if int(r["functions"].get(name, {}).get("calls", 0)) > 0}
+        if not t:
+            continue
+        fastest = min(t, key=lambda k: (t[k], k))
+        out[name] = {"late_s": sum(x - t[fastest] for x in t.values()) / P,
+                     "transfer_s": t[fastest] * len(t) / P, "fastest_rank": fastest,
+                     "ranks": len(t)}
     return out
 
 
@@ -51,16 +59,19 @@ def find(ctx: Context) -> list[Finding]:
         return []
     worst = max(parts, key=lambda n: parts[n]["late_s"])
     # the rank that arrives last waits least: the shortest total time in these functions
-    totals = [sum(float(r["functions"].get(n, {}).get("time_s", 0.0)) for n in parts)
-              for r in ctx.prof.ranks]
-    last = totals.index(min(totals))
-    dominant = share >= DOMINANT
+    # (among the ranks that called the worst one)
+    totals = {r["rank"]: sum(float(r["functions"].get(n, {}).get("time_s", 0.0)) for n in parts)
+              for r in ctx.prof.ranks if int(r["functions"].get(worst, {}).get("calls", 0)) > 0}
+    last = min(totals, key=lambda k: (totals[k], k))
+    mpi_share = late / ctx.mpi_s if ctx.mpi_s > 0 else 0.0
+    dominant = share >= DOMINANT and mpi_share >= DOMINANT
     verdict = ("imbalance-bound: no network change is proposed" if dominant
                else "imbalance is a notable part")
     return [Finding(
         rule=RULE, key="imbalance", title="Load imbalance: ranks wait for a late rank",
         what=(f"of {fmt_time(late + transfer)} per rank in blocking collectives and "
-              f"MPI_Wait*, {fmt_time(late)} ({100 * share:.1f} %) is late arrival, "
+              f"MPI_Wait*, {fmt_time(late)} ({100 * share:.1f} %; {100 * mpi_share:.1f} % of the "
+              f"time in MPI) is late arrival, "
               f"{fmt_time(transfer)} transfer; most in {worst} "
               f"({fmt_time(parts[worst]['late_s'])}); rank {last} arrives last"),
         why=(f"{verdict}: the waiting is other ranks' computation before the call, which no "
@@ -76,4 +87,5 @@ def find(ctx: Context) -> list[Finding]:
                "assumptions": ["the fastest rank's time is pure transfer"]},
         network=False,
         figures={"late_s": late, "transfer_s": transfer, "late_share": share,
+                 "mpi_share": mpi_share,
                  "dominant": dominant, "last_rank": last, "functions": parts})]

@@ -33,9 +33,20 @@ def bin_range(b: int) -> tuple[float, float]:
     return float(1 << (b - 1)), float((1 << b) - 1)
 
 
+def is_p2p(name: str, f: dict) -> bool:
+    """A function that sends point-to-point (or RMA) messages: the profile records its
+    node split; older profiles: not a collective in any form (I..., neighbour, _init, _c)."""
+    if "p2p_intra_node" in f or "p2p_inter_node" in f:
+        return True
+    if "node_span" in f:
+        return False
+    base = name.lower().removeprefix("mpi_").removesuffix("_c").removesuffix("_init")
+    return collective_base("MPI_" + base) is None and "neighbor" not in base
+
+
 def p2p_senders(ctx: Context) -> dict[str, dict]:
     return {n: f for n, f in ctx.functions().items()
-            if collective_base(n) is None and sum(f.get("hist_send", [])) > 0}
+            if is_p2p(n, f) and sum(f.get("hist_send", [])) > 0}
 
 
 def representative(f: dict, b: int) -> float:
@@ -84,7 +95,12 @@ def find_p2p(ctx: Context) -> list[Finding]:
     if total == 0 or small < DOMINANT * total:
         return []
     per_rank = small / ctx.nranks
-    fixed = model.L + model.gap(0)
+    # the fixed part: L + g(0), never above the cheapest small message's T(s) (a measured
+    # g is not monotone at small sizes)
+    fixed = min([model.L + model.gap(0)] + [model.msg(representative(f, b))
+                                            for f in senders.values()
+                                            for b, c in enumerate(f["hist_send"])
+                                            if c and representative(f, b) < limit])
     gain = per_rank * (1 - 1 / AGGREGATE) * fixed
     bound = per_rank * fixed
     labels = ctx.prof.hist_labels()
@@ -160,9 +176,14 @@ def find_collectives(ctx: Context, limit: float) -> list[Finding]:
         m = call_size(name, f)
         if m >= limit:
             continue
-        measured, fastest = transfer_per_call(ctx, name)
+        got = transfer_per_call(ctx, name)
+        if got is None:
+            continue
+        measured, fastest = got
         per_rank = int(f["calls"]) / ctx.nranks
         ratio = model.msg(AGGREGATE * m) / (AGGREGATE * model.msg(m))
+        if ratio >= 1:  # k m past a step of the model: one call of k buffers costs more
+            continue
         rows.append((per_rank * measured * (1 - ratio), name, m, per_rank, measured, fastest,
                      ratio))
     if not rows:

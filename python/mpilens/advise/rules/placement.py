@@ -11,6 +11,7 @@ in rank order), and a --map-by / -ppn line when the mapping is in blocks.
 from __future__ import annotations
 
 import itertools
+import time
 
 from ...report.commpattern import matrix, pairs_of
 from ...units import fmt_bytes, fmt_time
@@ -18,6 +19,7 @@ from ..finding import Context, Finding
 from ..nodes import hosts_of, sent
 
 RULE = 4
+SEARCH_SECONDS = 10.0  # the swap search stops after this long (it is about n^3)
 SHOWN_LINES = 16  # rankfile lines shown in the text (all in the JSON)
 
 
@@ -25,22 +27,33 @@ def inter_bytes(pairs: dict[tuple[int, int], int], node: list[str]) -> int:
     return sum(w for (a, b), w in pairs.items() if node[a] != node[b])
 
 
-def improve(pairs: dict[tuple[int, int], int], node: list[str]) -> list[str]:
-    """Pair swaps between hosts while one lowers the inter-node bytes."""
+def improve(pairs: dict[tuple[int, int], int], node: list[str],
+            seconds: float = SEARCH_SECONDS) -> tuple[list[str], bool]:
+    """Pair swaps between hosts while one lowers the inter-node bytes: the mapping, and
+    whether the search was cut short after `seconds`.  Ranks without traffic are
+    interchangeable: the lowest of each host stands for its host's."""
     n = len(node)
     adj: list[dict[int, int]] = [{} for _ in range(n)]
     for (a, b), w in pairs.items():
         adj[a][b] = adj[b][a] = w
     node = list(node)
     busy = sorted(i for i in range(n) if adj[i])
+    deadline = time.monotonic() + seconds
 
     def to(i: int, host: str) -> int:
         return sum(w for k, w in adj[i].items() if node[k] == host)
 
     while True:
+        if time.monotonic() > deadline:
+            return node, True
+        idle: dict[str, int] = {}
+        for i in range(n):
+            if not adj[i]:
+                idle.setdefault(node[i], i)
+        cand = sorted(busy + list(idle.values()))
         best: tuple[int, int, int] | None = None
-        for x, i in enumerate(busy):
-            for j in busy[x + 1:]:
+        for x, i in enumerate(cand):
+            for j in cand[x + 1:]:
                 if node[i] == node[j]:
                     continue
                 # i moves to j's host and j to i's: the edges each had at home become cut,
@@ -50,7 +63,7 @@ def improve(pairs: dict[tuple[int, int], int], node: list[str]) -> list[str]:
                 if delta < 0 and (best is None or delta < best[0]):
                     best = (delta, i, j)
         if best is None:
-            return node
+            return node, False
         _, i, j = best
         node[i], node[j] = node[j], node[i]
 
@@ -112,7 +125,7 @@ def find(ctx: Context) -> list[Finding]:
     # the node matrix of the profile (issue 18's view) holds the same bytes, summed by node
     recorded = sum(v for i, row in enumerate(nm) for j, v in enumerate(row) if i != j) \
         if nm else None
-    after_map = improve(pairs, node)
+    after_map, cut = improve(pairs, node)
     after = inter_bytes(pairs, after_map)
     if after >= before:
         return []
@@ -161,9 +174,12 @@ def find(ctx: Context) -> list[Finding]:
                "assumptions": [("point-to-point traffic only (collectives' node traffic is "
                                "not in the peer matrix)"),
                                *([] if ctx.model.intra else ["intra-node messages cost nothing"]),
-                               "each host keeps its number of ranks"]},
+                               "each host keeps its number of ranks",
+                               *([(f"the swap search was cut short after {SEARCH_SECONDS:g} "
+                                   f"s: a better mapping may exist")] if cut else [])]},
         apply={"env": {}, "launcher_args": args, "files": {"rankfile": content}},
         figures={"inter_bytes_before": before, "inter_bytes_after": after,
                  "inter_bytes_node_matrix": recorded,
                  "total_bytes": total, "mapping_before": node, "mapping_after": after_map,
-                 "ranks_moved": moved, "blocks": k, "file": name, "content": content})]
+                 "ranks_moved": moved, "blocks": k, "file": name, "content": content,
+                 "search_cut": cut})]

@@ -46,8 +46,9 @@ def change_text(ctx: Context, k: int) -> tuple[str, dict | None]:
                 f"UCX_MAX_RNDV_RAILS={k}")
     if not ctx.rails:
         return text + tail + " (name the devices with --rail-interfaces to --check it)", None
-    return text + tail, {"env": dict.fromkeys(RAIL_VARIABLES, devs), "launcher_args": [],
-                         "rails": list(ctx.rails)}
+    return text + tail, {"env": {**dict.fromkeys(RAIL_VARIABLES, devs),
+                                 "UCX_MAX_RNDV_RAILS": str(k)},
+                         "launcher_args": [], "rails": list(ctx.rails)}
 
 
 def find(ctx: Context) -> list[Finding]:
@@ -82,7 +83,8 @@ def find(ctx: Context) -> list[Finding]:
     split = p2p_split(ctx)
     exact = (f" (the profile's split: {fmt_bytes(split[1])} of {fmt_bytes(sum(split))} "
              f"point-to-point bytes cross nodes)" if split else "")
-    coll_text = ("; collectives on communicators spanning nodes, calls at or above it: "
+    coll_text = ("; collectives on communicators spanning nodes, send buffers at or above it "
+                 "(messages counted: the calls' hist_send): "
                  + ", ".join(f"{n} {c:,.0f}" for n, c in sorted(colls.items()))) if colls else ""
     change, apply = change_text(ctx, k)
     others = ", ".join(f"{f}x {fmt_time(g)} ({ctx.pct(g):.1f} %)" for f, g in gains.items()
