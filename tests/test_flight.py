@@ -261,6 +261,22 @@ def test_crash_dumps_then_crashes(build: Path, tmp_path: Path) -> None:
     assert (send["calls"], send["bytes_sent"]) == (1, 8)
 
 
+def test_raised_sigsegv_still_ends_the_process(build: Path, tmp_path: Path) -> None:
+    """SIGSEGV sent with raise() (no fault to happen again): the recorder dumps, then the
+    signal is sent again to the previous handler, so the process ends as without mpilens
+    (it went on running before)."""
+    e = mpi_env({"MPILENS_OUTPUT": str(tmp_path / "job.prof")})
+    proc = subprocess.run(launcher(2) + [str(build / "bin" / "mpilens-exec"),
+                                         str(build / "tests" / "raise_segv")],
+                          env=e, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "still running" not in proc.stdout and proc.returncode != 0, (proc.returncode,
+                                                                         proc.stdout)
+    assert not (tmp_path / "job.prof").exists()
+    for r in range(2):
+        head, _ = read_profile(tmp_path / "job.prof.partial" / f"rank-{r}")
+        assert (head["reason"], head["signal"]) == ("crash", "SIGSEGV")
+
+
 def test_own_sigterm_handler_still_runs(build: Path, tmp_path: Path) -> None:
     """A program's SIGTERM handler installed before MPI_Init runs after the dump; the job
     then finalizes, and its complete profile replaces the partial files."""

@@ -93,3 +93,19 @@ def test_runs_without_mpilens(build):
     for prog in ("region_c", "region_f"):
         if (PROGS / prog).exists():
             run_mpi(P, [PROGS / prog])
+
+
+def test_names_cut_or_not_utf8_keep_the_profile_readable(build, tmp_path):
+    """A region label cut inside a character and a communicator named in Latin-1: the
+    profile is UTF-8 text (the bad bytes as U+FFFD) that report reads; the counts stay."""
+    out = run_prog(tmp_path, "region_utf8")
+    text = out.read_bytes().decode("utf-8")  # raises if the profile is not UTF-8
+    assert "\\ufffd" in text  # escaped in the JSON text
+    _, ranks = read_profile(out)
+    for r in ranks:
+        [g] = r["regions"]
+        assert g["name"] == "é" * 31 + "\ufffd"
+        assert g["functions"]["MPI_Barrier"]["calls"] == 1 and g["entries"] == 1
+        names = [c["name"] for c in r["comms"] if c["kind"] == "dup"]
+        assert names == ["caf\ufffd"]
+    assert mpilens_inproc("report", out).returncode == 0

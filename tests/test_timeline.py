@@ -65,3 +65,18 @@ def test_off(build, tmp_path):
             env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_TIMELINE_BINS": "0"})
     _, ranks = read_profile(out)
     assert all("timeline" not in r for r in ranks)
+
+
+def test_one_bin_keeps_every_call(build, tmp_path):
+    """MPILENS_TIMELINE_BINS=1 (a power of two): the one bin widens as the run goes on
+    and keeps every call (it was cleared at each widening)."""
+    out = tmp_path / "one.prof"
+    n = 200_000
+    run_mpi(P, [EXEC, PROGS / "timeline_long", n],
+            env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_TIMELINE_BINS": "1"})
+    _, ranks = read_profile(out)
+    for r in ranks:
+        tl = r["timeline"]
+        assert len(tl["calls"]) == 1 and tl["merges"] >= 1 and tl["bin_s"] >= r["wall_s"]
+        assert tl["calls"][0] == [0, n // 1000 + 1, 0, 0, n]
+        assert tl["bytes"][0] == [0, (n // 1000) * 32, 0, 0, 0]

@@ -29,16 +29,52 @@ void ml_buf_printf(ml_buf_t *b, const char *fmt, ...)
     }
 }
 
+/* Length of the well-formed UTF-8 sequence at c (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), 0 if it is not one. */
+static int ml_utf8_len(const unsigned char *c)
+{
+    int n;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (*c < 0x80) return 1;
+    if (*c >= 0xC2 && *c <= 0xDF) n = 2;
+    else if (*c >= 0xE0 && *c <= 0xEF) {
+        n = 3;
+        if (*c == 0xE0) lo = 0xA0;
+        if (*c == 0xED) hi = 0x9F;
+    } else if (*c >= 0xF0 && *c <= 0xF4) {
+        n = 4;
+        if (*c == 0xF0) lo = 0x90;
+        if (*c == 0xF4) hi = 0x8F;
+    } else
+        return 0;
+    if (c[1] < lo || c[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if (c[i] < 0x80 || c[i] > 0xBF) return 0;
+    return n;
+}
+
+/* A JSON string; bytes that are not UTF-8 (a name cut in the middle of a character,
+ * a communicator named in Latin-1) become U+FFFD, so the file stays UTF-8 text. */
 void ml_buf_json_str(ml_buf_t *b, const char *s)
 {
     ml_buf_printf(b, "\"");
-    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
-        if (*c == '"' || *c == '\\')
-            ml_buf_printf(b, "\\%c", *c);
-        else if (*c < 0x20)
-            ml_buf_printf(b, "\\u%04x", *c);
-        else
-            ml_buf_printf(b, "%c", *c);
+    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c;) {
+        int n = ml_utf8_len(c);
+        if (n == 0) {
+            ml_buf_printf(b, "\\ufffd");
+            c++;
+        } else if (n > 1) {
+            ml_buf_printf(b, "%.*s", n, (const char *)c);
+            c += n;
+        } else {
+            if (*c == '"' || *c == '\\')
+                ml_buf_printf(b, "\\%c", *c);
+            else if (*c < 0x20)
+                ml_buf_printf(b, "\\u%04x", *c);
+            else
+                ml_buf_printf(b, "%c", *c);
+            c++;
+        }
     }
     ml_buf_printf(b, "\"");
 }

@@ -236,6 +236,7 @@ int ml_dump_write(const char *dir, int reason, int sig, int code)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) return -1;
     int bad = ml_write_all(fd, b->p, b->n);
+    if (!bad && fsync(fd) != 0) bad = -1; /* on disk before it takes the name */
     if (close(fd) != 0) bad = -1;
     if (bad) {
         int e = errno;
@@ -245,5 +246,11 @@ int ml_dump_write(const char *dir, int reason, int sig, int code)
     }
     unlink(ptmp); /* keep the dump before as rank-N.prev; rank-N is never missing */
     if (link(fin, ptmp) == 0) rename(ptmp, prev);
-    return rename(tmp, fin);
+    int rc = rename(tmp, fin);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the new name on disk too */
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return rc;
 }

@@ -97,6 +97,9 @@ static void ml_fl_on_signal(int sig, siginfo_t *si, void *uc)
         ml_fl_wait_dump(d0, ML_FL_SIGNAL_WAIT_S);
     if (ml_fl_is_crash(sig)) { /* back to the previous handler; the fault happens again there */
         sigaction(sig, old, NULL);
+        /* ... unless the signal was sent (kill, raise: si_code <= 0), not a fault: send it
+         * again, to be taken by that handler when this one returns */
+        if (si == NULL || si->si_code <= 0) raise(sig);
         errno = saved;
         return;
     }

@@ -7,6 +7,7 @@
  * at most a temporary file, never a half profile under the final name. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,8 @@ static int ml_write_file(const char *tmp, const ml_buf_t *b, MPI_Offset off, cha
         if (rr != MPI_SUCCESS) rc = rr;
         done += piece;
     }
+    int rcs = PMPI_File_sync(fh); /* collective: every rank's part on disk before the rename */
+    if (rc == MPI_SUCCESS) rc = rcs;
     int rc2 = PMPI_File_close(&fh);
     if (rc == MPI_SUCCESS) rc = rc2;
     bad = rc != MPI_SUCCESS;
@@ -127,24 +130,52 @@ static int ml_write_placed(const ml_buf_t *b, char *path, char *tmp, size_t n, c
 
 /* ---- step 4: claim the name (rank 0) ---- */
 
-/* Links tmp to path, or path.1, path.2, ... if taken: an existing file is
- * never overwritten.  Removes tmp; says where the profile went. */
-static void ml_claim_name(const char *tmp, const char *path)
+/* Claims final for tmp without replacing an existing file: a hard link, or (where
+ * the file system has none) an exclusive create of the name and a rename onto it. */
+static int ml_claim_one(const char *tmp, const char *final)
+{
+    if (link(tmp, final) == 0) return 0;
+    if (errno == EEXIST) return -1;
+    int fd = open(final, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) return errno == EEXIST ? -1 : -2;
+    close(fd);
+    if (rename(tmp, final) == 0) return 0;
+    int e = errno;
+    unlink(final);
+    errno = e;
+    return -2;
+}
+
+/* Gives tmp the name path, or path.1, path.2, ... if taken: an existing file is
+ * never overwritten.  Says where the profile went; on failure keeps tmp (the
+ * profile is not lost) and returns nonzero. */
+static int ml_claim_name(const char *tmp, const char *path)
 {
     char final[4400];
     snprintf(final, sizeof final, "%s", path);
-    int k = 0;
-    while (link(tmp, final) != 0) {
-        if (errno != EEXIST || ++k > 999) {
-            if (rename(tmp, final) != 0) fprintf(stderr, "mpilens: cannot rename %s: %s\n", tmp, strerror(errno));
-            break;
-        }
+    int rc, k = 0;
+    while ((rc = ml_claim_one(tmp, final)) == -1 && ++k <= 999)
         snprintf(final, sizeof final, "%s.%d", path, k);
+    if (rc != 0) {
+        fprintf(stderr, "mpilens: cannot name the profile %s (%s): it is kept as %s\n", path,
+                rc == -1 ? "the name and path.1 .. path.999 are taken" : strerror(errno), tmp);
+        return 1;
     }
-    unlink(tmp);
+    unlink(tmp); /* after a link; gone already after a rename */
+    int dfd = -1;
+    char dir[4400];
+    snprintf(dir, sizeof dir, "%s", final);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = 0;
+    dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the name on disk too */
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
     char *abs = realpath(final, NULL);
     if (!ml_cfg.quiet) fprintf(stderr, "mpilens: profile written to %s\n", abs ? abs : final);
     free(abs);
+    return 0;
 }
 
 int ml_write_profile(void)
@@ -170,8 +201,9 @@ int ml_write_profile(void)
     int failed = ml_write_placed(&b, path, tmp, sizeof tmp, err); /* 3. write */
     if (ml_world_rank == 0) {                                   /* 4. claim the name */
         if (failed) fprintf(stderr, "mpilens: profile not written: %s\n", err[0] ? err : "MPI-IO error");
-        else ml_claim_name(tmp, path);
+        else failed = ml_claim_name(tmp, path);
     }
+    PMPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD); /* the partial files stay unless it is named */
     ml_buf_free(&b);
     ml_profile_free(&prof);
     return failed;

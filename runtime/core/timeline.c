@@ -103,6 +103,11 @@ static void ml_cell_add(ml_tl_cell_t *a, const ml_tl_cell_t *x)
 void ml_tl_grow(ml_tltab_t *t, uint64_t rel)
 {
     while ((rel >> t->shift) >= (uint64_t)t->nbins) {
+        if (t->nbins == 1) { /* one bin: it only widens (nothing to merge, nothing to clear) */
+            t->shift++;
+            t->merges++;
+            continue;
+        }
         for (int i = 0; i < t->nbins / 2; i++)
             for (int c = 0; c < ML_TL_NCLASS; c++) {
                 ml_tl_cell_t m = t->cell[2 * i * ML_TL_NCLASS + c];
