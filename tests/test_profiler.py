@@ -267,3 +267,28 @@ def test_constant_memory_records(build):
     ndata = int(h.split("#define ML_NDATA ")[1].split()[0])
     per_thread = nfunc * 32 + ndata * (3 * 8 + 2 * 25 * 8)
     assert per_thread < 1 << 20, per_thread
+
+
+def test_sampled_estimate_is_not_inflated_by_slow_first_calls(build, tmp_path):
+    """MPILENS_TIMING=sampled (the default): rank 0's first 10 MPI_Barrier calls wait
+    20 ms each (all timed, the policy), then 400000 return at once (sampled 1 in 16).
+    The untimed calls count at the samples' mean, not at the mean of every timed call
+    (which the 200 ms of waiting would inflate: rank 0's MPI time was estimated at
+    several times its wall time before the two strata, docs/runtime.md)."""
+    out = tmp_path / "strata.prof"
+    slow, wait_ms, fast = 10, 20, 400000
+    run_mpi(2, [EXEC, PROGS / "timing_strata", slow, wait_ms, fast], env=profile_env(out))
+    header, ranks = read_profile(out)
+    assert header["timing"]["mode"] == "sampled"
+    r0 = ranks[0]
+    barrier = r0["functions"]["MPI_Barrier"]
+    assert barrier["calls"] == slow + fast
+    assert barrier["timed_calls"] < barrier["calls"] // 2  # the fast calls were sampled
+    # the waiting is in it (the sleeps of the last rank), and no more than the rank's life
+    assert slow * wait_ms * 1e-3 * 0.9 <= barrier["time_s"] <= r0["wall_s"]
+    for r in ranks:
+        assert r["mpi_s"] <= r["wall_s"], (r["rank"], r["mpi_s"], r["wall_s"])
+    # the call sites and the time line are estimated the same way: their sums agree
+    sites = [c for c in r0["callsites"] if c["function"] == "MPI_Barrier"]
+    assert sum(c["calls"] for c in sites) == slow + fast
+    assert sum(c["time_s"] for c in sites) == pytest.approx(barrier["time_s"], rel=0.05)

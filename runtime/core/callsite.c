@@ -127,6 +127,7 @@ void ml_hooks_reset(ml_slot_t *s)
     memset(t->rec, 0, (size_t)t->cap * sizeof *t->rec);
     t->n = 0;
     t->over_calls = t->over_timed = t->over_ticks = t->over_bytes_s = t->over_bytes_r = 0;
+    t->over_stimed = t->over_sticks = 0;
 }
 
 size_t ml_cs_bytes(void)
@@ -206,6 +207,10 @@ static void ml_cs_account(ml_cstab_t *t, int fid, void *ra, int tm, uint64_t dt,
     if (tm) {
         t->over_timed++;
         t->over_ticks += dt;
+        if (tm == ML_TM_SAMPLE) {
+            t->over_stimed++;
+            t->over_sticks += dt;
+        }
     }
     t->over_bytes_s += bs;
     t->over_bytes_r += br;
@@ -237,9 +242,9 @@ __attribute__((visibility("default"))) int mpilens_set_callsites(int depth)
 
 /* ---- the rank line ---- */
 
-static double ml_cs_est(uint64_t calls, uint64_t timed, uint64_t ticks)
+static double ml_cs_est(uint64_t calls, uint64_t timed, uint64_t ticks, uint64_t stimed, uint64_t sticks)
 {
-    return timed ? ml_ticks_to_s(ticks) * ((double)calls / (double)timed) : 0.0;
+    return ml_ticks_to_s(1) * ml_est_ticks(calls, timed, ticks, stimed, sticks);
 }
 
 typedef struct {
@@ -292,6 +297,8 @@ void ml_cs_rank_json(ml_buf_t *b)
             a->calls += x->calls;
             a->timed += x->timed;
             a->ticks += x->ticks;
+            a->stimed += x->stimed;
+            a->sticks += x->sticks;
             a->bytes_s += x->bytes_s;
             a->bytes_r += x->bytes_r;
             for (int k = 0; k < ML_NBINS; k++) a->hist[k] += x->hist[k];
@@ -299,6 +306,8 @@ void ml_cs_rank_json(ml_buf_t *b)
         m.over_calls += t->over_calls;
         m.over_timed += t->over_timed;
         m.over_ticks += t->over_ticks;
+        m.over_stimed += t->over_stimed;
+        m.over_sticks += t->over_sticks;
         m.over_bytes_s += t->over_bytes_s;
         m.over_bytes_r += t->over_bytes_r;
     }
@@ -317,7 +326,7 @@ void ml_cs_rank_json(ml_buf_t *b)
         }
         ml_buf_printf(b, "],\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"hist\":[",
                       (unsigned long long)r->calls, (unsigned long long)r->timed,
-                      ml_cs_est(r->calls, r->timed, r->ticks), (unsigned long long)r->bytes_s,
+                      ml_cs_est(r->calls, r->timed, r->ticks, r->stimed, r->sticks), (unsigned long long)r->bytes_s,
                       (unsigned long long)r->bytes_r);
         for (int k = 0; k < ML_NBINS; k++) ml_buf_printf(b, "%s%llu", k ? "," : "", (unsigned long long)r->hist[k]);
         ml_buf_printf(b, "]}");
@@ -328,7 +337,7 @@ void ml_cs_rank_json(ml_buf_t *b)
         ml_buf_json_str(b, mods[i].path);
     }
     ml_buf_printf(b, "],\"callsites_dropped\":{\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
-                  (unsigned long long)m.over_calls, ml_cs_est(m.over_calls, m.over_timed, m.over_ticks),
+                  (unsigned long long)m.over_calls, ml_cs_est(m.over_calls, m.over_timed, m.over_ticks, m.over_stimed, m.over_sticks),
                   (unsigned long long)m.over_bytes_s, (unsigned long long)m.over_bytes_r);
     free(mods);
     free(m.idx);

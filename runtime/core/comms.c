@@ -177,12 +177,14 @@ void ml_cm_rank_json(ml_buf_t *b)
     ml_buf_printf(b, ",\"comms\":[");
     int first = 1;
     for (int id = 0; id <= ml_cm_max; id++) {
-        uint64_t c = 0, tmd = 0, tk = 0, bs = 0, br = 0;
+        uint64_t c = 0, tmd = 0, tk = 0, stmd = 0, stk = 0, bs = 0, br = 0;
         for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
             if (!s->cm) continue;
             c += s->cm[id].calls;
             tmd += s->cm[id].timed;
             tk += s->cm[id].ticks;
+            stmd += s->cm[id].stimed;
+            stk += s->cm[id].sticks;
             bs += s->cm[id].bytes_s;
             br += s->cm[id].bytes_r;
         }
@@ -215,7 +217,7 @@ void ml_cm_rank_json(ml_buf_t *b)
             ml_buf_printf(b, ",\"kind\":\"other\"");
         }
         ml_buf_printf(b, ",\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
-                      (unsigned long long)c, tmd ? ml_ticks_to_s(tk) * ((double)c / (double)tmd) : 0.0,
+                      (unsigned long long)c, ml_ticks_to_s(1) * ml_est_ticks(c, tmd, tk, stmd, stk),
                       (unsigned long long)bs, (unsigned long long)br);
     }
     ml_buf_printf(b, "],\"comms_dropped\":%llu", (unsigned long long)ml_cm_dropped);

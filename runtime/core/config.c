@@ -109,8 +109,8 @@ static const ml_setting core_settings[] = {
      .help = "all times every call. sampled counts every call and its bytes exactly but reads "
              "the clock for every call only during a function's first 32 calls on a thread and "
              "while its calls average over 2 us (the longest left out); otherwise 1 call in 16, "
-             "and totals are estimated as mean x calls (timed_calls in the profile says how many "
-             "were measured). See docs/runtime.md."},
+             "and the calls not timed count at the mean of those 1-in-16 samples (timed_calls in "
+             "the profile says how many were measured). See docs/runtime.md."},
     {.key = "clock", .type = ML_SET_CHOICE, .def = "auto", .choices = clock_choices,
      .out = &ml_cfg.clock, .accepted = "auto, tsc or monotonic",
      .help = "auto/tsc: invariant TSC calibrated against CLOCK_MONOTONIC when the CPU has one, "

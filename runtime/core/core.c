@@ -109,7 +109,7 @@ static double ml_measure_overhead(void)
             int tm = 0;
             uint64_t t0 = 0;
             ml_hook_t H;
-            if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); ml_hook_begin(&H, S, FID, (void *)0x1000 /* an application's call site: one record */); if (tm) t0 = ml_now(); }
+            if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0; ml_hook_begin(&H, S, FID, (void *)0x1000 /* an application's call site: one record */); if (tm) t0 = ml_now(); }
             if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0, tm ? t0 : ml_fl_clock);
             PMPI_Comm_rank(MPI_COMM_WORLD, &r);
             if (on) ml_fl_out(S);

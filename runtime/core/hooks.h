@@ -27,6 +27,7 @@ typedef struct {
     uint8_t internal;   /* depth 1: pc lies in an MPI library or mpilens: attribute by walking */
     uint16_t region;    /* unused: keeps the record 8-byte aligned */
     uint64_t calls, timed, ticks, bytes_s, bytes_r;
+    uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
     uint64_t hist[ML_NBINS]; /* per call: size class of its bytes (sent, else received) */
 } ml_cs_rec_t;
 
@@ -36,6 +37,7 @@ typedef struct ml_cstab {
     int32_t *idx;        /* open addressing on the key: record index, -1 empty */
     ml_cs_rec_t *rec;
     uint64_t over_calls, over_timed, over_ticks, over_bytes_s, over_bytes_r; /* calls of sites beyond cap */
+    uint64_t over_stimed, over_sticks;
 } ml_cstab_t;
 
 
@@ -44,6 +46,7 @@ typedef struct ml_cstab {
 enum { ML_TL_P2P, ML_TL_COLL, ML_TL_RMA, ML_TL_IO, ML_TL_OTHER, ML_TL_NCLASS };
 typedef struct {
     uint64_t calls, timed, ticks, bytes;
+    uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
 } ml_tl_cell_t;
 typedef struct ml_tltab {
     int nbins, shift;
@@ -66,6 +69,10 @@ static inline void ml_tl_add(ml_tltab_t *t, int fid, int tm, uint64_t t0, uint64
     if (tm) {
         c->timed++;
         c->ticks += dt;
+        if (tm == ML_TM_SAMPLE) {
+            c->stimed++;
+            c->sticks += dt;
+        }
     }
     c->bytes += bytes;
 }
@@ -74,6 +81,7 @@ static inline void ml_tl_add(ml_tltab_t *t, int fid, int tm, uint64_t t0, uint64
  * (MPILENS_COMMS), then one "other". */
 typedef struct ml_cm_rec {
     uint64_t calls, timed, ticks, bytes_s, bytes_r;
+    uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
 } ml_cm_rec_t;
 typedef struct { MPI_Comm comm; int id; unsigned epoch; } ml_cm_cache_t;
 extern int ml_cm_max;                 /* MPILENS_COMMS (0: off) */
@@ -100,6 +108,10 @@ static inline void ml_cm_upd(ml_cm_rec_t *r, int tm, uint64_t dt, uint64_t bs, u
     if (tm) {
         r->timed++;
         r->ticks += dt;
+        if (tm == ML_TM_SAMPLE) {
+            r->stimed++;
+            r->sticks += dt;
+        }
     }
     r->bytes_s += bs;
     r->bytes_r += br;
@@ -181,6 +193,10 @@ static inline void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, u
     if (tm) {
         r->timed++;
         r->ticks += dt;
+        if (tm == ML_TM_SAMPLE) {
+            r->stimed++;
+            r->sticks += dt;
+        }
     }
     if (bs | br) {
         r->bytes_s += bs;

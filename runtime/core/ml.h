@@ -3,7 +3,7 @@
  * Every generated wrapper (C and Fortran) follows the same shape:
  *
  *     int on = ml_enter();                 // outermost MPI call on this thread, profiling active?
- *     if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); if (tm) t0 = ml_now(); }
+ *     if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0; if (tm) t0 = ml_now(); }
  *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
  *     dt = tm ? ml_now() - t0 : 0;
  *     ml_leave();
@@ -42,6 +42,8 @@ typedef struct {
     uint64_t ticks;   /* total duration of the timed calls */
     uint64_t tmin;
     uint64_t tmax;
+    uint64_t stimed;  /* of those, calls timed as the 1 in ML_SAMPLE_PERIOD sample (ML_TM_SAMPLE) */
+    uint64_t sticks;  /* ... and their total duration */
 } ml_frec_t;
 
 typedef struct {
@@ -126,15 +128,31 @@ static inline ml_slot_t *ml_slot(void)
  * of a function whose timed calls average more than ml_slow_ticks
  * (ML_ALWAYS_TIME_ABOVE_NS), the longest left out (there a timer read costs
  * < 5 %), and for 1 call in ml_sample_mask + 1 (ML_SAMPLE_PERIOD) otherwise;
- * totals are then estimated as mean(timed) x calls.  On machines whose
- * timer read is slow (a virtualised TSC: 30-50 ns) this keeps the cost of a
- * cheap call near the cost of counting it. */
+ * totals are then estimated in two strata (ml_est_ticks): the calls timed by
+ * the policy (warm-up, slow) count as measured, the others (untimed, or timed
+ * as the sample) as the sample's mean -- not the mean of every timed call,
+ * which the slow first calls of a job (waiting for the others to start)
+ * would inflate.  On machines whose timer read is slow (a virtualised TSC:
+ * 30-50 ns) this keeps the cost of a cheap call near the cost of counting it. */
 extern uint64_t ml_sample_mask, ml_slow_ticks;
+enum { ML_TM_NO = 0, ML_TM_POLICY = 1, ML_TM_SAMPLE = 2 }; /* why a call is timed (tm) */
 
 static inline int ml_want_time(const ml_frec_t *r)
 {
+    if (r->calls < ML_WARMUP_CALLS) return ML_TM_POLICY;
     /* mean of the timed calls without the longest one (one preempted call must not flip the policy) */
-    return r->calls < ML_WARMUP_CALLS || (r->calls & ml_sample_mask) == 0 || r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks;
+    if (r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks) return ML_TM_POLICY;
+    if (r->calls & ml_sample_mask) return ML_TM_NO;
+    return ml_sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
+}
+
+/* Estimated total ticks of a record's calls: the calls timed by the policy as
+ * measured; the rest (calls - policy-timed) at the mean of the sampled ones
+ * (none sampled yet: at the mean of all timed calls). */
+static inline double ml_est_ticks(uint64_t calls, uint64_t timed, uint64_t ticks, uint64_t stimed, uint64_t sticks)
+{
+    if (stimed) return (double)(ticks - sticks) + (double)sticks * ((double)(calls - (timed - stimed)) / (double)stimed);
+    return timed ? (double)ticks * ((double)calls / (double)timed) : 0.0;
 }
 
 static inline void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
@@ -145,6 +163,10 @@ static inline void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
         r->ticks += dt;
         if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
         if (dt > r->tmax) r->tmax = dt;
+        if (tm == ML_TM_SAMPLE) {
+            r->stimed++;
+            r->sticks += dt;
+        }
     }
 }
 

@@ -14,8 +14,7 @@ ml_slot_t *ml_first_slot(void);
 
 double ml_est_s(const ml_frec_t *f)
 {
-    if (!f->timed) return 0.0;
-    return ml_ticks_to_s(f->ticks) * ((double)f->calls / (double)f->timed);
+    return ml_ticks_to_s(1) * ml_est_ticks(f->calls, f->timed, f->ticks, f->stimed, f->sticks);
 }
 
 void ml_merge_into(ml_slot_t *m)
@@ -33,6 +32,8 @@ void ml_merge_into(ml_slot_t *m)
             a->calls += x->calls;
             a->timed += x->timed;
             a->ticks += x->ticks;
+            a->stimed += x->stimed;
+            a->sticks += x->sticks;
         }
         for (int i = 0; i < ML_NDATA; i++) {
             ml_drec_t *a = &m->d[i], *x = &s->d[i];

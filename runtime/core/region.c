@@ -298,7 +298,7 @@ void ml_rg_rank_json(ml_buf_t *b)
         int firstf = 1;
         for (int fid = 1; fid < ML_NFUNC; fid++) {
             uint32_t key = ((uint32_t)id << 16 | (uint32_t)fid) + 1;
-            uint64_t c = 0, tmd = 0, tk = 0, bs = 0, br = 0;
+            uint64_t c = 0, tmd = 0, tk = 0, stmd = 0, stk = 0, bs = 0, br = 0;
             for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
                 ml_rgtab_t *t = s->rg;
                 if (!t) continue;
@@ -310,6 +310,8 @@ void ml_rg_rank_json(ml_buf_t *b)
                     c += r->s.calls;
                     tmd += r->s.timed;
                     tk += r->s.ticks;
+                    stmd += r->s.stimed;
+                    stk += r->s.sticks;
                     bs += r->s.bytes_s;
                     br += r->s.bytes_r;
                     break;
@@ -318,7 +320,7 @@ void ml_rg_rank_json(ml_buf_t *b)
             if (!c) continue;
             ml_buf_printf(b, "%s\"%s\":{\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
                           firstf ? "" : ",", ml_func_name[fid], (unsigned long long)c,
-                          tmd ? ml_ticks_to_s(tk) * ((double)c / (double)tmd) : 0.0, (unsigned long long)bs,
+                          ml_ticks_to_s(1) * ml_est_ticks(c, tmd, tk, stmd, stk), (unsigned long long)bs,
                           (unsigned long long)br);
             firstf = 0;
         }

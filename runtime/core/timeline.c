@@ -96,6 +96,8 @@ static void ml_cell_add(ml_tl_cell_t *a, const ml_tl_cell_t *x)
     a->calls += x->calls;
     a->timed += x->timed;
     a->ticks += x->ticks;
+    a->stimed += x->stimed;
+    a->sticks += x->sticks;
     a->bytes += x->bytes;
 }
 
@@ -138,7 +140,7 @@ static void ml_put_row(ml_buf_t *b, const char *key, const ml_tl_cell_t *cell, i
             if (what == 0) ml_buf_printf(b, "%s%llu", c ? "," : "", (unsigned long long)x->calls);
             else if (what == 1) ml_buf_printf(b, "%s%llu", c ? "," : "", (unsigned long long)x->bytes);
             else ml_buf_printf(b, "%s%.9g", c ? "," : "",
-                               x->timed ? ml_ticks_to_s(x->ticks) * ((double)x->calls / (double)x->timed) : 0.0);
+                               ml_ticks_to_s(1) * ml_est_ticks(x->calls, x->timed, x->ticks, x->stimed, x->sticks));
         }
         ml_buf_printf(b, "]");
     }

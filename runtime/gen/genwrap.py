@@ -603,7 +603,7 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     out = ["    int on = ml_enter();"]
     out += ["    " + ln for ln in plan.pre if ln]
     out.append("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0; ml_hook_t H;")
-    out.append("    if (on) { S = ml_slot(); tm = ml_fon[FID] && ml_want_time(&S->f[FID]); "
+    out.append("    if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0; "
                "ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now(); }")
     fl = plan.fl or "ML_FL_OTHER, MPI_COMM_NULL, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0"
     out.append(f"    if (ML_FL_ON && on) ml_fl_in(S, FID, {fl}, tm ? t0 : ml_fl_clock);")
