@@ -35,7 +35,10 @@
  *      "time_s": t, "calls_per_run": n, "runs": n, "learning_calls": n,
  *      "race_point": n, "first_candidates": [names], "candidates": [names],
  *      "dropped": {name: time_s}, "samples": {name: {"calls": [NSLOT ints],
- *      "time_s": [NSLOT sums over the ranks], "first_turn_min_s": t}}}]}
+ *      "time_s": [NSLOT sums over the ranks], "first_turn_min_s": t | null}}}]}
+ *   first_turn_min_s is null for a candidate with no call of its first turn
+ *   yet (no minimum); a 0 (what versions before wrote for none), a missing key
+ *   or a candidate without calls read as no minimum too.
  */
 #define _DEFAULT_SOURCE
 #include <errno.h>
@@ -226,8 +229,18 @@ static int sample_member(ml_json *ps, const char *key, void *vctx)
         }
         return 0;
     }
-    if (strcmp(key, "first_turn_min_s") == 0)
-        return nonneg(ps, key, &e->tmin[a]);
+    if (strcmp(key, "first_turn_min_s") == 0) { /* null (or 0, before): no minimum */
+        if (ps->end - ps->p >= 4 && memcmp(ps->p, "null", 4) == 0) {
+            ps->p += 4;
+            e->tmin[a] = -1;
+            return 0;
+        }
+        if (nonneg(ps, key, &e->tmin[a]))
+            return -1;
+        if (e->tmin[a] == 0)
+            e->tmin[a] = -1;
+        return 0;
+    }
     return ml_json_value(ps, 2);
 }
 
@@ -318,6 +331,13 @@ static int entry_elem(ml_json *ps, int i, void *vctx)
     if (e->learned ? e->alg < 0 : e->ncand < 2)
         return bad(ps, "%s", e->learned ? "a learned entry has no algorithm"
                                         : "a learning entry has fewer than two candidates");
+    for (int a = 0; a < ML_A2A_NALG; a++) { /* no call, no minimum (whatever the file says) */
+        int calls = 0;
+        for (int j = 0; j < NSLOT; j++)
+            calls += e->tn[a][j];
+        if (calls == 0)
+            e->tmin[a] = -1;
+    }
     e->touched = 0;
     if (e != &scratch)
         r->c->n++;
@@ -460,7 +480,7 @@ int ml_a2a_cache_resume(comm_state *cs, size_state *e, int *resumed)
             l->done += k->tn[a][j];
         }
         l->done0 = l->done;
-        l->ctmin = k->tmin[a];
+        l->ctmin = k->tmin[a] > 0 ? k->tmin[a] : -1;
     }
     e->learn_local = 0;
     e->budget = -1;
@@ -596,7 +616,9 @@ static void merge_partial(struct ml_a2a_cache *c, const double *k)
             e->tn[a][j] = theirs ? e->tn[a][j] + (int)q[A_DTN + j] : (int)q[A_TN + j];
             e->ts[a][j] = theirs ? e->ts[a][j] + q[A_DTS + j] : q[A_TS + j];
         }
-        if (q[A_TMIN] >= 0 && (e->tmin[a] < 0 || q[A_TMIN] < e->tmin[a] || !theirs))
+        if (!theirs) /* the entry takes this run's samples, minimum or none */
+            e->tmin[a] = q[A_TMIN] > 0 ? q[A_TMIN] : -1;
+        else if (q[A_TMIN] > 0 && (e->tmin[a] <= 0 || q[A_TMIN] < e->tmin[a]))
             e->tmin[a] = q[A_TMIN];
     }
     /* candidates left: the file's order, then this run's new ones; none dropped by either */
@@ -704,7 +726,10 @@ static void render(ml_buf_t *b, const struct ml_a2a_cache *c)
             ml_buf_printf(b, "], \"time_s\": [");
             for (int j = 0; j < NSLOT; j++)
                 ml_buf_printf(b, "%s%.17g", j ? ", " : "", e->ts[a][j]);
-            ml_buf_printf(b, "], \"first_turn_min_s\": %.17g}", e->tmin[a] >= 0 ? e->tmin[a] : 0.0);
+            if (e->tmin[a] > 0)
+                ml_buf_printf(b, "], \"first_turn_min_s\": %.17g}", e->tmin[a]);
+            else /* no call of its first turn yet: no minimum (never 0, a time) */
+                ml_buf_printf(b, "], \"first_turn_min_s\": null}");
         }
         ml_buf_printf(b, "}}");
     }

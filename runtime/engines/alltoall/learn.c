@@ -229,17 +229,28 @@ static int agreed_times(comm_state *cs, size_state *e, double *t, double *x, int
     return MPI_SUCCESS;
 }
 
+/* Whether v is a measured time: a time of 0 (or below) is none, nor is the
+ * 1e300 of a candidate without samples. */
+static int measured(double v)
+{
+    return v > 0 && v < 1e300;
+}
+
 /* Drops the candidates at or above factor x the best of cmp (their time t
- * is kept for the profile and re-learning); the others keep their rows. */
+ * is kept for the profile and re-learning); the others keep their rows.
+ * Candidates without a measured value in cmp take no part (neither the best
+ * nor dropped); the best always stays, so at least one candidate is left. */
 static void drop_slow(size_state *e, const double *cmp, const double *t, double factor)
 {
-    double best = cmp[0];
-    for (int i = 1; i < e->ncand; i++)
-        if (cmp[i] < best)
-            best = cmp[i];
+    int best = -1;
+    for (int i = 0; i < e->ncand; i++)
+        if (measured(cmp[i]) && (best < 0 || cmp[i] < cmp[best]))
+            best = i;
+    if (best < 0)
+        return; /* nothing measured: nothing to compare */
     int n = 0;
     for (int i = 0; i < e->ncand; i++) {
-        if (cmp[i] >= factor * best) {
+        if (i != best && measured(cmp[i]) && cmp[i] >= factor * cmp[best]) {
             e->mean[e->cand[i]] = t[i];
             continue;
         }
@@ -258,7 +269,9 @@ static void drop_slow(size_state *e, const double *cmp, const double *t, double 
  * time is each rank's fastest call of that turn, summed over the ranks: one
  * turn's mean is at the mercy of a single preempted or cold call (first
  * contact with a peer), its fastest call is not: to look slow, every call of
- * the turn must be slow.  Dropped candidates keep their partial time (turn
+ * the turn must be slow.  A candidate without a first-turn minimum (none in
+ * this run, none carried) takes no part in that comparison: it stays, to be
+ * judged at the next point.  Dropped candidates keep their partial time (turn
  * means; profile, re-learning pruning). */
 static int race(comm_state *cs, size_state *e, double factor, int by_fastest)
 {
@@ -272,9 +285,9 @@ static int race(comm_state *cs, size_state *e, double factor, int by_fastest)
         const cand_learn *c = &e->lr[i];
         double carried = c->ctmin;
         if (first_turn_here(c))
-            x[i] = carried >= 0 && carried < x[i] ? carried : x[i];
+            x[i] = carried > 0 && carried < x[i] ? carried : x[i];
         else
-            x[i] = carried >= 0 ? carried : t[i] * cs->P; /* no first turn kept: its mean */
+            x[i] = carried > 0 ? carried : -1; /* no first-turn minimum: not compared */
     }
     drop_slow(e, by_fastest ? x : t, t, factor);
     return MPI_SUCCESS;
@@ -412,7 +425,7 @@ int ml_a2a_agree_partial(comm_state *cs, size_state *e, double *S)
     for (int i = 0; S && i < n; i++) { /* the first turn's fastest calls, carried ones included */
         const cand_learn *c = &e->lr[i];
         int here = first_turn_here(c);
-        S[n * NSLOT + i] = here && c->ctmin >= 0 && c->ctmin < x[i] ? c->ctmin : here ? x[i] : c->ctmin;
+        S[n * NSLOT + i] = here && c->ctmin > 0 && c->ctmin < x[i] ? c->ctmin : here ? x[i] : c->ctmin;
     }
     add_times(cs, e, x + n);
     if (e->phase == PH_LEARN) /* still learning: what the times so far say, for the profile */
