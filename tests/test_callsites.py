@@ -165,3 +165,21 @@ def test_html_and_diff_by_callsite(build, tmp_path):
     assert (a["calls_a"], a["calls_b"], a["bytes_a"], a["bytes_b"]) == (P * 7, 0, 2 * P * 7 * 256, 0)
     b = rows[f"callsite_c.c:{want['SITE-B']}"]
     assert (b["calls_a"], b["calls_b"]) == (P * 3, P * 3)
+
+
+def test_dumps_while_sites_are_added(build, tmp_path):
+    """Flight-recorder dumps (SIGUSR1) one after the other while the program adds
+    40000 call sites (tests/progs/callsite_dump_thread.c): the job lives through them and
+    its profile has every site exactly once."""
+    out = tmp_path / "storm.prof"
+    proc = run_mpi(1, [EXEC, PROGS / "callsite_dump_thread", tmp_path / "storm.prof.partial"],
+                   env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_CALLSITES": "2",
+                        "MPILENS_CALLSITE_SLOTS": "65536"})
+    dumps = int(re.search(r"^dumps (\d+)$", proc.stdout, re.M).group(1))
+    assert dumps >= 2, proc.stdout
+    _, (r,) = read_profile(out)
+    assert r["functions"]["MPI_Comm_rank"]["calls"] == 40000
+    sites = [s for s in r["callsites"] if s["function"] == "MPI_Comm_rank"]
+    assert len(sites) == 40000 and all(s["calls"] == 1 for s in sites)
+    assert len({tuple(map(tuple, s["frames"])) for s in sites}) == 40000
+    assert r["callsites_dropped"]["calls"] == 0

@@ -57,3 +57,28 @@ def test_limit_and_off(build, tmp_path):
         assert cm[-1]["kind"] == "other" and cm[-1]["calls"] == 6  # the half's calls
     _, ranks = read_profile(run(tmp_path, MPILENS_COMMS="0"))
     assert all("comms" not in r for r in ranks)
+
+
+def test_dump_names_communicators_without_mpi(build, tmp_path):
+    """A SIGUSR1 snapshot names the communicators from the records' copies, taken when
+    they are made, named (MPI_Comm_set_name) or freed: no MPI call from the flight
+    recorder's thread (tests/progs/comm_dump.c counts the PMPI_Comm_get_name calls)."""
+    out = tmp_path / "job.prof"
+    proc = run_mpi(2, [EXEC, PROGS / "comm_dump", tmp_path / "job.prof.partial", tmp_path],
+                   env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1"})
+    # on the main thread: at the start (world, self), 2 dups, 4 MPI_Comm_set_name, 1 free
+    for r in range(2):
+        assert f"rank {r} get_name main 9 other 0" in proc.stdout.splitlines(), proc.stdout
+    want = {0: ("world", "everyone", None), 1: ("self", "MPI_COMM_SELF", None),
+            2: ("dup", "dupw", 0), 3: ("dup", "gone", 2)}
+    for r in range(2):
+        head, (line,) = read_profile(tmp_path / f"snap-rank-{r}")
+        assert (head["format"], head["rank"], head["signal"]) == ("mpilens-partial", r, "SIGUSR1")
+        assert {c["id"]: (c["kind"], c["name"], c["parent"]) for c in line["comms"]} == want
+        # world: MPI_Comm_rank, MPI_Comm_set_name, MPI_Comm_dup; the dup: 2 MPI_Comm_set_name, MPI_Comm_dup
+        assert {c["id"]: c["calls"] for c in line["comms"]} == {0: 3, 1: 0, 2: 3, 3: 1}
+    _, ranks = read_profile(out)
+    for r in ranks:
+        assert {c["id"]: (c["kind"], c["name"], c["parent"]) for c in r["comms"]} == want
+        assert {c["id"]: c["calls"] for c in r["comms"]} == {0: 3, 1: 0, 2: 4, 3: 1}  # + MPI_Barrier
+

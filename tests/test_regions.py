@@ -109,3 +109,33 @@ def test_names_cut_or_not_utf8_keep_the_profile_readable(build, tmp_path):
         names = [c["name"] for c in r["comms"] if c["kind"] == "dup"]
         assert names == ["caf\ufffd"]
     assert mpilens_inproc("report", out).returncode == 0
+
+
+def test_snapshot_leaves_open_regions_open(build, tmp_path):
+    """A SIGUSR1 snapshot (flight recorder) while "phase" is open: the dump shows the
+    region as it is then (1 MPI_Barrier), and the program's region goes on to its end
+    (tests/progs/region_dump.c: 11 MPI_Barrier in all, open for at least 0.3 s)."""
+    out = tmp_path / "job.prof"
+    partial = tmp_path / "job.prof.partial"
+    run_mpi(P, [EXEC, PROGS / "region_dump", partial, tmp_path],
+            env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1"})
+    snap_wall = {}
+    for r in range(P):
+        head, line = read_profile(tmp_path / f"snap-rank-{r}")
+        assert (head["format"], head["rank"], head["reason"], head["signal"], head["dump"]) == \
+            ("mpilens-partial", r, "signal", "SIGUSR1", 1)
+        (g,) = line[0]["regions"]
+        assert (g["name"], g["entries"], {f: v["calls"] for f, v in g["functions"].items()}) == \
+            ("phase", 1, {"MPI_Barrier": 1})
+        assert g["wall_s"] > 0
+        snap_wall[r] = g["wall_s"]
+        assert line[0]["regions_dropped"] == {"labels": 0, "calls": 0, "unmatched": 0}
+    _, ranks = read_profile(out)
+    assert not partial.exists()  # the complete profile removed the partial files
+    for r in ranks:
+        (g,) = r["regions"]
+        assert (g["name"], g["parent"], g["entries"]) == ("phase", None, 1)
+        assert {f: v["calls"] for f, v in g["functions"].items()} == {"MPI_Barrier": 11}
+        assert g["wall_s"] >= snap_wall[r["rank"]] + 0.3  # open until the dump, then 0.3 s of sleep
+        assert r["regions_dropped"] == {"labels": 0, "calls": 0, "unmatched": 0}
+        assert r["functions"]["MPI_Barrier"]["calls"] == 11

@@ -283,17 +283,34 @@ static int ml_cs_module(uintptr_t pc, ml_mod_t **mods, int *nmods, uint64_t *off
 void ml_cs_rank_json(ml_buf_t *b)
 {
     if (!ml_cs_tables) return;
-    int total = 0;
-    for (ml_slot_t *s = ml_first_slot(); s; s = s->next)
-        if (s->cs) total += s->cs->n;
+    /* A dump (flight recorder) runs while the application threads go on adding
+     * sites: each table's record count is read once, the merge table is sized
+     * to their sum, and only those records are merged (a later one waits for
+     * the next dump).  A slot made after the count is left out. */
+    int nslots = 0, total = 0;
+    for (ml_slot_t *s = ml_first_slot(); s; s = s->next) nslots++;
+    int *upto = ml_cs_zalloc((size_t)nslots, sizeof *upto);
+    int j = 0;
+    for (ml_slot_t *s = ml_first_slot(); s && j < nslots; s = s->next, j++) {
+        if (!s->cs) continue;
+        int n = __atomic_load_n(&s->cs->n, __ATOMIC_ACQUIRE);
+        if (n > s->cs->cap) n = s->cs->cap;
+        upto[j] = n;
+        total += n;
+    }
     ml_cstab_t m;
     memset(&m, 0, sizeof m);
     ml_cs_table_init(&m, total ? total : 1);
-    for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
+    j = 0;
+    for (ml_slot_t *s = ml_first_slot(); s && j < nslots; s = s->next, j++) {
         ml_cstab_t *t = s->cs;
         if (!t) continue;
-        for (int i = 0; i < t->n; i++) {
-            ml_cs_rec_t *x = &t->rec[i], *a = ml_cs_get(&m, x->pc, x->n, (int)x->fid);
+        for (int i = 0; i < upto[j]; i++) {
+            ml_cs_rec_t *x = &t->rec[i];
+            /* a record being filled in right now: its frames are not written yet */
+            if (x->n == 0 || x->n > ML_CS_MAXDEPTH || x->fid >= ML_NFUNC) continue;
+            ml_cs_rec_t *a = ml_cs_get(&m, x->pc, x->n, (int)x->fid);
+            if (!a) continue;
             a->calls += x->calls;
             a->timed += x->timed;
             a->ticks += x->ticks;
@@ -311,6 +328,7 @@ void ml_cs_rank_json(ml_buf_t *b)
         m.over_bytes_s += t->over_bytes_s;
         m.over_bytes_r += t->over_bytes_r;
     }
+    free(upto);
     ml_mod_t *mods = NULL;
     int nmods = 0, first = 1;
     ml_buf_printf(b, ",\"callsites\":[");

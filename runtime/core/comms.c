@@ -9,7 +9,14 @@
  * record stays (its handle may be reused by the next one, which gets a new
  * record).  The per-call path finds the record of a handle through a
  * one-entry cache per thread, else one probe of a table that only the
- * creating wrappers write. */
+ * creating wrappers write.
+ *
+ * Each record keeps a copy of the communicator's name: taken when the
+ * communicator is made, again after each MPI_Comm_set_name on it (the
+ * wrapper, ml_comm_named) and when it is freed.  A partial profile (the
+ * flight recorder's dump, on its own thread) prints only these copies: it
+ * makes no MPI call.  The profile at MPI_Finalize asks MPI for the names of
+ * the communicators still live. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -78,11 +85,37 @@ static void ml_cm_put(MPI_Comm comm, int id)
     }
 }
 
+/* Record index of a live handle in the table, -1 if none (under ml_cm_mu; leaves the cache alone). */
+static int ml_cm_live(MPI_Comm comm)
+{
+    uint64_t key = ml_cm_hkey(comm);
+    for (uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40);; i++) {
+        uint64_t k = ml_cm_key[i & ml_cm_mask];
+        if (!k) return -1;
+        if (k == key) return ml_cm_idx[i & ml_cm_mask];
+    }
+}
+
+/* The name MPI holds for comm into a record's copy (an application thread, under ml_cm_mu). */
+static void ml_cm_take_name(ml_cm_info_t *c, MPI_Comm comm)
+{
+    char name[MPI_MAX_OBJECT_NAME] = {0};
+    int len = 0;
+    if (PMPI_Comm_get_name(comm, name, &len) != MPI_SUCCESS) name[0] = 0;
+    name[sizeof name - 1] = 0;
+    memcpy(c->name, name, sizeof name);
+}
+
 /* like_parent: the new communicator may not be used yet (MPI_Comm_idup): its size is its parent's */
 static void ml_cm_new(MPI_Comm comm, int parent, const char *kind, MPI_Comm like_parent)
 {
     if (comm == MPI_COMM_NULL) return;
     pthread_mutex_lock(&ml_cm_mu);
+    if (strcmp(kind, "parent") == 0 && ml_cm_live(comm) >= 0) {
+        /* MPI_Comm_get_parent returns the same communicator at every call: one record */
+        pthread_mutex_unlock(&ml_cm_mu);
+        return;
+    }
     if (ml_ncm >= ml_cm_max) {
         ml_cm_dropped++;
     } else {
@@ -95,6 +128,7 @@ static void ml_cm_new(MPI_Comm comm, int parent, const char *kind, MPI_Comm like
         else PMPI_Comm_size(q, &c->size);
         c->parent = parent;
         snprintf(c->kind, sizeof c->kind, "%s", kind);
+        if (like_parent == MPI_COMM_NULL) ml_cm_take_name(c, comm); /* an idup's has none yet */
         ml_cm_put(comm, ml_ncm++);
     }
     __atomic_add_fetch(&ml_cm_epoch, 1, __ATOMIC_RELEASE);
@@ -127,6 +161,16 @@ void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind)
     ml_cm_new(newcomm, p >= ml_cm_max ? -1 : p, kind, strcmp(kind, "idup") == 0 ? parent : MPI_COMM_NULL);
 }
 
+/* MPI_Comm_set_name, after a successful call: the record's copy of the name. */
+void ml_comm_named(MPI_Comm comm)
+{
+    if (!ml_cm || comm == MPI_COMM_NULL) return;
+    pthread_mutex_lock(&ml_cm_mu);
+    int id = ml_cm_live(comm);
+    if (id >= 0 && id < ml_cm_max) ml_cm_take_name(&ml_cm[id], comm);
+    pthread_mutex_unlock(&ml_cm_mu);
+}
+
 /* MPI_Comm_free / MPI_Comm_disconnect, before the call: keep the name, free the handle. */
 void ml_comm_freeing(MPI_Comm comm)
 {
@@ -134,8 +178,7 @@ void ml_comm_freeing(MPI_Comm comm)
     pthread_mutex_lock(&ml_cm_mu);
     int id = ml_cm_find(comm);
     if (id < ml_cm_max) {
-        int len = 0;
-        PMPI_Comm_get_name(comm, ml_cm[id].name, &len);
+        ml_cm_take_name(&ml_cm[id], comm);
         ml_cm[id].freed = 1;
         uint64_t key = ml_cm_hkey(comm);
         for (uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40);; i++) {
@@ -195,8 +238,10 @@ void ml_cm_rank_json(ml_buf_t *b)
         if (id < ml_cm_max) {
             const ml_cm_info_t *m = &ml_cm[id];
             char name[MPI_MAX_OBJECT_NAME] = {0};
-            if (m->freed) {
-                snprintf(name, sizeof name, "%s", m->name);
+            if (m->freed || ml_in_dump) {
+                /* a dump: no MPI call from the recorder's thread, the copy (see above) */
+                memcpy(name, m->name, sizeof name);
+                name[sizeof name - 1] = 0;
             } else {
                 MPI_Comm h = id == 0 ? MPI_COMM_WORLD : id == 1 ? MPI_COMM_SELF : MPI_COMM_NULL;
                 for (uint32_t i = 0; h == MPI_COMM_NULL && i <= ml_cm_mask; i++)

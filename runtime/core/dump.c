@@ -35,6 +35,7 @@ static ml_slot_t ml_dm;          /* this rank's records merged (peers allocated 
 static ml_buf_t ml_db;           /* the text */
 static char ml_d_host[256], ml_d_job[128], ml_d_cmd[2048], ml_d_lib[256];
 static int ml_d_seq = 0;
+ML_TLS int ml_in_dump = 0;
 
 static const char *const ml_reason[] = {"signal", "time_limit", "hang", "abort", "crash"};
 static const char *const ml_kind[] = {"other", "send", "recv", "sendrecv", "coll", "wait"};
@@ -225,7 +226,9 @@ int ml_dump_write(const char *dir, int reason, int sig, int code)
     prof.wall = ml_since(now, ml_t_init);
     prof.mpi = ml_mpi_time(&ml_dm);
     snprintf(prof.host, sizeof prof.host, "%s", ml_d_host);
+    ml_in_dump = 1; /* the rank line's hooks only read (hooks.h) */
     ml_profile_rank_line(b, &prof);
+    ml_in_dump = 0;
 
     char tmp[4600], fin[4600], ptmp[4600], prev[4600];
     snprintf(tmp, sizeof tmp, "%s/.rank-%d.tmp", dir, ml_world_rank);

@@ -91,6 +91,7 @@ int ml_cm_find(MPI_Comm comm);
 void ml_cm_add_slow(ml_slot_t *S, MPI_Comm comm, int tm, uint64_t dt, uint64_t bytes_s, uint64_t bytes_r);
 void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind);
 void ml_comm_freeing(MPI_Comm comm);
+void ml_comm_named(MPI_Comm comm);   /* after MPI_Comm_set_name: the record's copy of the name */
 void ml_cm_init(void);
 void ml_cm_attach(ml_slot_t *s);
 size_t ml_cm_bytes(void);
@@ -164,6 +165,11 @@ void ml_tl_reset(ml_slot_t *s);
 void ml_tl_rank_json(ml_buf_t *b);
 void ml_hooks_header_json(ml_buf_t *b); /* header members */
 void ml_hooks_rank_json(ml_buf_t *b);   /* rank-line members: call sites, regions, time line */
+/* Set on the thread writing a partial profile (dump.c) while it formats the rank
+ * line: the dump only reads (no MPI call, no change to the open regions); the
+ * profile at MPI_Finalize is the one that closes the open regions and asks MPI
+ * for the communicators' names. */
+extern ML_TLS int ml_in_dump;
 int ml_pcontrol(int level, const char *label); /* MPI_Pcontrol (core.c); 1 if it was a region */
 extern int ml_paused;               /* MPI_Pcontrol(0): recording off until MPI_Pcontrol(1) */
 

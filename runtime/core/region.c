@@ -157,7 +157,8 @@ static void ml_rg_begin(const char *label)
     int id = ml_rg_id(label);
     if (ml_rg_depth < ML_RG_STACK) {
         ml_rg_stack[ml_rg_depth] = id;
-        ml_rg_t0[ml_rg_depth++] = now;
+        ml_rg_t0[ml_rg_depth] = now;
+        __atomic_store_n(&ml_rg_depth, ml_rg_depth + 1, __ATOMIC_RELEASE); /* a dump reads the stack unlocked */
         ml_rg[id].entries++;
         ml_hooks_on = 1;
         ml_region_cur = id;
@@ -277,11 +278,26 @@ __attribute__((visibility("default"))) void mpilens_region_end_(const char *s, s
 void ml_rg_rank_json(ml_buf_t *b)
 {
     if (!ml_rg || !ml_nrg) return;
-    /* regions still open at MPI_Finalize count until then */
-    uint64_t now = ml_t_final ? ml_t_final : ml_now();
-    for (int k = ml_rg_depth - 1; k >= 0; k--) ml_rg[ml_rg_stack[k]].ticks += now - ml_rg_t0[k];
-    ml_rg_depth = 0;
-    ml_region_cur = 0;
+    uint64_t now = ml_t_final && !ml_in_dump ? ml_t_final : ml_now();
+    /* The regions open now count until now.  At MPI_Finalize they are closed
+     * (they count until then); a dump (ml_in_dump) runs while the program goes
+     * on: it counts them from a copy of the stack and leaves the stack as is. */
+    int stack[ML_RG_STACK], depth;
+    uint64_t t0[ML_RG_STACK];
+    if (ml_in_dump) {
+        depth = __atomic_load_n(&ml_rg_depth, __ATOMIC_ACQUIRE);
+        if (depth < 0) depth = 0;
+        if (depth > ML_RG_STACK) depth = ML_RG_STACK;
+        for (int k = 0; k < depth; k++) {
+            stack[k] = ml_rg_stack[k];
+            t0[k] = ml_rg_t0[k];
+        }
+    } else {
+        for (int k = ml_rg_depth - 1; k >= 0; k--) ml_rg[ml_rg_stack[k]].ticks += now - ml_rg_t0[k];
+        ml_rg_depth = 0;
+        ml_region_cur = 0;
+        depth = 0;
+    }
     uint64_t dropped = 0;
     ml_buf_printf(b, ",\"regions\":[");
     int firstr = 1;
@@ -293,8 +309,11 @@ void ml_rg_rank_json(ml_buf_t *b)
         ml_buf_printf(b, ",\"parent\":");
         if (ml_rg[id].parent) ml_buf_json_str(b, ml_rg[ml_rg[id].parent].name);
         else ml_buf_printf(b, "null");
+        uint64_t ticks = ml_rg[id].ticks;
+        for (int k = 0; k < depth; k++)
+            if (stack[k] == id && now > t0[k]) ticks += now - t0[k];
         ml_buf_printf(b, ",\"entries\":%llu,\"wall_s\":%.9g,\"functions\":{", (unsigned long long)ml_rg[id].entries,
-                      ml_ticks_to_s(ml_rg[id].ticks));
+                      ml_ticks_to_s(ticks));
         int firstf = 1;
         for (int fid = 1; fid < ML_NFUNC; fid++) {
             uint32_t key = ((uint32_t)id << 16 | (uint32_t)fid) + 1;

@@ -42,11 +42,18 @@ static int ml_tl_classify(const char *name)
     static const char *const coll[] = {"Barrier", "barrier", "Bcast", "bcast", "Reduce", "reduce", "Gather",
                                        "gather", "Scatter", "scatter", "Alltoall", "alltoall", "Scan", "scan",
                                        "Neighbor_", NULL};
-    static const char *const rma[] = {"Put", "Get", "Accumulate", "accumulate", "Fetch_and_op",
+    static const char *const rma[] = {"Put", "Get", "Rput", "Rget", "Accumulate", "accumulate", "Fetch_and_op",
                                       "Compare_and_swap", "Win_", NULL};
+    /* MPI_Get_ names that are not one-sided (MPI_Get_accumulate and the large-count MPI_Get_c are) */
+    static const char *const not_rma[] = {"MPI_Get_count", "MPI_Get_elements", "MPI_Get_address", "MPI_Get_version",
+                                          "MPI_Get_library_version", "MPI_Get_processor_name",
+                                          "MPI_Get_hw_resource_info", NULL};
     if (strncmp(name, "MPI_File_", 9) == 0) return ML_TL_IO;
     if (strncmp(name, "MPI_Win_", 8) == 0 || ml_has(name + 4, rma)) {
-        if (strncmp(name, "MPI_Get_", 8) != 0) return ML_TL_RMA; /* MPI_Get_count, MPI_Get_elements ... */
+        int other = 0;
+        for (int i = 0; not_rma[i]; i++)
+            if (strncmp(name, not_rma[i], strlen(not_rma[i])) == 0) other = 1;
+        if (!other) return ML_TL_RMA;
     }
     if (ml_has(name + 4, coll) && !strstr(name, "Reduce_local") && strncmp(name, "MPI_Op", 6) != 0) return ML_TL_COLL;
     if (ml_has(name + 4, p2p) && !strstr(name, "_c2f") && !strstr(name, "_f2c")) return ML_TL_P2P;

@@ -323,6 +323,8 @@ def comm_plan(base: str, b: Binding, p: Plan) -> None:
     if base in ("Comm_free", "Comm_disconnect"):
         p.pre.append(f"ml_comm_freeing({b.comm('comm') if b.lang == 'f' else b.ref('comm')});")
         return
+    if base == "Comm_set_name" and b.has("comm"):
+        p.post.append(f"ml_comm_named({b.comm('comm')});")  # the record's copy of the name
     mk = COMM_MAKERS.get(base)
     if mk and b.has(mk[2]):
         kind, parent, new = mk
