@@ -551,9 +551,10 @@ def check_alltoall_report(prof: Path, records: list[dict]) -> None:
         means = {k: v for k, v in rec["learned_mean_s"].items() if v > 0}
         if rec["source"] == "learned":
             others = {k: v for k, v in means.items() if k != rec["algorithm"]}
-            runner = min(others, key=others.get)
-            assert (row["runner_up"], row["runner_up_ratio"]) == \
-                (runner, means[runner] / means[rec["algorithm"]])
+            best_other = min(others.values())
+            # two candidates can tie on the learned mean (the clock's resolution): either
+            assert row["runner_up"] in {k for k, v in others.items() if v == best_other}
+            assert row["runner_up_ratio"] == best_other / means[rec["algorithm"]]
         else:
             assert (row["runner_up"], row["time_per_call_s"]) == (None, None)
     calls = sum(r["calls"] for r in records)

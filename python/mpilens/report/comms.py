@@ -23,7 +23,8 @@ def describe(rec: dict[str, Any], by_id: dict[int, dict[str, Any]]) -> str:
         seen.add(p)
         chain.append(str(by_id[p]["kind"]))
         p = by_id[p].get("parent")
-    text = " of ".join(chain) + f", size {rec['size']}" + (" (inter)" if rec.get("inter") else "")
+    size = f", size {rec['size']}" if rec.get("size") is not None else ""  # optional field
+    text = " of ".join(chain) + size + (" (inter)" if rec.get("inter") else "")
     name = rec.get("name") or ""
     builtin = {"world": "MPI_COMM_WORLD", "self": "MPI_COMM_SELF"}.get(str(rec["kind"]))
     return text + (f' "{name}"' if name and name != builtin else "")
