@@ -299,6 +299,7 @@ def test_check_text_table_and_exit_status(build: Path, tmp_path: Path) -> None:
     and exit status 0 when the signs agree, 1 when not."""
     prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
     model = write_model(tmp_path / "m.json", prof)
+    (tmp_path / "t-baseline.prof").write_text("not written by this check\n")  # not refused
     proc = mpilens("advise", prof, "--model", model, "--check", "--no-baseline-run",
                    "--check-output", tmp_path / "t", "--", *launcher(A2A_NP), APP,
                    "alltoall", A2A_ITERS, A2A_BLOCK, env={**SLOW, "MPILENS_TIMING": "all"})
@@ -311,7 +312,7 @@ def test_check_text_table_and_exit_status(build: Path, tmp_path: Path) -> None:
     assert rows["with the change"].startswith(str(tmp_path / "t-changed.prof"))
     assert rows["change applied"].startswith("MPILENS_ALLTOALL=")
     assert proc.returncode == (0 if rows["same sign"] == "yes" else 1)
-    assert not (tmp_path / "t-baseline.prof").exists()
+    assert (tmp_path / "t-baseline.prof").read_text() == "not written by this check\n"
     assert "Per function" in out  # the diff's table
 
 

@@ -65,12 +65,14 @@ def _run(command: list[str], output: Path, change: dict[str, Any] | None,
     return job.profile
 
 
-def outputs(prefix: str, runs: int, force: bool) -> list[tuple[Path, Path]]:
+def outputs(prefix: str, runs: int, force: bool, baseline: bool = True
+            ) -> list[tuple[Path, Path]]:
     """(baseline, changed) profile paths of each run: PREFIX-baseline.prof and
-    PREFIX-changed.prof, or PREFIX-baseline-1.prof ... with several runs."""
+    PREFIX-changed.prof, or PREFIX-baseline-1.prof ... with several runs.  Only the
+    files that will be written are refused when they exist (no baseline: the changed)."""
     tag = [""] if runs == 1 else [f"-{i}" for i in range(1, runs + 1)]
     pairs = [(Path(f"{prefix}-baseline{t}.prof"), Path(f"{prefix}-changed{t}.prof")) for t in tag]
-    for p in (p for pair in pairs for p in pair):
+    for p in (p for pair in pairs for p in (pair if baseline else pair[1:])):
         if p.exists() and not force:
             raise UserError(f"{p} exists: choose another --check-output or add --force")
         if not p.parent.is_dir():
@@ -109,7 +111,7 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
     if pinned:  # the launcher line's own setting would override the change
         raise UserError(f"--check sets {pinned} for the changed run: remove it from the "
                         f"launcher line (set the baseline's in the environment)")
-    pairs = outputs(prefix, runs, force)
+    pairs = outputs(prefix, runs, force, rerun_baseline)
     files = {key: Path(f"{prefix}-{key}") for key in finding["apply"].get("files", {})}
     for key, path in files.items():  # a rankfile the change names
         if path.exists() and not force:
