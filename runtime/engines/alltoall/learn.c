@@ -238,8 +238,9 @@ static int measured(double v)
 
 /* Drops the candidates at or above factor x the best of cmp (their time t
  * is kept for the profile and re-learning); the others keep their rows.
- * Candidates without a measured value in cmp take no part (neither the best
- * nor dropped); the best always stays, so at least one candidate is left. */
+ * Candidates without a measured value in cmp are never the best; those without
+ * samples (1e300) are dropped, those without a first-turn minimum (<= 0) stay;
+ * the best always stays, so at least one candidate is left. */
 static void drop_slow(size_state *e, const double *cmp, const double *t, double factor)
 {
     int best = -1;
@@ -250,7 +251,9 @@ static void drop_slow(size_state *e, const double *cmp, const double *t, double 
         return; /* nothing measured: nothing to compare */
     int n = 0;
     for (int i = 0; i < e->ncand; i++) {
-        if (i != best && measured(cmp[i]) && cmp[i] >= factor * cmp[best]) {
+        /* a candidate without samples (1e300) is dropped as before; one without a
+         * comparable time (<= 0: no first-turn minimum) stays, to be judged later */
+        if (i != best && cmp[i] > 0 && cmp[i] >= factor * cmp[best]) {
             e->mean[e->cand[i]] = t[i];
             continue;
         }
