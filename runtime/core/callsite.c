@@ -204,14 +204,7 @@ static void ml_cs_account(ml_cstab_t *t, int fid, void *ra, int tm, uint64_t dt,
         return;
     }
     t->over_calls++;
-    if (tm) {
-        t->over_timed++;
-        t->over_ticks += dt;
-        if (tm == ML_TM_SAMPLE) {
-            t->over_stimed++;
-            t->over_sticks += dt;
-        }
-    }
+    ml_time_add(&t->over_timed, &t->over_ticks, &t->over_stimed, &t->over_sticks, tm, dt);
     t->over_bytes_s += bs;
     t->over_bytes_r += br;
 }

@@ -66,14 +66,7 @@ static inline void ml_tl_add(ml_tltab_t *t, int fid, int tm, uint64_t t0, uint64
     if (__builtin_expect((rel >> t->shift) >= (uint64_t)t->nbins, 0)) ml_tl_grow(t, rel);
     ml_tl_cell_t *c = &t->cell[(rel >> t->shift) * ML_TL_NCLASS + ml_tl_class[fid]];
     c->calls++;
-    if (tm) {
-        c->timed++;
-        c->ticks += dt;
-        if (tm == ML_TM_SAMPLE) {
-            c->stimed++;
-            c->sticks += dt;
-        }
-    }
+    ml_time_add(&c->timed, &c->ticks, &c->stimed, &c->sticks, tm, dt);
     c->bytes += bytes;
 }
 
@@ -106,14 +99,7 @@ static inline int ml_cm_id(MPI_Comm comm)
 static inline void ml_cm_upd(ml_cm_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
     r->calls++;
-    if (tm) {
-        r->timed++;
-        r->ticks += dt;
-        if (tm == ML_TM_SAMPLE) {
-            r->stimed++;
-            r->sticks += dt;
-        }
-    }
+    ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
     r->bytes_s += bs;
     r->bytes_r += br;
 }
@@ -196,14 +182,7 @@ static inline uint32_t ml_cs_hash1(uintptr_t pc, int fid)
 static inline void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
     r->calls++;
-    if (tm) {
-        r->timed++;
-        r->ticks += dt;
-        if (tm == ML_TM_SAMPLE) {
-            r->stimed++;
-            r->sticks += dt;
-        }
-    }
+    ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
     if (bs | br) {
         r->bytes_s += bs;
         r->bytes_r += br;

@@ -146,6 +146,20 @@ static inline int ml_want_time(const ml_frec_t *r)
     return ml_sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
 }
 
+/* A call into a record's timing counters: timed calls and their ticks, and of
+ * those the sampled ones (ML_TM_SAMPLE), for ml_est_ticks. */
+static inline void ml_time_add(uint64_t *timed, uint64_t *ticks, uint64_t *stimed, uint64_t *sticks,
+                               int tm, uint64_t dt)
+{
+    if (!tm) return;
+    ++*timed;
+    *ticks += dt;
+    if (tm == ML_TM_SAMPLE) {
+        ++*stimed;
+        *sticks += dt;
+    }
+}
+
 /* Estimated total ticks of a record's calls: the calls timed by the policy as
  * measured; the rest (calls - policy-timed) at the mean of the sampled ones
  * (none sampled yet: at the mean of all timed calls). */
@@ -159,15 +173,10 @@ static inline void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
 {
     r->calls++;
     if (tm) {
-        r->timed++;
-        r->ticks += dt;
         if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
         if (dt > r->tmax) r->tmax = dt;
-        if (tm == ML_TM_SAMPLE) {
-            r->stimed++;
-            r->sticks += dt;
-        }
     }
+    ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
 }
 
 static inline void ml_count(ml_slot_t *s, int fid, int tm, uint64_t dt)
