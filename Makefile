@@ -82,9 +82,10 @@ _build:
 	    || { cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS) $(if $(TARGETS),--target $(TARGETS))
 
-# the demo needs the library and the examples only (make test builds everything)
+# the demo needs the library, the examples and mpilens-bench (the README's next commands:
+# mpilens advise, mpilens bench); make test builds everything
 _demo:
-	@$(MAKE) --no-print-directory _build TARGETS="mpilens heat2d heat2d_f"
+	@$(MAKE) --no-print-directory _build TARGETS="mpilens mpilens-bench heat2d heat2d_f"
 	$(PY) -m mpilens.cli demo
 
 _test: _build

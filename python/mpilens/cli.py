@@ -14,6 +14,9 @@ from .errors import JobStopped, UserError
 
 # Each module in mpilens.commands defines register(subparsers) -> None and sets
 # the parser's `func` default to a callable(args) -> int.
+# The commands whose last argument is a launcher line after `--` (set_defaults(remainder=
+# the name of that argument)).
+LAUNCHER_COMMANDS = ("run", "bench", "tune")
 COMMANDS = ["run", "report", "diff", "html", "demo", "bench", "tune", "config", "advise"]
 
 
@@ -63,9 +66,24 @@ def command_name() -> str:
     return f"PYTHONPATH={Path(__file__).resolve().parents[1]} {sys.executable} -m mpilens.cli"
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """parse_args, but what follows the first `--` is the launcher line of the commands
+    that take one (their `remainder` default names it), given to them after a `--` of
+    their own: argparse alone drops that `--` when no option comes before it, so
+    `mpilens bench p2p -- mpirun -np 2` could not tell the launcher from its options."""
+    k = argv.index("--") if "--" in argv else -1
+    command = next((a for a in argv[:k] if not a.startswith("-")), None)
+    if k < 0 or command not in LAUNCHER_COMMANDS:
+        return parser.parse_args(argv)  # `--` means what argparse says it means
+    args = parser.parse_args(argv[:k])
+    dest = args.remainder
+    setattr(args, dest, [*getattr(args, dest), *argv[k:]])
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, sys.argv[1:] if argv is None else list(argv))
     if args.version:
         print(version_text())
         return 0

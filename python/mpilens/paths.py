@@ -5,7 +5,11 @@ Lookup order (docs/install.md):
    modulefile that sets it) or a build directory;
 2. the ``mpilens-exec`` first on ``PATH``: its ``bin/`` directory's parent;
 3. the build tree of this checkout: ``MPILENS_BUILD``, else
-   ``<checkout>/build/<mpi>`` for the MPI selected (mpi_env.detect).
+   ``<checkout>/build/<mpi>`` for: the MPI ``MPILENS_MPI`` names; else the MPI
+   of the launcher line the command runs (``mpiexec.mpich ...``: set with
+   ``use_launcher``); else the MPI whose mpirun/mpiexec is first on ``PATH``;
+   else the only build present.  With several builds and none of these, the
+   message names the builds and how to choose.
 
 A prefix and a build directory share one layout: ``lib/libmpilens.so``,
 ``bin/mpilens-exec``, ``bin/mpilens-bench*``, ``share/mpilens/runtime.json``
@@ -24,6 +28,7 @@ from typing import Any
 
 from . import mpi_env
 from .errors import UserError
+from .launch import launcher_kind
 
 REPO = Path(__file__).resolve().parents[2]
 EXEC = "bin/mpilens-exec"
@@ -71,12 +76,41 @@ _HOW = ("set MPILENS_PREFIX to the prefix mpilens was installed to, put its bin/
         "or build it in the checkout (make build)")
 
 
+# The MPI the launcher line of the running command names (use_launcher), if any.
+_launcher_mpi: str | None = None
+
+
+def use_launcher(argv: list[str]) -> str | None:
+    """Prefer the build of the MPI this launcher line names (mpiexec.mpich, an mpirun of
+    Open MPI, ...) for the rest of this command; returns that MPI, None if it names none.
+    Only launchers are asked (an application is never run to find out)."""
+    global _launcher_mpi
+    prog = argv[0] if argv else ""
+    kind = launcher_kind(prog) if prog else None
+    _launcher_mpi = mpi_env.flavour_of(prog) if kind not in (None, "srun") else None
+    return _launcher_mpi
+
+
+def builds_present() -> list[str]:
+    """The MPIs this checkout has a build of (build/<mpi>/bin/mpilens-exec)."""
+    return [f for f in mpi_env.FLAVOURS if (REPO / "build" / f / EXEC).exists()]
+
+
 def build_dir() -> Path:
-    """This checkout's build directory for the selected MPI (MPILENS_BUILD overrides)."""
+    """This checkout's build directory for the selected MPI (MPILENS_BUILD overrides;
+    the order is the module's docstring's)."""
     env = os.environ.get("MPILENS_BUILD")
     if env:
         return Path(env)
-    return REPO / "build" / mpi_env.detect()
+    if os.environ.get("MPILENS_MPI"):
+        return REPO / "build" / mpi_env.detect()
+    if _launcher_mpi:
+        return REPO / "build" / _launcher_mpi
+    first = mpi_env.detect()
+    present = builds_present()
+    if first in present or len(present) != 1:
+        return REPO / "build" / first
+    return REPO / "build" / present[0]
 
 
 def runtime() -> Runtime:
@@ -98,6 +132,13 @@ def runtime() -> Runtime:
         b = build_dir()
         if (b / EXEC).exists():
             return Runtime(b, "build tree")
+        present = builds_present()
+        if present:
+            which = ", ".join(f"build/{f}" for f in present)
+            raise UserError(
+                f"no build of mpilens for {b.name} in {REPO}/build (there is {which}): "
+                f"choose one with MPILENS_MPI={' or MPILENS_MPI='.join(present)}, or "
+                f"build it (make build MPI={b.name})")
     raise UserError(f"the mpilens runtime (libmpilens.so, mpilens-exec) was not found: {_HOW}")
 
 

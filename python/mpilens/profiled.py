@@ -101,6 +101,7 @@ def prepare(command: list[str], output: str = DEFAULT_OUTPUT, *,
         output = str(Path(cwd) / output)
     claim_output(output, force)
     settings["MPILENS_OUTPUT"] = output
+    paths.use_launcher(command)
     runtime = paths.runtime()
     exec_path = str(runtime.path(paths.EXEC).resolve())
     wrapped = launch.wrap(command, exec_path, sorted(settings), launcher_kind)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import outfile
+from .. import outfile, paths
 from ..bench import launch as bench_launch
 from ..bench import tables as bench_tables
 from ..errors import UserError
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("family", choices=[*C_FAMILIES, *MODULE_FAMILIES], help="benchmark family")
     p.add_argument("rest", nargs=argparse.REMAINDER,
                    help="options, then -- and the launcher line (e.g. -- mpirun -np 4)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, remainder="rest")
 
 
 FAMILY_OPTIONS = {
@@ -176,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         mine, launcher = rest, []
     opts, passthrough = _options_parser(args.family).parse_known_args(mine)
+    paths.use_launcher(launcher)
     outfile.check_output(opts.json, opts.force, "--json")
     if opts.plot is not None:
         if opts.plot.suffix.lower() not in PLOT_FORMATS:

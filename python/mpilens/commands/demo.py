@@ -23,6 +23,7 @@ from ..errors import UserError
 from ..report import terminal
 from ..report.profile import load
 from . import html as html_cmd
+from .report import add_width
 
 EXAMPLE_ARGS = ["64", "100", "25"]  # N, steps, transpose every (see examples/heat2d.c)
 
@@ -38,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "<build>/demo in a build directory, rewritten on every demo; "
                         "./mpilens-demo with an installed runtime)")
     p.add_argument("--force", action="store_true", help="overwrite files in --out-dir")
+    add_width(p)
     p.set_defaults(func=run)
 
 
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     prof = load(prof_path)
     hist = histogram_functions(prof)
-    terminal.render(prof, top=10, function=hist[0] if hist else None)
+    terminal.render(prof, top=10, function=hist[0] if hist else None, width=args.width)
     html_cmd.write_html(prof_path, html_path, force=True)
     me = command_name()
     print(f"\nmpilens demo: profile      {prof_path}\n"

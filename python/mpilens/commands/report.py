@@ -66,7 +66,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--region", metavar="NAME",
                    help="only the MPI calls made inside region NAME (MPI_Pcontrol labels, "
                         "mpilens_region_begin/end): the function table and histograms")
+    add_width(p)
     p.set_defaults(func=run)
+
+
+def add_width(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--width", type=positive_int, metavar="COLUMNS",
+                   help="columns of the text output (default: COLUMNS, else the terminal's; "
+                        "150 when piped); tables leave out their least important columns "
+                        "to fit, and say which")
 
 
 def region_view(prof: Profile, region: str | None) -> Profile:
@@ -157,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
             analysis.resolve_function(view, args.function)
         site = callsite_detail(prof, args.callsite) if args.callsite else None
         terminal.render(prof, args.top or DEFAULT_TOP, args.function, per_rank=args.ranks,
-                        region=args.region, callsite=site)
+                        region=args.region, callsite=site, width=args.width)
         return 0
     data = report_data(args, prof)
     if args.format == "json":

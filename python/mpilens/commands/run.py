@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", default=None,
                    help=f"profile path (MPILENS_OUTPUT; %%j job id, %%t time, %%p pid of "
-                        f"rank 0; default {DEFAULT_OUTPUT})")
+                        f"rank 0; default {DEFAULT_OUTPUT.replace('%', '%%')})")
     p.add_argument("--force", action="store_true",
                    help="allow overwriting an existing profile at --output")
     p.add_argument("-e", "--env", action="append", default=[], metavar="MPILENS_VAR=VALUE",
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no summary after the run")
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help="launcher line: mpirun -np 4 ./app args (after --)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, remainder="command")
 
 
 def print_summary(path: Path) -> None:
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
                                 force=args.force, launcher_kind=args.launcher)
     rc = job.status
     if job.profile is None:
-        print(f"mpilens: no profile found at {output} ({job.why_none()}; "
+        looked = profiled.PLACEHOLDER.sub("*", output)
+        print(f"mpilens: no profile found at {looked} ({job.why_none()}; "
               f"a profile is written at MPI_Finalize)", file=sys.stderr)
         if job.partial:
             print(f"mpilens: the ranks left a partial profile: see it with: {command_name()} "

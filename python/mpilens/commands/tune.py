@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--learn", type=int, default=20, help="learning calls per algorithm (default 20)")
     p.add_argument("launcher", nargs=argparse.REMAINDER,
                    help="-- and the launcher line, '{np}' replaced by the rank count")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, remainder="launcher")
 
 
 def sweep_from_profile(path: Path) -> dict[int, list[int]]:
@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if out is not None and not out.parent.is_dir():
         raise UserError(f"--output {args.output}: directory {out.parent} does not exist")
     env = {"MPILENS_ALLTOALL_CACHE": args.cache} if args.cache else None
+    paths.use_launcher(user)
     exe = paths.artifact("bin/mpilens-bench-alltoall")
     cache = None
     with tempfile.TemporaryDirectory(prefix="mpilens-tune-") as tmp:

@@ -11,7 +11,19 @@ from rich.table import Table
 from rich.text import Text
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, callsites, commpattern, comms, nodes, ranks, regions, timeline, waitsfor
+from . import (
+    analysis,
+    callsites,
+    commpattern,
+    comms,
+    layout,
+    nodes,
+    ranks,
+    regions,
+    timeline,
+    waitsfor,
+)
+from .layout import Col, fit_table
 from .profile import Profile
 
 BAR_WIDTH = 40
@@ -40,28 +52,33 @@ def summary_panel(s: dict[str, Any]) -> Panel:
     return Panel(t, title="mpilens report", subtitle=escape(s["profile"]), expand=False)
 
 
-def functions_table(rows: list[dict[str, Any]], top: int) -> Table:
-    t = Table(title=f"Top {min(top, len(rows))} of {len(rows)} MPI functions by total time",
-              title_justify="left")
-    t.add_column("function", no_wrap=True)
-    for col in ("calls", "total", "mean", "call min/max", "% MPI", "% wall", "rank min/mean/max",
-                "slowest", "bytes"):
-        t.add_column(col, justify="right", no_wrap=True)
-    t.add_column("", no_wrap=True)
+# The function table's columns, by priority (layout.fit_table: 0 never left out).
+FUNCTION_COLS = [
+    Col("function", 0, "left"), Col("calls", 1), Col("total", 0), Col("mean", 3),
+    Col("call min/max", 7), Col("% MPI", 0), Col("% wall", 2), Col("rank min/mean/max", 6),
+    Col("slowest", 5), Col("bytes", 4), Col("", 1, "left"),
+]
+
+
+def functions_table(rows: list[dict[str, Any]], top: int, width: int | None = None) -> Table:
+    cells = []
     for r in rows[:top]:
         caution = Text("caution", style="bold yellow") if r["caution"] else Text("")
-        t.add_row(
+        cells.append([
             r["function"], f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_time(r["mean_s"]),
             fmt_times([r["time_min_s"], r["time_max_s"]]),
             fmt_pct(r["pct_mpi"]), fmt_pct(r["pct_wall"]),
             fmt_times([r["rank_time_min_s"], r["rank_time_mean_s"], r["rank_time_max_s"]]),
             "" if r["slowest_rank"] is None else f"rank {r['slowest_rank']}",
-            fmt_bytes(r["bytes_sent"] + r["bytes_recv"]), caution)
-    return t
+            fmt_bytes(r["bytes_sent"] + r["bytes_recv"]), caution])
+    return fit_table(f"Top {min(top, len(rows))} of {len(rows)} MPI functions by total time",
+                     FUNCTION_COLS, cells, width)
 
 
-def histogram_table(hist: dict[str, Any]) -> list[Any]:
-    """Bars per size class (non-empty classes only), dominant classes highlighted."""
+def histogram_table(hist: dict[str, Any], width: int | None = None) -> list[Any]:
+    """Bars per size class (non-empty classes only), dominant classes highlighted; the
+    bars are as long as width leaves room for (BAR_WIDTH at most)."""
+    bar_width = BAR_WIDTH if width is None else max(10, min(BAR_WIDTH, width - 48))
     out: list[Any] = []
     fn, labels = hist["function"], hist["labels"]
     if not hist["directions"]:
@@ -74,11 +91,11 @@ def histogram_table(hist: dict[str, Any]) -> list[Any]:
         t.add_column("size class (bytes)", justify="right")
         t.add_column("messages", justify="right")
         t.add_column("%", justify="right")
-        t.add_column("")
+        t.add_column("", no_wrap=True, overflow="crop")
         for i, c in enumerate(d["bins"]):
             if c == 0:
                 continue
-            n = max(1, round(BAR_WIDTH * c / peak))
+            n = max(1, round(bar_width * c / peak))
             style = "bold green" if i in dom else "blue"
             t.add_row(Text(labels[i]), f"{c:,}", fmt_pct(100.0 * c / d["messages"]),
                       Text("#" * n, style=style))
@@ -125,25 +142,23 @@ def alltoall_block(rows: list[dict[str, Any]]) -> list[Any]:
     return [t, Text(">> " + analysis.alltoall_sentence(rows), style="bold")]
 
 
-def ranks_table(rows: list[dict[str, Any]] | None) -> Table | Text:
+def ranks_table(rows: list[dict[str, Any]] | None, width: int | None = None) -> Table | Text:
     """The per-rank table (report --ranks)."""
     if rows is None:
         return Text("Per rank: the profile has no rank lines (written with MPILENS_DETAIL=off)")
-    t = Table(title="Per rank (time in MPI and calls without MPI_Init/Finalize)",
-              title_justify="left")
-    t.add_column("rank", justify="right")
-    t.add_column("host")
-    for col in ("wall", "in MPI", "% wall", "calls", "bytes sent", "bytes recv"):
-        t.add_column(col, justify="right", no_wrap=True)
-    t.add_column("top function (% of the rank's MPI time)", no_wrap=True)
+    cols = [Col("rank", 0), Col("host", 4, "left", wrap=True), Col("wall", 2), Col("in MPI", 0),
+            Col("% wall", 0), Col("calls", 1), Col("bytes sent", 3), Col("bytes recv", 3),
+            Col("top function (% of the rank's MPI time)", 5, "left", wrap=True)]
+    cells = []
     for r in rows:
         top = ("-" if r["top_function"] is None else
                f"{r['top_function']} {fmt_time(r['top_function_s'])} "
                f"({fmt_pct(r['top_function_pct'])})")
-        t.add_row(str(r["rank"]), Text(r["host"]), fmt_time(r["wall_s"]), fmt_time(r["mpi_s"]),
-                  fmt_pct(r["mpi_pct"]), f"{r['calls']:,}", fmt_bytes(r["bytes_sent"]),
-                  fmt_bytes(r["bytes_recv"]), top)
-    return t
+        cells.append([str(r["rank"]), Text(r["host"]), fmt_time(r["wall_s"]),
+                      fmt_time(r["mpi_s"]), fmt_pct(r["mpi_pct"]), f"{r['calls']:,}",
+                      fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_recv"]), top])
+    return fit_table("Per rank (time in MPI and calls without MPI_Init/Finalize)", cols, cells,
+                     width)
 
 
 def nodes_block(view: dict[str, Any] | None) -> list[Any]:
@@ -201,19 +216,17 @@ def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
     return out
 
 
-def callsites_table(rows: list[dict[str, Any]], top: int, drop: dict[str, Any]) -> list[Any]:
+def callsites_table(rows: list[dict[str, Any]], top: int, drop: dict[str, Any],
+                    width: int | None = None) -> list[Any]:
     """The top call sites (report --callsite N shows one in detail)."""
-    t = Table(title=f"Top {min(top, len(rows))} of {len(rows)} call sites by total time "
-                    "(innermost frame first)", title_justify="left")
-    t.add_column("#", justify="right")
-    t.add_column("function", no_wrap=True)
-    t.add_column("call site")
-    for col in ("calls", "total", "% sites", "ranks", "bytes"):
-        t.add_column(col, justify="right", no_wrap=True)
-    for r in rows[:top]:
-        t.add_row(str(r["id"]), r["function"], Text(r["location"]), f"{r['calls']:,}",
-                  fmt_time(r["time_s"]), fmt_pct(r["pct_sites"]), str(r["nranks"]),
-                  fmt_bytes(r["bytes_sent"] + r["bytes_recv"]))
+    cols = [Col("#", 0), Col("function", 0, "left"), Col("call site", 0, "left", wrap=True),
+            Col("calls", 2), Col("total", 0), Col("% sites", 1), Col("ranks", 4),
+            Col("bytes", 3)]
+    cells = [[str(r["id"]), r["function"], Text(r["location"]), f"{r['calls']:,}",
+              fmt_time(r["time_s"]), fmt_pct(r["pct_sites"]), str(r["nranks"]),
+              fmt_bytes(r["bytes_sent"] + r["bytes_recv"])] for r in rows[:top]]
+    t = fit_table(f"Top {min(top, len(rows))} of {len(rows)} call sites by total time "
+                  "(innermost frame first)", cols, cells, width)
     out: list[Any] = [t]
     if drop["calls"]:
         out.append(Text(f"{drop['calls']:,} calls came from sites beyond MPILENS_CALLSITE_SLOTS "
@@ -243,19 +256,20 @@ def callsite_block(r: dict[str, Any], labels: list[str]) -> list[Any]:
     return out
 
 
-def regions_table(rows: list[dict[str, Any]], drop: dict[str, int]) -> list[Any]:
-    t = Table(title="Regions (MPI_Pcontrol labels): a call counts in its innermost region; "
-                    "wall time includes nested regions", title_justify="left")
-    t.add_column("region", no_wrap=True)
-    t.add_column("inside", no_wrap=True)
-    for col in ("entries", "wall/rank", "MPI calls", "MPI time", "% of region", "bytes"):
-        t.add_column(col, justify="right", no_wrap=True)
+def regions_table(rows: list[dict[str, Any]], drop: dict[str, int],
+                  width: int | None = None) -> list[Any]:
+    cols = [Col("region", 0, "left", wrap=True), Col("inside", 3, "left", wrap=True),
+            Col("entries", 4), Col("wall/rank", 2), Col("MPI calls", 1), Col("MPI time", 0),
+            Col("% of region", 0), Col("bytes", 5)]
+    cells = []
     for r in rows:
         wall = r["wall_s"]
-        t.add_row(Text(r["name"]), Text(r["parent"] or "-"), f"{r['entries']:,}",
-                  fmt_time(r["wall_mean_s"]), f"{r['calls']:,}", fmt_time(r["time_s"]),
-                  fmt_pct(100.0 * r["time_s"] / wall) if wall > 0 else "-",
-                  fmt_bytes(r["bytes_sent"] + r["bytes_recv"]))
+        cells.append([Text(r["name"]), Text(r["parent"] or "-"), f"{r['entries']:,}",
+                      fmt_time(r["wall_mean_s"]), f"{r['calls']:,}", fmt_time(r["time_s"]),
+                      fmt_pct(100.0 * r["time_s"] / wall) if wall > 0 else "-",
+                      fmt_bytes(r["bytes_sent"] + r["bytes_recv"])])
+    t = fit_table("Regions (MPI_Pcontrol labels): a call counts in its innermost region; "
+                  "wall time includes nested regions", cols, cells, width)
     out: list[Any] = [t]
     if drop["labels"] or drop["calls"] or drop["unmatched"]:
         out.append(Text(f"{drop['labels']:,} region openings beyond MPILENS_REGIONS (in \"(other)\"), "
@@ -264,34 +278,29 @@ def regions_table(rows: list[dict[str, Any]], drop: dict[str, int]) -> list[Any]
     return out
 
 
-def timeline_block(tl: dict[str, Any]) -> list[Any]:
+def timeline_block(tl: dict[str, Any], width: int | None = None) -> list[Any]:
     """One sparkline per class: MPI time per bin, summed over ranks (scaled per class)."""
-    t = Table(title=f"Time line: MPI time per class in {tl['nbins']} bins of "
-                    f"{fmt_time(tl['bin_s'])} from MPI_Init (summed over ranks; each line "
-                    "scaled to its own peak)", title_justify="left")
-    t.add_column("class")
-    t.add_column("", no_wrap=True)
-    for col in ("calls", "time", "bytes"):
-        t.add_column(col, justify="right", no_wrap=True)
-    for c in tl["classes"]:
-        if not sum(c["calls"]):
-            continue
-        t.add_row(c["class"], Text(timeline.sparkline(c["time_s"]), style="cyan"),
-                  f"{sum(c['calls']):,}", fmt_time(sum(c["time_s"])), fmt_bytes(sum(c["bytes"])))
-    return [t]
+    cols = [Col("class", 0, "left"), Col("", 0, "left", wrap=True), Col("calls", 2),
+            Col("time", 1), Col("bytes", 3)]
+    cells = [[c["class"], Text(timeline.sparkline(c["time_s"]), style="cyan"),
+              f"{sum(c['calls']):,}", fmt_time(sum(c["time_s"])), fmt_bytes(sum(c["bytes"]))]
+             for c in tl["classes"] if sum(c["calls"])]
+    return [fit_table(f"Time line: MPI time per class in {tl['nbins']} bins of "
+                      f"{fmt_time(tl['bin_s'])} from MPI_Init (summed over ranks; each line "
+                      "scaled to its own peak)", cols, cells, width)]
 
 
-def comms_table(rows: list[dict[str, Any]], top: int, dropped: int) -> list[Any]:
+def comms_table(rows: list[dict[str, Any]], top: int, dropped: int,
+                width: int | None = None) -> list[Any]:
     """The heaviest communicators (records of all ranks grouped by description)."""
-    t = Table(title=f"Heaviest {min(top, len(rows))} of {len(rows)} communicators by MPI time "
-                    "(how each was made, its size, its name; records: one per rank in it)",
-                    title_justify="left")
-    t.add_column("communicator")
-    for col in ("records", "calls", "time", "bytes"):
-        t.add_column(col, justify="right", no_wrap=True)
-    for r in rows[:top]:
-        t.add_row(Text(r["communicator"]), str(r["records"]), f"{r['calls']:,}",
-                  fmt_time(r["time_s"]), fmt_bytes(r["bytes_sent"] + r["bytes_recv"]))
+    cols = [Col("communicator", 0, "left", wrap=True), Col("records", 3), Col("calls", 2),
+            Col("time", 0), Col("bytes", 1)]
+    cells = [[Text(r["communicator"]), str(r["records"]), f"{r['calls']:,}",
+              fmt_time(r["time_s"]), fmt_bytes(r["bytes_sent"] + r["bytes_recv"])]
+             for r in rows[:top]]
+    t = fit_table(f"Heaviest {min(top, len(rows))} of {len(rows)} communicators by MPI time "
+                  "(how each was made, its size, its name; records: one per rank in it)",
+                  cols, cells, width)
     out: list[Any] = [t]
     if dropped:
         out.append(Text(f"{dropped:,} communicators beyond MPILENS_COMMS: their calls are in "
@@ -301,11 +310,12 @@ def comms_table(rows: list[dict[str, Any]], top: int, dropped: int) -> list[Any]
 
 def render(prof: Profile, top: int, function: str | None,
            console: Console | None = None, per_rank: bool = False,
-           region: str | None = None, callsite: dict[str, Any] | None = None) -> None:
+           region: str | None = None, callsite: dict[str, Any] | None = None,
+           width: int | None = None) -> None:
+    """The one-page report; width: --width (layout.console says which width is used)."""
     if console is None:
-        console = Console()
-        if not console.is_terminal:  # piped or redirected: do not squeeze the tables to 80
-            console = Console(width=max(console.width, 150))
+        console = layout.console(width)
+    w = console.width
     console.print(summary_panel(analysis.summary(prof)))
     if prof.partial is not None:
         for item in partial_block(prof, waitsfor.analyse(prof)):
@@ -317,33 +327,33 @@ def render(prof: Profile, top: int, function: str | None,
         view = region_view(prof, region)
         console.print(Text(f"Region {region}: the function table and histograms below count "
                            "only the calls made inside it", style="bold"))
-    console.print(functions_table(analysis.function_rows(view), top))
+    console.print(functions_table(analysis.function_rows(view), top, w))
     rg = regions.region_rows(prof)
     if rg:
-        for item in regions_table(rg, regions.dropped(prof)):
+        for item in regions_table(rg, regions.dropped(prof), w):
             console.print(item)
     cm = comms.comm_rows(prof)
     if cm:
-        for item in comms_table(cm, min(top, 10), comms.dropped(prof)):
+        for item in comms_table(cm, min(top, 10), comms.dropped(prof), w):
             console.print(item)
     tl = timeline.timeline(prof)
     if tl:
-        for item in timeline_block(tl):
+        for item in timeline_block(tl, w):
             console.print(item)
     cs = callsites.callsite_rows(prof)
     if cs:
-        for item in callsites_table(cs, min(top, 10), callsites.dropped(prof)):
+        for item in callsites_table(cs, min(top, 10), callsites.dropped(prof), w):
             console.print(item)
     if callsite is not None:
         for item in callsite_block(callsite, prof.hist_labels()):
             console.print(item)
     if per_rank:
-        console.print(ranks_table(ranks.rank_rows(prof)))
+        console.print(ranks_table(ranks.rank_rows(prof), w))
     a2a = analysis.alltoall_rows(prof)
     for item in alltoall_block(a2a) if a2a else []:
         console.print(item)
     if function:
-        for item in histogram_table(analysis.histogram(view, function)):
+        for item in histogram_table(analysis.histogram(view, function), w):
             console.print(item)
     for item in pattern_block(commpattern.summary(prof)):
         console.print(item)
