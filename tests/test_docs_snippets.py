@@ -1,0 +1,154 @@
+"""The shell snippets of README.md and docs/*.md run as printed.
+
+Every line of every ```sh block is classified by RULES (first match wins): run it,
+run it only under some MPIs, or skip it with the reason it cannot run here.  A line
+no rule matches fails the test, so a new snippet is either run or given a reason.
+
+The lines that run are adapted to this machine only where the text itself says the
+command is an example of its kind, and only as ADAPT lists:
+- the launcher: `mpirun -np N` / `mpiexec -n N` become this MPI's launcher line for
+  min(N, 4) ranks (2 cores; Open MPI as root needs --allow-run-as-root
+  --oversubscribe: mpi_env.launcher_line), `build/openmpi` the build under test;
+- the placeholders: `./app` is the bundled heat2d example (`args`: a small grid),
+  `mpilens-<job>.prof` the newest profile of the snippet's own runs, `before.prof` /
+  `after.prof` its oldest and newest;
+- benchmarks get options that bound their run time (sizes, samples), appended after
+  the family's own options, so that the README's command lines still parse as printed.
+
+Each document's lines run in order in one bash script (`set -e`), in a temporary
+directory, with `mpilens` this checkout's command.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import BUILD, FLAVOUR, REPO, launcher, mpi_env
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str           # regex searched in the line (comments removed)
+    skip: str | None = None  # reason it cannot run here; None: run it
+    only: tuple[str, ...] = ()  # run under these MPIs only (skip: why not the others)
+
+
+T_INSTALL = "tests/test_install.py runs make install and the by-hand steps into a temporary prefix"
+T_CLUSTER = ("needs the virtual cluster (root, network namespaces; tests/cluster/vcluster): "
+             "tests/test_cluster*.py run these lines")
+RULES = [
+    Rule(r"^make (demo|test)\b", "make demo is the CI's newcomer path (.ci/run) and "
+         "tests/test_cli_demo.py; make test is this suite itself"),
+    Rule(r"^make build\b", "the build under test is made by make build before the suite"),
+    Rule(r"^make install\b|^cmake --install|/opt/mpilens/", T_INSTALL),
+    Rule(r"~/mpilens-venv|/path/to/mpilens", T_INSTALL),
+    Rule(r"^module ", "Environment Modules: tests/test_install.py loads the installed modulefile"),
+    Rule(r"vcluster|\$L\b", T_CLUSTER),
+    Rule(r"\bsrun\b", "srun: no Slurm on this machine (tests/cluster/ runs Slurm jobs)"),
+    Rule(r"\.prof\.partial", "a partial profile needs a job that hangs or is killed: "
+         "tests/test_flight.py reports them"),
+    Rule(r"--region solve", "the bundled example has no regions; tests/test_regions.py "
+         "runs report --region on a program with regions"),
+    Rule(r"^mpilens bench FAMILY", "the synopsis, not a command"),
+    Rule(r"--nranks 2,4,8 -- mpirun -np 8|mpiexec -n 9|--nprocs 2,4,8",
+         "needs 8 or 9 ranks: beyond the 4 ranks of this 2-core CI (MPICH busy-polls); "
+         "tests/test_bench_families.py runs these families on 2-4 ranks"),
+    Rule(r"--reference osu", "needs the OSU micro-benchmarks, not installed here"),
+    Rule(r"-ppn ", only=("mpich", "intelmpi")),
+    Rule(r"^mpilens bench logp --model", "fits a model over minutes of sampling; "
+         "tests/test_bench_families.py runs logp with small sizes"),
+    Rule(r"^(export PATH|mpilens |mpirun |MPILENS_[A-Z]+=\S+ (mpilens|mpirun) )"),
+]
+
+SMALL = "16 4 2"  # heat2d: N, steps, transpose every
+BENCH_LIMITS = {"p2p": "--max-size 64 --samples 2 --iters 2 --warmup 1",
+                "overhead": "--calls 2000 --blocks 2 --pp-calls 200 --rss-calls 1000"}
+
+
+def adapt(line: str) -> str:
+    """The line as it runs here (the module docstring lists what changes)."""
+    def _launch(m: re.Match[str]) -> str:
+        return " ".join(launcher(min(int(m.group(2)), 4)))
+
+    line = re.sub(r"\b(mpirun -np|mpiexec -n) (\d+)", _launch, line)
+    line = line.replace("-ppn 16", "-ppn 4").replace("build/openmpi/", f"{BUILD}/")
+    line = line.replace("./app args", f"./app {SMALL}")
+    line = line.replace("mpilens-<job>.prof", '"$(ls -t mpilens-*.prof | head -1)"')
+    line = line.replace("before.prof", '"$(ls -tr mpilens-*.prof | head -1)"')
+    line = line.replace("after.prof", '"$(ls -t mpilens-*.prof | head -1)"')
+    m = re.match(r"mpilens bench (\w+)", line)
+    if m and m.group(1) in BENCH_LIMITS:
+        opts = BENCH_LIMITS[m.group(1)]
+        line = line.replace(" -- ", f" {opts} -- ", 1) if " -- " in line else f"{line} {opts}"
+    return line
+
+
+def snippets(doc: Path) -> list[tuple[int, str]]:
+    """(line number, command) of the doc's ```sh blocks, comments and blank lines left out."""
+    out, inside = [], False
+    for n, raw in enumerate(doc.read_text().splitlines(), 1):
+        if raw.startswith("```"):
+            inside = not inside and raw.strip() in ("```sh", "```bash", "```shell")
+            continue
+        if inside:
+            cmd = re.sub(r"\s+#.*$", "", raw).strip()
+            if cmd and not cmd.startswith("#"):
+                out.append((n, cmd))
+    return out
+
+
+def classify(line: str) -> Rule | None:
+    return next((r for r in RULES if re.search(r.pattern, line)), None)
+
+
+def _shim(tmp: Path) -> Path:
+    """A bin/ with `mpilens` (this checkout's command) and the build's mpilens-exec."""
+    bindir = tmp / "bin"
+    bindir.mkdir()
+    shim = bindir / "mpilens"
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} -m mpilens.cli \"$@\"\n")
+    shim.chmod(0o755)
+    (bindir / "mpilens-exec").symlink_to(BUILD / "bin" / "mpilens-exec")
+    return bindir
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_snippets(doc: Path, tmp_path: Path, build: Path) -> None:
+    lines = snippets(doc)
+    script, ran, skipped = ["set -e"], [], []
+    for n, line in lines:
+        rule = classify(line)
+        assert rule is not None, (f"{doc.name}:{n}: `{line}` is neither run nor skipped by "
+                                  "tests/test_docs_snippets.py RULES: add a rule")
+        if rule.skip or (rule.only and FLAVOUR not in rule.only):
+            skipped.append((n, line, rule.skip or f"{'/'.join(rule.only)} only"))
+            continue
+        script.append(f"echo \"@@ {doc.name}:{n} $SECONDS\" >&2")
+        script.append(adapt(line))
+        ran.append((n, line))
+    if not ran:
+        pytest.skip(f"{doc.name}: nothing runs here ({len(skipped)} lines skipped, each "
+                    "with its reason in RULES)" if skipped else f"{doc.name}: no shell snippets")
+    (tmp_path / "app").symlink_to(BUILD / "examples" / "heat2d")
+    env = mpi_env({"PYTHONPATH": str(REPO / "python"), "MPILENS_BUILD": str(BUILD),
+                   "COLUMNS": "100"})
+    env.pop("MPILENS_OUTPUT", None)
+    env.pop("MPILENS_PREFIX", None)
+    env["PATH"] = f"{_shim(tmp_path)}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=240, check=False)
+    where = re.findall(r"^@@ (\S+) \d+$", proc.stderr, re.MULTILINE)
+    print("\n".join(re.findall(r"^@@ .*$", proc.stderr, re.MULTILINE)))  # seconds per line
+    assert proc.returncode == 0, (f"{where[-1] if where else doc.name} failed "
+                                  f"({proc.returncode}):\nstdout:\n{proc.stdout[-3000:]}\n"
+                                  f"stderr:\n{proc.stderr[-3000:]}")
+    assert len(where) == len(ran)
+    assert "Traceback" not in proc.stderr
