@@ -8,11 +8,12 @@ from pathlib import Path
 
 from conftest import read_profile
 from test_cli_support import mpilens, per_rank_calls
+from test_report_width import check_80
 
 
 def test_demo(build, tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    proc = mpilens("demo", "--out-dir", out, timeout=300)
+    proc = mpilens("demo", "--out-dir", out, timeout=300, env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # the example ran, checked its answer and its output was shown
     assert re.search(r"heat2d: N=64 ranks=4 steps=100 transposes=4 .* OK", proc.stdout)
@@ -25,6 +26,10 @@ def test_demo(build, tmp_path: Path) -> None:
     assert "mpilens report" in proc.stdout and "MPI_Alltoall" in proc.stdout
     assert "1-D stencil on a ring of 4 ranks" in proc.stdout
     assert f"file://{html}" in proc.stdout
+    # piped with COLUMNS=80: every line of the report fits, no number cut (report/layout.py)
+    # (the example's own output before it, the demo's file names after it)
+    report = proc.stdout[proc.stdout.index("╭"):].split("\nmpilens demo: profile")[0]
+    check_80(report, prof)
     assert html.stat().st_size > 10_000 and "data:image/png;base64," in html.read_text()
     # a second demo into the same directory does not overwrite without --force
     again = mpilens("demo", "--out-dir", out)

@@ -94,5 +94,5 @@ def fit_table(title: str, cols: list[Col], rows: list[list[Any]],
         t.add_row(*(r[i] if isinstance(r[i], Text) else Text(str(r[i])) for i in keep))
     if dropped:
         t.caption = (f"left out at {width} columns: {', '.join(dropped)} "
-                     f"(--width {full} or COLUMNS={full} shows them)")
+                     f"(--width={full} or COLUMNS={full} shows them)")
     return t
