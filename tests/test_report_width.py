@@ -16,7 +16,6 @@ from mpilens.report.profile import load
 from mpilens.units import fmt_bytes, fmt_pct, fmt_time, fmt_times, num
 from test_cli_support import mpilens, real_profile
 
-
 FUNCTION_COLUMNS = ["function", "calls", "total", "mean", "call min/max", "% MPI", "% wall",
                     "rank min/mean/max", "slowest", "bytes"]
 
@@ -88,7 +87,7 @@ def test_wide_shows_every_column() -> None:
     prof = real_profile(4)
     proc = mpilens("report", prof, env={"COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
-    head, _, after = _table_rows(proc.stdout, "MPI functions by total time")
+    head, _, _ = _table_rows(proc.stdout, "MPI functions by total time")
     assert head[:10] == FUNCTION_COLUMNS
     assert not any("left out" in ln for ln in proc.stdout.splitlines())
     check_80(proc.stdout, prof, width=200)
