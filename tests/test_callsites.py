@@ -141,6 +141,9 @@ def test_off_and_text_report(build, tmp_path):
     one = mpilens_inproc("report", out, "--callsite", str(n))
     assert one.returncode == 0
     assert f"callsite_c.c:{want['SITE-C']} (main)" in one.stdout and "5" in one.stdout
+    # only that site's detail: not the whole report around it
+    assert one.stdout.startswith(f"Call site {n}: MPI_") and "mpilens report" not in one.stdout
+    assert "call sites by total time" not in one.stdout
     assert report(out, "--callsite", str(n))["callsite"]["calls"] == P * 5
     past = mpilens_inproc("report", out, "--callsite", "4")
     assert past.returncode == 2 and "has 3 call sites" in past.stderr

@@ -70,8 +70,8 @@ def test_json_numbers_agree_with_profile(prof4) -> None:
     assert data["functions"][: len(comm)] == comm  # start-up/shut-down listed last
     times = [r["time_s"] for r in comm]
     assert times == sorted(times, reverse=True)
-    assert sum(r["pct_mpi"] for r in comm) == pytest.approx(100.0)
-    assert all(r["pct_mpi"] is None for r in data["functions"] if r["function"] in outside)
+    assert sum(r["mpi_pct"] for r in comm) == pytest.approx(100.0)
+    assert all(r["mpi_pct"] is None for r in data["functions"] if r["function"] in outside)
 
 
 def test_json_counts_are_what_the_example_does(prof4) -> None:

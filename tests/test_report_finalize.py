@@ -65,7 +65,7 @@ def test_profile_and_reports_list_mpi_finalize_last(prof4) -> None:
     last = {r["function"]: r for r in rows[-2:]}
     assert last["MPI_Finalize"]["calls"] == P
     assert last["MPI_Finalize"]["time_s"] == fin["time_s"]
-    assert last["MPI_Finalize"]["pct_mpi"] is None and last["MPI_Finalize"]["pct_wall"] is None
+    assert last["MPI_Finalize"]["mpi_pct"] is None and last["MPI_Finalize"]["wall_pct"] is None
     text = mpilens_inproc("report", prof4, "--top", "50").stdout
     table = [ln.split("│")[1].strip() for ln in text.splitlines()
              if ln.startswith("│ MPI_") and "│" in ln[2:]]

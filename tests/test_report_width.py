@@ -51,7 +51,7 @@ def check_80(text: str, prof_path: Path, width: int = 80) -> None:
         r = rows[cell["function"]]
         assert cell["calls"] == f"{r['calls']:,}"
         assert cell["total"] == fmt_time(r["time_s"])
-        assert cell["% MPI"] == fmt_pct(r["pct_mpi"])
+        assert cell["% MPI"] == fmt_pct(r["mpi_pct"])
         if "bytes" in cell:
             assert cell["bytes"] == fmt_bytes(r["bytes_sent"] + r["bytes_recv"])
     missing = [c for c in FUNCTION_COLUMNS if c not in head]

@@ -101,10 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # output piped into e.g. `head`: stop quietly, as the shell tools do
+        # output piped into e.g. `head`: stop quietly with the status of a process that
+        # SIGPIPE ended (128 + 13), whatever the format; nothing more goes to the pipe
         try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
             pass
         return 141
 

@@ -16,6 +16,7 @@ from ..report import (
     commpattern,
     comms,
     conventions,
+    layout,
     nodes,
     ranks,
     regions,
@@ -135,10 +136,13 @@ def write_csv(data: dict[str, Any], per_rank: bool = False) -> None:
     w = csv.writer(sys.stdout, lineterminator="\n")
     hist = data.get("histogram")
     if hist:
-        w.writerow(["function", "direction", "bin", "size_class", "messages"])
+        w.writerow(["function", "direction", "bin", "size_class", "min_bytes", "max_bytes",
+                    "messages"])
         for direction, d in hist["directions"].items():
             for i, c in enumerate(d["bins"]):
-                w.writerow([hist["function"], direction, i, hist["labels"][i], c])
+                lo, hi = hist["bounds"][i]
+                w.writerow([hist["function"], direction, i, hist["labels"][i], lo,
+                            "" if hi is None else hi, c])
         return
     if per_rank:
         _csv_table(w, ranks.RANK_COLUMNS, data["ranks"])
@@ -163,9 +167,14 @@ def run(args: argparse.Namespace) -> int:
         view = region_view(prof, args.region)  # fail before printing anything
         if args.function:
             analysis.resolve_function(view, args.function)
-        site = callsite_detail(prof, args.callsite) if args.callsite else None
+        if args.callsite:  # only the detail of that call site
+            con = layout.console(args.width)
+            for item in terminal.callsite_block(callsite_detail(prof, args.callsite),
+                                                prof.hist_labels()):
+                con.print(item)
+            return 0
         terminal.render(prof, args.top or DEFAULT_TOP, args.function, per_rank=args.ranks,
-                        region=args.region, callsite=site, width=args.width)
+                        region=args.region, width=args.width)
         return 0
     data = report_data(args, prof)
     if args.format == "json":

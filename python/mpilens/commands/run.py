@@ -49,7 +49,7 @@ def print_summary(path: Path) -> None:
     prof = load(path)
     s = analysis.summary(prof)
     rows = analysis.function_rows(prof)[:3]
-    top = ", ".join(f"{r['function']} {fmt_pct(r['pct_mpi'])}" for r in rows)
+    top = ", ".join(f"{r['function']} {fmt_pct(r['mpi_pct'])}" for r in rows)
     print(f"mpilens: profile {path}: {s['nranks']} ranks, wall {fmt_time(s['wall_s']['max'])}, "
           f"MPI {fmt_pct(s['mpi_pct']['mean'])} of wall time (mean over ranks); "
           f"top: {top}", file=sys.stderr)

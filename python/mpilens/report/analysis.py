@@ -87,9 +87,9 @@ def function_rows(prof: Profile) -> list[dict[str, Any]]:
             "mean_s": t / calls if calls else 0.0,
             "time_min_s": float(f.get("time_min_s", 0.0)),
             "time_max_s": float(f.get("time_max_s", 0.0)),
-            "pct_mpi": (None if name in OUTSIDE else
+            "mpi_pct": (None if name in OUTSIDE else
                         100.0 * t / total_mpi if total_mpi > 0 else 0.0),
-            "pct_wall": (None if name in OUTSIDE else
+            "wall_pct": (None if name in OUTSIDE else
                          100.0 * t / total_wall if total_wall > 0 else 0.0),
             "rank_time_min_s": float(rt.get("min", 0.0)),
             "rank_time_mean_s": float(rt.get("mean", t / prof.nranks)),
@@ -124,7 +124,8 @@ def histogram(prof: Profile, name: str) -> dict[str, Any]:
     fn = resolve_function(prof, name)
     f = prof.functions[fn]
     labels = prof.hist_labels()
-    out: dict[str, Any] = {"function": fn, "labels": labels, "directions": {}}
+    out: dict[str, Any] = {"function": fn, "labels": labels,
+                           "bounds": size_class_bounds(len(labels)), "directions": {}}
     for direction in ("send", "recv"):
         bins = [int(x) for x in f.get(f"hist_{direction}", [0] * len(labels))]
         total = sum(bins)
@@ -136,6 +137,16 @@ def histogram(prof: Profile, name: str) -> dict[str, Any]:
             "bytes": int(f.get(f"bytes_{'sent' if direction == 'send' else 'recv'}", 0)),
             "dominant": dominant_classes(bins, labels),
         }
+    return out
+
+
+def size_class_bounds(nbins: int) -> list[list[int | None]]:
+    """[min, max] bytes of each message-size class (schema/profile.json): class 0 holds
+    0 B, class k >= 1 holds [2^(k-1), 2^k - 1]; the last is open (max None)."""
+    out: list[list[int | None]] = [[0, 0]]
+    out += [[1 << (k - 1), (1 << k) - 1] for k in range(1, nbins)]
+    if nbins > 1:
+        out[-1][1] = None
     return out
 
 

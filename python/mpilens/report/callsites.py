@@ -123,7 +123,7 @@ def callsite_rows(prof: Profile) -> list[dict[str, Any]]:
             fr.append({"module": module, "offset": off, "function": f, "file": file, "line": line})
         rows.append({"function": fn, "frames": fr, "location": " < ".join(location(x) for x in fr),
                      "calls": a["calls"], "time_s": a["time_s"],
-                     "pct_sites": 100.0 * a["time_s"] / total if total > 0 else 0.0,
+                     "sites_pct": 100.0 * a["time_s"] / total if total > 0 else 0.0,
                      "bytes_sent": a["bytes_sent"], "bytes_recv": a["bytes_recv"],
                      "hist": a["hist"], "nranks": len(a["ranks"]),
                      "per_rank": [{"rank": k, **v} for k, v in sorted(a["ranks"].items())]})

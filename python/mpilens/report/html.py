@@ -301,7 +301,7 @@ def callsites_html(prof: Profile) -> str:
             + _table(["#", "function", "call site", "calls", "total", "% sites", "ranks", "bytes"],
                      [[str(r["id"]), e(r["function"]),
                        "<br>".join(e(callsites.location(f)) for f in r["frames"]),
-                       f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_pct(r["pct_sites"]),
+                       f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_pct(r["sites_pct"]),
                        str(r["nranks"]), fmt_bytes(r["bytes_sent"] + r["bytes_recv"])]
                       for r in rows[:MAX_CALLSITES]]) + note)
 
@@ -348,7 +348,7 @@ def render(prof: Profile) -> str:
          "rank min/mean/max", "slowest rank", "bytes", "caution"],
         [[e(r["function"]), f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_time(r["mean_s"]),
           fmt_times([r["time_min_s"], r["time_max_s"]]),
-          fmt_pct(r["pct_mpi"]), fmt_pct(r["pct_wall"]),
+          fmt_pct(r["mpi_pct"]), fmt_pct(r["wall_pct"]),
           fmt_times([r["rank_time_min_s"], r["rank_time_mean_s"], r["rank_time_max_s"]]),
           "" if r["slowest_rank"] is None else str(r["slowest_rank"]),
           fmt_bytes(r["bytes_sent"] + r["bytes_recv"]),

@@ -38,16 +38,25 @@ class Col:
     wrap: bool = False        # text that may wrap/fold (call sites); numbers never do
 
 
+class _Console(Console):
+    """rich's Console, but a closed pipe (`mpilens report | head`) raises BrokenPipeError
+    as print() does, so that every format ends the same way (cli.main: status 141)
+    instead of rich's own exit(1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def console(width: int | None = None) -> Console:
     """The console reports are printed to (module docstring: which width)."""
     if width:
-        return Console(width=width)
+        return _Console(width=width)
     env = os.environ.get("COLUMNS", "").strip()
     if env.isdigit() and int(env) > 0:
-        return Console(width=int(env))
-    c = Console()
+        return _Console(width=int(env))
+    c = _Console()
     if not c.is_terminal:
-        return Console(width=PIPED_WIDTH)
+        return _Console(width=PIPED_WIDTH)
     return c
 
 

@@ -67,7 +67,7 @@ def functions_table(rows: list[dict[str, Any]], top: int, width: int | None = No
         cells.append([
             r["function"], f"{r['calls']:,}", fmt_time(r["time_s"]), fmt_time(r["mean_s"]),
             fmt_times([r["time_min_s"], r["time_max_s"]]),
-            fmt_pct(r["pct_mpi"]), fmt_pct(r["pct_wall"]),
+            fmt_pct(r["mpi_pct"]), fmt_pct(r["wall_pct"]),
             fmt_times([r["rank_time_min_s"], r["rank_time_mean_s"], r["rank_time_max_s"]]),
             "" if r["slowest_rank"] is None else f"rank {r['slowest_rank']}",
             fmt_bytes(r["bytes_sent"] + r["bytes_recv"]), caution])
@@ -223,7 +223,7 @@ def callsites_table(rows: list[dict[str, Any]], top: int, drop: dict[str, Any],
             Col("calls", 2), Col("total", 0), Col("% sites", 1), Col("ranks", 4),
             Col("bytes", 3)]
     cells = [[str(r["id"]), r["function"], Text(r["location"]), f"{r['calls']:,}",
-              fmt_time(r["time_s"]), fmt_pct(r["pct_sites"]), str(r["nranks"]),
+              fmt_time(r["time_s"]), fmt_pct(r["sites_pct"]), str(r["nranks"]),
               fmt_bytes(r["bytes_sent"] + r["bytes_recv"])] for r in rows[:top]]
     t = fit_table(f"Top {min(top, len(rows))} of {len(rows)} call sites by total time "
                   "(innermost frame first)", cols, cells, width)
