@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 import pytest
-from test_cli_support import EVERY, N, STEPS, cli_env, mpilens, real_profile
+from test_cli_support import EVERY, STEPS, N, cli_env, mpilens, real_profile
 
 
 def _keys(doc: Any) -> set[str]:
