@@ -16,7 +16,8 @@ command is an example of its kind, and only as ADAPT lists:
   the family's own options, so that the README's command lines still parse as printed.
 
 Each document's lines run in order in one bash script (`set -e`), in a temporary
-directory, with `mpilens` this checkout's command.
+directory, with `mpilens` this checkout's command; then its ```python blocks, as one
+program, in the same directory (docs/api.md's example reads the profile made above).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ RULES = [
     Rule(r"^make build\b", "the build under test is made by make build before the suite"),
     Rule(r"^make install\b|^cmake --install|/opt/mpilens/", T_INSTALL),
     Rule(r"~/mpilens-venv|/path/to/mpilens", T_INSTALL),
+    Rule(r"^pip install|/pip install", "installs packages: the suite runs with the test "
+         "extra installed (.ci/setup --test)"),
     Rule(r"^module ", "Environment Modules: tests/test_install.py loads the installed modulefile"),
     Rule(r"vcluster|\$L\b", T_CLUSTER),
     Rule(r"\bsrun\b", "srun: no Slurm on this machine (tests/cluster/ runs Slurm jobs)"),
@@ -105,6 +108,19 @@ def snippets(doc: Path) -> list[tuple[int, str]]:
     return out
 
 
+def python_blocks(doc: Path) -> str:
+    """The doc's ```python blocks, in order, as one program (later blocks use earlier
+    names)."""
+    out, inside = [], False
+    for raw in doc.read_text().splitlines():
+        if raw.startswith("```"):
+            inside = not inside and raw.strip() == "```python"
+            continue
+        if inside:
+            out.append(raw)
+    return "\n".join(out)
+
+
 def classify(line: str) -> Rule | None:
     return next((r for r in RULES if re.search(r.pattern, line)), None)
 
@@ -134,7 +150,8 @@ def test_snippets(doc: Path, tmp_path: Path, build: Path) -> None:
         script.append(f"echo \"@@ {doc.name}:{n} $SECONDS\" >&2")
         script.append(adapt(line))
         ran.append((n, line))
-    if not ran:
+    code = python_blocks(doc)
+    if not ran and not code:
         pytest.skip(f"{doc.name}: nothing runs here ({len(skipped)} lines skipped, each "
                     "with its reason in RULES)" if skipped else f"{doc.name}: no shell snippets")
     (tmp_path / "app").symlink_to(BUILD / "examples" / "heat2d")
@@ -152,3 +169,7 @@ def test_snippets(doc: Path, tmp_path: Path, build: Path) -> None:
                                   f"stderr:\n{proc.stderr[-3000:]}")
     assert len(where) == len(ran)
     assert "Traceback" not in proc.stderr
+    if code:  # the Python examples, after the shell lines that make their files
+        py = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+        assert py.returncode == 0, f"{doc.name}'s python blocks failed:\n{py.stderr[-3000:]}"
