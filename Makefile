@@ -91,16 +91,17 @@ _demo:
 _test: _build
 	$(PY) -m pytest -q tests
 
-# The runtime (cmake --install) and the mpilens command (a virtual environment in
-# PREFIX/lib/mpilens/venv, linked as PREFIX/bin/mpilens).  One PREFIX per MPI.
+# The runtime (cmake --install, with PREFIX/bin/mpilens, a relocatable script) and the
+# virtual environment it runs, PREFIX/lib/mpilens/venv.  One PREFIX per MPI; the prefix
+# can be moved as a whole.
 _install:
 	@test -n "$(PREFIX)" || { echo "make install: give PREFIX=/path (one prefix per MPI, e.g. /opt/mpilens/$(MPI))"; exit 2; }
 	@$(MAKE) --no-print-directory _build TARGETS="$(INSTALL_TARGETS)"
 	cmake --install $(BUILD) --prefix $(PREFIX)
 	$(PY) -m venv --clear $(PREFIX)/lib/mpilens/venv
 	$(PREFIX)/lib/mpilens/venv/bin/python -m pip install -q --disable-pip-version-check .
-	ln -sf ../lib/mpilens/venv/bin/mpilens $(PREFIX)/bin/mpilens
-	@echo "installed to $(PREFIX): module use $(PREFIX)/share/modulefiles && module load mpilens"
+	@echo "installed to $(PREFIX): module use $(PREFIX)/share/modulefiles && module load" \
+	    "mpilens/$$($(PY) -c 'import mpilens; print(mpilens.__version__)')-$(MPI)"
 
 clean:
 	rm -rf build

@@ -3,16 +3,20 @@
 #   P/lib/libmpilens.so               the profiler (LD_PRELOAD, or -lmpilens)
 #   P/include/mpilens.h               its public API (link with -lmpilens)
 #   P/bin/mpilens-exec                per-rank launcher prefix (finds ../lib/libmpilens.so)
+#   P/bin/mpilens                     the command: runs P/lib/mpilens/venv (relocatable script;
+#                                     the venv is made by make install or by hand)
 #   P/bin/mpilens-bench*              the benchmark programs
 #   P/libexec/mpilens/heat2d{,_f}     the bundled examples (mpilens demo)
 #   P/share/mpilens/                  runtime.json, the examples' sources, the docs
 #   P/lib/pkgconfig/mpilens.pc        pkg-config (relocatable: ${pcfiledir})
-#   P/share/modulefiles/mpilens/<v>   Environment Modules / Lmod modulefile (relocatable)
+#   P/share/modulefiles/mpilens/<v>-<mpi>  Environment Modules / Lmod modulefile (relocatable;
+#                                     mpilens/0.1.0-openmpi, mpilens/0.1.0-mpich: they conflict)
 include(GNUInstallDirs)
 install(TARGETS mpilens LIBRARY DESTINATION lib)
 install(FILES ${CMAKE_SOURCE_DIR}/runtime/include/mpilens.h DESTINATION include)
 install(FILES ${CMAKE_SOURCE_DIR}/runtime/include/mpilens_regions_f.c DESTINATION share/mpilens)
 install(PROGRAMS ${CMAKE_BINARY_DIR}/bin/mpilens-exec DESTINATION bin)
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/cmake/mpilens-launcher.sh DESTINATION bin RENAME mpilens)
 foreach(t mpilens-bench mpilens-bench-alltoall mpilens-bench-repro)
   if(TARGET ${t})
     install(TARGETS ${t} RUNTIME DESTINATION bin)
@@ -32,4 +36,4 @@ configure_file(${CMAKE_SOURCE_DIR}/cmake/mpilens.pc.in ${CMAKE_BINARY_DIR}/mpile
 install(FILES ${CMAKE_BINARY_DIR}/mpilens.pc DESTINATION lib/pkgconfig)
 configure_file(${CMAKE_SOURCE_DIR}/cmake/modulefile.in ${CMAKE_BINARY_DIR}/modulefile @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/modulefile DESTINATION share/modulefiles/mpilens
-        RENAME ${MPILENS_VERSION})
+        RENAME ${MPILENS_VERSION}-${MPILENS_MPI})

@@ -54,7 +54,7 @@ def test_install_layout(installed: tuple[Path, Path]) -> None:
     prefix, _ = installed
     for rel in ("lib/libmpilens.so", "bin/mpilens-exec", "bin/mpilens-bench",
                 "bin/mpilens-bench-alltoall", "bin/mpilens-bench-repro", "include/mpilens.h",
-                "lib/pkgconfig/mpilens.pc", f"share/modulefiles/mpilens/{__version__}",
+                "lib/pkgconfig/mpilens.pc", f"share/modulefiles/mpilens/{__version__}-{FLAVOUR}", "bin/mpilens",
                 "share/mpilens/runtime.json", "share/mpilens/examples/heat2d.c",
                 "share/mpilens/examples/heat2d_f.F90", "share/mpilens/docs/install.md",
                 "libexec/mpilens/heat2d", "libexec/mpilens/heat2d_f"):
@@ -154,3 +154,104 @@ def test_modulefile_sets_up_the_prefix(installed: tuple[Path, Path]) -> None:
     assert r.returncode == 0, r.stderr
     assert f"PREFIX={prefix}\n" in r.stdout and f"EXEC={prefix}/bin/mpilens-exec\n" in r.stdout
     assert f"PKG={__version__}\n" in r.stdout
+
+
+def _venv_site(python: Path) -> Path:
+    return Path(subprocess.run([str(python), "-c", "import sysconfig; "
+                                "print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+
+
+@pytest.fixture(scope="module")
+def moved(build: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(old, new): the by-hand install of docs/install.md — cmake --install, a venv in
+    P/lib/mpilens/venv holding the package — then the whole prefix moved to new.
+    The package is copied into the venv's site-packages (what `pip install .` puts
+    there; its dependencies come from this test environment through a .pth file, so
+    that the test needs no package index)."""
+    tmp = tmp_path_factory.mktemp("moved")
+    old, new = tmp / "old", tmp / "new" / "place"
+    subprocess.run(["cmake", "--install", str(build), "--prefix", str(old)],
+                   check=True, capture_output=True, text=True)
+    venv = old / "lib" / "mpilens" / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   capture_output=True, text=True)
+    site = _venv_site(venv / "bin" / "python")
+    shutil.copytree(REPO / "python" / "mpilens", site / "mpilens",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    import rich  # the command's dependencies, from this environment's site-packages
+
+    (site / "deps.pth").write_text(f"{Path(rich.__file__).resolve().parents[1]}\n")
+    new.parent.mkdir()
+    old.rename(new)
+    return old, new
+
+
+def test_moved_prefix_runs_its_command(moved: tuple[Path, Path], tmp_path: Path) -> None:
+    """P/bin/mpilens is a relocatable script: the moved prefix's command starts, finds
+    its own runtime (no PATH, no MPILENS_PREFIX) and profiles the installed example;
+    a symbolic link to it elsewhere works too; nothing installed names the old prefix."""
+    old, new = moved
+    head = (new / "bin" / "mpilens").read_text().splitlines()[0]
+    assert head == "#!/bin/sh", head  # no absolute interpreter (a venv's) in the prefix
+    env = _clean_env()
+    env["PATH"] = "/usr/bin:/bin"
+    env.pop("PYTHONPATH", None)
+    link = tmp_path / "bin" / "mpilens"
+    link.parent.mkdir()
+    link.symlink_to(new / "bin" / "mpilens")
+    for cmd in (new / "bin" / "mpilens", link):
+        ver = subprocess.run([str(cmd), "--version"], env=env, capture_output=True, text=True,
+                             timeout=120, check=False)
+        assert ver.returncode == 0, ver.stderr
+        first, second = ver.stdout.splitlines()[:2]
+        assert f"{new}/lib/mpilens/venv/" in first, first
+        assert second.endswith(f"{new} (found by the prefix of the mpilens command)"), second
+    prof = tmp_path / "moved.prof"
+    run_env = {**mpi_env(), **{k: v for k, v in env.items() if k != "PATH"}}
+    run_env = {k: v for k, v in run_env.items() if not k.startswith("MPILENS_")}
+    r = subprocess.run([str(new / "bin" / "mpilens"), "run", "-o", str(prof), "--",
+                        *launcher(NP), str(new / "libexec/mpilens/heat2d"), str(N), str(STEPS),
+                        str(EVERY)], env=run_env, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    assert f"see it with: {new}/bin/mpilens report" in r.stderr, r.stderr
+    _, ranks = read_profile(prof)
+    want = per_rank_calls(STEPS, EVERY)
+    assert [{f: x["functions"][f]["calls"] for f in want} for x in ranks] == [want] * NP
+    for d in ("bin", "share/modulefiles", "lib/pkgconfig", "share/mpilens/runtime.json"):
+        for f in [new / d] if (new / d).is_file() else (new / d).rglob("*"):
+            if f.is_file() and not f.is_symlink():
+                assert str(old).encode() not in f.read_bytes(), f
+
+
+@pytest.mark.skipif(not Path("/usr/share/modules/init/bash").exists(),
+                    reason="Environment Modules not installed (.ci/setup --test installs it)")
+def test_modules_per_mpi_conflict(moved: tuple[Path, Path], tmp_path: Path) -> None:
+    """Each MPI's prefix has its module, mpilens/<version>-<mpi>; loaded from the moved
+    prefix it sets the moved paths; a second MPI's mpilens module cannot be loaded
+    beside it (conflict), and the first stays in force."""
+    _, new = moved
+    other = "mpich" if FLAVOUR != "mpich" else "openmpi"
+    name = f"mpilens/{__version__}-{FLAVOUR}"
+    assert (new / "share/modulefiles" / name).is_file()
+    # the other MPI's install, as its cmake --install writes it (the same file, its name)
+    mods = tmp_path / "other" / "share" / "modulefiles" / "mpilens"
+    mods.mkdir(parents=True)
+    shutil.copy(new / "share/modulefiles" / name, mods / f"{__version__}-{other}")
+    script = (f"source /usr/share/modules/init/bash; module use {new}/share/modulefiles; "
+              f"module load {name} || exit 1; echo PREFIX=$MPILENS_PREFIX; "
+              "echo CMD=$(command -v mpilens); mpilens --version | tail -1; "
+              f"module use {mods.parent}; module load mpilens/{__version__}-{other}; "
+              "echo SECOND=$?; echo PREFIX=$MPILENS_PREFIX; module -t list 2>&1")
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                       env={k: v for k, v in _clean_env().items() if k != "PYTHONPATH"},
+                       check=False, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[:2] == [f"PREFIX={new}", f"CMD={new}/bin/mpilens"], r.stdout
+    assert out[2].endswith(f"{new} (found by MPILENS_PREFIX)"), r.stdout
+    assert out[3] != "SECOND=0" and out[4] == f"PREFIX={new}", r.stdout + r.stderr
+    assert "conflict" in r.stderr
+    assert out[5:] == [name] or out[6:] == [name], r.stdout + r.stderr

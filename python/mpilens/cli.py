@@ -56,9 +56,14 @@ def version_text() -> str:
 
 def command_name() -> str:
     """How to run this mpilens in a command printed for the user to copy: `mpilens` when
-    that is the one on PATH, else the full path of this installation's script."""
-    here = Path(sys.executable).parent / "mpilens"
+    that is the one on PATH, else the full path of this installation's script (the
+    prefix's relocatable bin/mpilens when it started us)."""
     on_path = shutil.which("mpilens")
+    launcher = os.environ.get("_MPILENS_LAUNCHER")  # P/bin/mpilens (paths.LAUNCHER_VAR)
+    if launcher and Path(launcher).exists():
+        same = on_path and Path(on_path).resolve() == Path(launcher).resolve()
+        return "mpilens" if same else launcher
+    here = Path(sys.executable).parent / "mpilens"
     if on_path and (not here.exists() or Path(on_path).resolve() == here.resolve()):
         return "mpilens"
     if here.exists():

@@ -3,8 +3,10 @@
 Lookup order (docs/install.md):
 1. ``MPILENS_PREFIX``: an install prefix (``cmake --install ... --prefix P``, or a
    modulefile that sets it) or a build directory;
-2. the ``mpilens-exec`` first on ``PATH``: its ``bin/`` directory's parent;
-3. the build tree of this checkout: ``MPILENS_BUILD``, else
+2. the prefix of the ``P/bin/mpilens`` this command was started from (it sets
+   ``_MPILENS_LAUNCHER``; a prefix moved elsewhere still finds itself);
+3. the ``mpilens-exec`` first on ``PATH``: its ``bin/`` directory's parent;
+4. the build tree of this checkout: ``MPILENS_BUILD``, else
    ``<checkout>/build/<mpi>`` for: the MPI ``MPILENS_MPI`` names; else the MPI
    of the launcher line the command runs (``mpiexec.mpich ...``: set with
    ``use_launcher``); else the MPI whose mpirun/mpiexec is first on ``PATH``;
@@ -32,6 +34,7 @@ from .launch import launcher_kind
 
 REPO = Path(__file__).resolve().parents[2]
 EXEC = "bin/mpilens-exec"
+LAUNCHER_VAR = "_MPILENS_LAUNCHER"  # set by P/bin/mpilens to its own path
 
 
 def checkout() -> Path | None:
@@ -113,6 +116,12 @@ def build_dir() -> Path:
     return REPO / "build" / present[0]
 
 
+def launcher_prefix() -> Path | None:
+    """The prefix whose bin/mpilens (cmake/mpilens-launcher.sh) started this command."""
+    script = os.environ.get(LAUNCHER_VAR)
+    return Path(script).resolve().parent.parent if script else None
+
+
 def runtime() -> Runtime:
     """The runtime in lookup order; one line saying what to set when there is none."""
     pre = os.environ.get("MPILENS_PREFIX")
@@ -123,6 +132,9 @@ def runtime() -> Runtime:
                             f"(expected the prefix mpilens was installed to, or a build "
                             f"directory)")
         return Runtime(root.resolve(), "MPILENS_PREFIX")
+    own = launcher_prefix()
+    if own is not None and (own / EXEC).exists():
+        return Runtime(own, "the prefix of the mpilens command")
     on_path = shutil.which("mpilens-exec")
     if on_path:
         return Runtime(Path(on_path).resolve().parent.parent, "PATH")
