@@ -157,8 +157,8 @@ def test_modulefile_sets_up_the_prefix(installed: tuple[Path, Path]) -> None:
 
 
 def _venv_site(python: Path) -> Path:
-    return Path(subprocess.run([str(python), "-c", "import sysconfig; "
-                                "print(sysconfig.get_paths()['purelib'])"],
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return Path(subprocess.run([str(python), "-c", code],
                                capture_output=True, text=True, check=True).stdout.strip())
 
 
