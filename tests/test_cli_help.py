@@ -64,6 +64,8 @@ def test_launcher_after_double_dash_without_options() -> None:
     assert a.command == ["--", "mpirun", "-np", "2", "./app", "--", "x"]
     a = cli.parse(p, ["tune", "--np", "2", "--", "mpiexec", "-n", "{np}"])
     assert a.launcher == ["--", "mpiexec", "-n", "{np}"] and a.np == "2"
+    a = cli.parse(p, ["advise", "x.prof", "--", "mpirun", "-np", "2", "./app"])
+    assert a.rest == ["--", "mpirun", "-np", "2", "./app"] and a.profile == "x.prof"
     # `--` of the other commands keeps argparse's meaning (what follows is positional)
     a = cli.parse(p, ["report", "--", "-odd.prof"])
     assert a.profile == ["-odd.prof"]

@@ -16,7 +16,7 @@ from .errors import JobStopped, UserError
 # the parser's `func` default to a callable(args) -> int.
 # The commands whose last argument is a launcher line after `--` (set_defaults(remainder=
 # the name of that argument)).
-LAUNCHER_COMMANDS = ("run", "bench", "tune")
+LAUNCHER_COMMANDS = ("run", "bench", "tune", "advise")
 COMMANDS = ["run", "report", "diff", "html", "demo", "bench", "tune", "config", "advise"]
 
 

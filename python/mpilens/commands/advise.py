@@ -86,7 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _options(p)
     p.add_argument("rest", nargs=argparse.REMAINDER,
                    help="options, then (with --check) -- and the launcher line")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, remainder="rest")
 
 
 def run(args: argparse.Namespace) -> int:
