@@ -131,14 +131,19 @@ def pattern_block(cp: dict[str, Any]) -> list[Any]:
     return out
 
 
-def alltoall_block(rows: list[dict[str, Any]]) -> list[Any]:
-    t = Table(title="Adaptive MPI_Alltoall: algorithm per communicator and block size "
-                    "(runner-up: next best candidate, its time / the chosen one's)",
-              title_justify="left")
-    for i, col in enumerate(analysis.ALLTOALL_HEAD):
-        t.add_column(col, justify="left" if i in (3, 4, 11) else "right", no_wrap=True)
-    for cells in analysis.alltoall_table(rows):
-        t.add_row(*(Text(c) for c in cells))
+# Priorities of analysis.ALLTOALL_HEAD's columns (layout.fit_table: 0 never left out).
+ALLTOALL_PRIORITY = {"ranks": 0, "per node": 4, "block": 0, "algorithm": 0, "source": 2,
+                     "comms": 5, "calls": 1, "learning calls": 5, "learning": 3,
+                     "grouping": 4, "time/call": 1, "runner-up": 2}
+
+
+def alltoall_block(rows: list[dict[str, Any]], width: int | None = None) -> list[Any]:
+    cols = [Col(c, ALLTOALL_PRIORITY.get(c, 3), "left" if i in (3, 4, 11) else "right",
+                wrap=c == "runner-up")
+            for i, c in enumerate(analysis.ALLTOALL_HEAD)]
+    t = fit_table("Adaptive MPI_Alltoall: algorithm per communicator and block size "
+                  "(runner-up: next best candidate, its time / the chosen one's)", cols,
+                  [[Text(c) for c in cells] for cells in analysis.alltoall_table(rows)], width)
     return [t, Text(">> " + analysis.alltoall_sentence(rows), style="bold")]
 
 
@@ -350,7 +355,7 @@ def render(prof: Profile, top: int, function: str | None,
     if per_rank:
         console.print(ranks_table(ranks.rank_rows(prof), w))
     a2a = analysis.alltoall_rows(prof)
-    for item in alltoall_block(a2a) if a2a else []:
+    for item in alltoall_block(a2a, w) if a2a else []:
         console.print(item)
     if function:
         for item in histogram_table(analysis.histogram(view, function), w):
