@@ -108,3 +108,19 @@ def test_hatchet_graphframe_totals() -> None:
         assert df.loc[n, "calls"] == r["calls"]
     # every site of heat2d is called from main: one root
     assert [r.frame["name"] for r in roots] == ["main"]
+
+
+def test_thicket_composes_runs() -> None:
+    """Two runs (2 and 4 ranks) in one Thicket: each keyed by its path, each with its own
+    call sites' total time."""
+    pytest.importorskip("thicket", reason="llnl-thicket is in the test extra "
+                        "(.ci/setup --test); skipped only where the suite runs without it")
+    from mpilens.llnl import thicket
+
+    paths = [real_profile(2), real_profile(4)]
+    t = thicket([mpilens.load(p) for p in paths])
+    assert sorted(t.profile_mapping.values()) == sorted(map(str, paths))
+    by_profile = t.dataframe["time"].groupby(level="profile").sum()
+    for key, path in t.profile_mapping.items():
+        total = sum(r["time_s"] for r in _json(Path(path))["callsites"])
+        assert by_profile[key] == pytest.approx(total, rel=1e-12)

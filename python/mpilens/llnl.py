@@ -8,10 +8,10 @@ function with the file and line of the call).  Metrics, summed over ranks (job t
 `time` (exclusive: the MPI time of the call sites ending at the node, in seconds),
 `time (inc)` (the node and everything below it), `calls`, `bytes_sent`,
 `bytes_recv`.  Frame attributes: `name`, `type` ("function" for the program's
-frames, "mpi" for the MPI call), `file`, `line`.  Thicket composes such
-GraphFrames of several runs (thicket.Thicket.from_graphframes).
+frames, "mpi" for the MPI call), `file`, `line`.  `thicket(profiles)` composes
+several runs' GraphFrames into one Thicket.
 
-Needs llnl-hatchet (`pip install 'mpilens[hatchet]'`).
+Needs llnl-hatchet, and llnl-thicket for `thicket` (`pip install 'mpilens[hatchet]'`).
 """
 
 from __future__ import annotations
@@ -79,3 +79,16 @@ def graphframe(profile: Profile) -> Any:
         raise ValueError(f"{profile.path}: the profile has no call sites (written with "
                          "MPILENS_CALLSITES=0, MPILENS_DETAIL=off or by a version 1 mpilens)")
     return hatchet.GraphFrame.from_literal(tree)
+
+
+def thicket(profiles: list[Profile]) -> Any:
+    """Several runs' call sites as one thicket.Thicket (llnl-thicket): each profile's
+    GraphFrame, keyed by its path (Thicket's `profile_mapping`), their call trees
+    unioned (Thicket.concat_thickets)."""
+    try:
+        import thicket as th
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError("composing runs needs llnl-thicket: "
+                                  "pip install 'mpilens[hatchet]'") from None
+    parts = [th.Thicket.thicketize_graphframe(graphframe(p), str(p.path)) for p in profiles]
+    return th.Thicket.concat_thickets(parts, disable_tqdm=True)
