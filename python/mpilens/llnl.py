@@ -90,5 +90,8 @@ def thicket(profiles: list[Profile]) -> Any:
     except ModuleNotFoundError:
         raise ModuleNotFoundError("composing runs needs llnl-thicket: "
                                   "pip install 'mpilens[hatchet]'") from None
+    names = [str(p.path) for p in profiles]
+    if len(set(names)) != len(names):
+        raise ValueError(f"thicket: a profile given twice ({', '.join(names)})")
     parts = [th.Thicket.thicketize_graphframe(graphframe(p), str(p.path)) for p in profiles]
     return th.Thicket.concat_thickets(parts, disable_tqdm=True)
