@@ -71,16 +71,17 @@ def check_80(text: str, prof_path: Path, width: int = 80) -> None:
             assert dict(zip(head, cells, strict=True))["total"] == fmt_time(r["time_s"])
 
 
-@pytest.mark.parametrize("how", ["--width", "COLUMNS"])
-def test_report_at_80_columns(how: str) -> None:
+@pytest.mark.parametrize(("how", "width"), [("--width", 80), ("COLUMNS", 80),
+                                            ("--width", 100), ("COLUMNS", 120)])
+def test_report_fits(how: str, width: int) -> None:
     prof = real_profile(4)
     if how == "--width":
-        proc = mpilens("report", prof, "--width", "80", "--function", "MPI_Isend", "--ranks")
+        proc = mpilens("report", prof, "--width", width, "--function", "MPI_Isend", "--ranks")
     else:  # piped, as here: COLUMNS is honoured
         proc = mpilens("report", prof, "--function", "MPI_Isend", "--ranks",
-                       env={"COLUMNS": "80"})
+                       env={"COLUMNS": str(width)})
     assert proc.returncode == 0, proc.stderr
-    check_80(proc.stdout, prof)
+    check_80(proc.stdout, prof, width)
 
 
 def test_wide_shows_every_column() -> None:
