@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 import pytest
-from test_cli_support import EVERY, STEPS, N, cli_env, mpilens, real_profile
+from test_cli_support import EVERY, STEPS, N, cli_env, mpilens_inproc, real_profile
 
 
 def _keys(doc: Any) -> set[str]:
@@ -26,20 +26,20 @@ def _keys(doc: Any) -> set[str]:
 
 def test_one_naming_scheme() -> None:
     prof = real_profile(4)
-    doc = json.loads(mpilens("report", prof, "--format", "json").stdout)
+    doc = json.loads(mpilens_inproc("report", prof, "--format", "json").stdout)
     keys = _keys(doc)
     assert not [k for k in keys if k.startswith("pct_")], sorted(keys)
     assert {"mpi_pct", "wall_pct", "sites_pct"} <= keys
     assert {"mpi_pct", "wall_pct"} <= set(doc["functions"][0])
     assert "sites_pct" in doc["callsites"][0]
-    head = mpilens("report", prof, "--format", "csv").stdout.splitlines()[0].split(",")
-    ranks = mpilens("report", prof, "--format", "csv", "--ranks").stdout.splitlines()[0]
+    head = mpilens_inproc("report", prof, "--format", "csv").stdout.splitlines()[0].split(",")
+    ranks = mpilens_inproc("report", prof, "--format", "csv", "--ranks").stdout.splitlines()[0]
     assert "mpi_pct" in head and "wall_pct" in head and "mpi_pct" in ranks.split(",")
 
 
 def test_histogram_classes_have_numeric_bounds() -> None:
     prof = real_profile(4)
-    proc = mpilens("report", prof, "--format", "csv", "--function", "MPI_Isend")
+    proc = mpilens_inproc("report", prof, "--format", "csv", "--function", "MPI_Isend")
     rows = list(csv.DictReader(io.StringIO(proc.stdout)))
     assert list(rows[0]) == ["function", "direction", "bin", "size_class", "min_bytes",
                              "max_bytes", "messages"]
@@ -51,7 +51,7 @@ def test_histogram_classes_have_numeric_bounds() -> None:
                                                    else (1 << b) - 1)), r
         assert int(r["messages"]) == (4 * 2 * STEPS if b == k else 0)
         assert lo <= N * 8 <= hi if b == k else True
-    js = json.loads(mpilens("report", prof, "--format", "json", "--function",
+    js = json.loads(mpilens_inproc("report", prof, "--format", "json", "--function",
                             "MPI_Isend").stdout)["histogram"]
     assert js["bounds"][k] == [1 << (k - 1), (1 << k) - 1] and js["bounds"][-1][1] is None
     assert EVERY  # the profile's run: N, STEPS, EVERY of test_cli_support

@@ -14,7 +14,7 @@ import pytest
 from mpilens.report import analysis, callsites
 from mpilens.report.profile import load
 from mpilens.units import fmt_bytes, fmt_pct, fmt_time, fmt_times, num
-from test_cli_support import mpilens, real_profile
+from test_cli_support import mpilens_inproc, real_profile
 
 FUNCTION_COLUMNS = ["function", "calls", "total", "mean", "call min/max", "% MPI", "% wall",
                     "rank min/mean/max", "slowest", "bytes"]
@@ -73,20 +73,22 @@ def check_80(text: str, prof_path: Path, width: int = 80) -> None:
 
 @pytest.mark.parametrize(("how", "width"), [("--width", 80), ("COLUMNS", 80),
                                             ("--width", 100), ("COLUMNS", 120)])
-def test_report_fits(how: str, width: int) -> None:
+def test_report_fits(how: str, width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     prof = real_profile(4)
     if how == "--width":
-        proc = mpilens("report", prof, "--width", width, "--function", "MPI_Isend", "--ranks")
-    else:  # piped, as here: COLUMNS is honoured
-        proc = mpilens("report", prof, "--function", "MPI_Isend", "--ranks",
-                       env={"COLUMNS": str(width)})
+        proc = mpilens_inproc("report", prof, "--width", width, "--function", "MPI_Isend",
+                              "--ranks")
+    else:  # not a terminal, as here: COLUMNS is honoured
+        monkeypatch.setenv("COLUMNS", str(width))
+        proc = mpilens_inproc("report", prof, "--function", "MPI_Isend", "--ranks")
     assert proc.returncode == 0, proc.stderr
     check_80(proc.stdout, prof, width)
 
 
-def test_wide_shows_every_column() -> None:
+def test_wide_shows_every_column(monkeypatch: pytest.MonkeyPatch) -> None:
     prof = real_profile(4)
-    proc = mpilens("report", prof, env={"COLUMNS": "200"})
+    monkeypatch.setenv("COLUMNS", "200")
+    proc = mpilens_inproc("report", prof)
     assert proc.returncode == 0, proc.stderr
     head, _, _ = _table_rows(proc.stdout, "MPI functions by total time")
     assert head[:10] == FUNCTION_COLUMNS
@@ -96,7 +98,7 @@ def test_wide_shows_every_column() -> None:
 
 def test_diff_at_80_columns_keeps_the_call_site() -> None:
     a, b = real_profile(2), real_profile(4)
-    proc = mpilens("diff", a, b, "--width", "80")
+    proc = mpilens_inproc("diff", a, b, "--width", "80")
     assert proc.returncode == 0, proc.stderr
     for line in proc.stdout.splitlines():
         assert len(line) <= 80 and "…" not in line, line
