@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from mpilens.bench import tables as bench_tables
 from mpilens.report import analysis, callsites
 from mpilens.report.profile import load
 from mpilens.units import fmt_bytes, fmt_pct, fmt_time, fmt_times, num
@@ -114,6 +115,7 @@ def test_one_notation_with_units() -> None:
     assert fmt_times([0.0012, 0.011]) == "1.2/11 ms"
     assert fmt_time(1234.5) == "1234 s" and fmt_time(0.99996) == "1000 ms"
     assert fmt_bytes(3 << 40) == "3 TiB" and fmt_bytes(1023) == "1023 B"
+    assert bench_tables._bw(914.0) == "914 B/s" and bench_tables._bw(2.5e9) == "2.5 GB/s"
     for e in range(-12, 6):
         for m in (1.0, 1.5, 9.99):
             for s in (fmt_time(m * 10.0 ** e), fmt_times([m * 10.0 ** e, 1e-9]),

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..units import fmt_bytes, fmt_time
+from ..units import fmt_bytes, fmt_time, num
 
 Doc = dict[str, Any]
 
@@ -18,9 +18,13 @@ def _t(v: float | None) -> str:
 
 
 def _bw(v: float | None) -> str:
+    """A bandwidth in the largest unit it reaches, plain notation (units.num)."""
     if v is None:
         return "-"
-    return f"{v / 1e9:.3g} GB/s" if v >= 1e9 else f"{v / 1e6:.3g} MB/s"
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3), ("B/s", 1.0)):
+        if abs(v) >= scale or unit == "B/s":
+            return f"{num(v / scale)} {unit}"
+    return ""  # unreachable
 
 
 def _med(stats: dict[str, Any] | None) -> float | None:
