@@ -285,7 +285,7 @@ def regions_table(rows: list[dict[str, Any]], drop: dict[str, int],
 
 def timeline_block(tl: dict[str, Any], width: int | None = None) -> list[Any]:
     """One sparkline per class: MPI time per bin, summed over ranks (scaled per class)."""
-    cols = [Col("class", 0, "left"), Col("", 0, "left", wrap=True), Col("calls", 2),
+    cols = [Col("class", 0, "left"), Col("", 0, "left"), Col("calls", 2),
             Col("time", 1), Col("bytes", 3)]
     cells = [[c["class"], Text(timeline.sparkline(c["time_s"]), style="cyan"),
               f"{sum(c['calls']):,}", fmt_time(sum(c["time_s"])), fmt_bytes(sum(c["bytes"]))]
