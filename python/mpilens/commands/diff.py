@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..report import limits
 from ..report.comparison import compare
 from ..report.profile import load
 from ..units import fmt_time
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if args.top:
             d["functions"] = d["functions"][: args.top]
             d["callsites"] = d["callsites"][: args.top]
-        json.dump(d, sys.stdout, indent=1)
+        json.dump(limits.strict(d), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
         render(d, args.top or 20)

@@ -16,6 +16,7 @@ from ..report import (
     commpattern,
     comms,
     conventions,
+    limits,
     nodes,
     ranks,
     regions,
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     data = report_data(args, prof)
     if args.format == "json":
-        json.dump(data, sys.stdout, indent=1)
+        json.dump(limits.strict(data), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     elif args.format == "csv":
         if args.ranks and data["ranks"] is None:

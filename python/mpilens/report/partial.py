@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from . import limits
 from .profile import Profile, _check_fields, _check_function, load
 from .schema import FORMAT, HIST_LABELS, NBINS, RANK_KEYS, VERSION
 
@@ -35,6 +36,8 @@ def is_partial(path: str | Path) -> bool:
     p = Path(path)
     if p.is_dir():
         return True
+    if not p.is_file():  # a FIFO or a device: never opened here (load refuses it, limits.py)
+        return False
     try:
         with p.open("rb") as f:
             first = f.readline(1 << 20)
@@ -56,8 +59,9 @@ def load_any(paths: list[str]) -> Profile:
 
 def _read_dump(p: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
-        lines = [ln for ln in p.read_text(encoding="utf-8").split("\n") if ln.strip()]
-    except (OSError, UnicodeDecodeError) as exc:
+        text = limits.read_bytes(p).decode("utf-8")  # regular files only, bounded (limits.py)
+        lines = [ln for ln in text.split("\n") if ln.strip()]
+    except UnicodeDecodeError as exc:
         raise UserError(f"{p}: cannot read the partial profile: {exc}") from None
     try:
         head = json.loads(lines[0]) if lines else None
