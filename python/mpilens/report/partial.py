@@ -22,6 +22,7 @@ from ..errors import UserError
 from . import limits
 from .profile import Profile, _check_fields, _check_function, load
 from .schema import FORMAT, HIST_LABELS, NBINS, RANK_KEYS, VERSION
+from .validate import check_rank_line
 
 PARTIAL_FORMAT = "mpilens-partial"
 PARTIAL_VERSION = 1
@@ -91,6 +92,7 @@ def _read_dump(p: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     if rank["rank"] != head["rank"] or not 0 <= head["rank"] < head["nranks"]:
         raise UserError(f"{p}: corrupted partial profile: rank {head['rank']} of "
                         f"{head['nranks']} with a rank line of rank {rank['rank']}")
+    check_rank_line(p, head["nranks"], rank)  # every value in range (validate.py)
     return head, rank
 
 
