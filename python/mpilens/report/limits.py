@@ -39,29 +39,29 @@ _ESCAPED_CTRL = re.compile(rb"(?<!\\)((?:\\\\)*)\\(u00[01][0-9a-fA-F]|u007[fF]|u
 _RAW_CTRL = re.compile(rb"\x7f|\xc2[\x80-\x9f]")
 
 
-def _open_regular(path: Path) -> tuple[int, int]:
+def _open_regular(path: Path, what: str) -> tuple[int, int]:
     """(fd, size) of a regular file, or one line."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not an mpilens profile") from None
+        raise UserError(f"{path}: is a directory, not an mpilens {what}") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror}") from None
     st = os.fstat(fd)
-    what = None
+    why = None
     if stat.S_ISDIR(st.st_mode):
-        what = "is a directory, not an mpilens profile"
+        why = f"is a directory, not an mpilens {what}"
     elif stat.S_ISFIFO(st.st_mode):
-        what = "is a FIFO, not a regular file: mpilens reads profiles from regular files only"
+        why = f"is a FIFO, not a regular file: mpilens reads {what}s from regular files only"
     elif stat.S_ISSOCK(st.st_mode):
-        what = "is a socket, not a regular file: mpilens reads profiles from regular files only"
+        why = f"is a socket, not a regular file: mpilens reads {what}s from regular files only"
     elif not stat.S_ISREG(st.st_mode):
-        what = "is a device, not a regular file: mpilens reads profiles from regular files only"
-    if what:
+        why = f"is a device, not a regular file: mpilens reads {what}s from regular files only"
+    if why:
         os.close(fd)
-        raise UserError(f"{path}: {what}")
+        raise UserError(f"{path}: {why}")
     return fd, st.st_size
 
 
@@ -79,7 +79,7 @@ def _read_all(path: Path, fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def check_line_lengths(path: Path, raw: bytes) -> None:
+def check_line_lengths(path: Path, raw: bytes, what: str = "profile") -> None:
     """One line if a line of raw is longer than MAX_LINE_BYTES."""
     if len(raw) <= MAX_LINE_BYTES:
         return
@@ -88,14 +88,14 @@ def check_line_lengths(path: Path, raw: bytes) -> None:
         end = raw.find(b"\n", start)
         stop = len(raw) if end < 0 else end
         if stop - start > MAX_LINE_BYTES:
-            raise UserError(f"{path}: corrupted profile: line {n} is longer than "
+            raise UserError(f"{path}: corrupted {what}: line {n} is longer than "
                             f"{MAX_LINE_BYTES >> 20} MiB")
         if end < 0:
             return
         start, n = end + 1, n + 1
 
 
-def check_depth(path: Path, raw: bytes) -> None:
+def check_depth(path: Path, raw: bytes, what: str = "profile") -> None:
     """One line if JSON in raw (one line or many) nests deeper than MAX_DEPTH levels."""
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return
@@ -106,7 +106,7 @@ def check_depth(path: Path, raw: bytes) -> None:
             break
     # still a pair after MAX_DEPTH levels, or more unmatched openings than that
     if _PAIR.search(brackets) or brackets.count(b"[") + brackets.count(b"{") > MAX_DEPTH:
-        raise UserError(f"{path}: corrupted profile: JSON nested deeper than {MAX_DEPTH} levels")
+        raise UserError(f"{path}: corrupted {what}: JSON nested deeper than {MAX_DEPTH} levels")
 
 
 def neutralize_controls(raw: bytes) -> bytes:
@@ -117,14 +117,15 @@ def neutralize_controls(raw: bytes) -> bytes:
     return _RAW_CTRL.sub(lambda m: b"\\\\u%04x" % ord(m.group().decode("utf-8", "replace")), raw)
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The contents of a profile file within the limits above (UserError otherwise),
-    control characters in its strings made visible."""
+def read_bytes(path: str | Path, what: str = "profile") -> bytes:
+    """The contents of a profile file (or another JSON file mpilens reads: `what` names
+    it in the messages) within the limits above (UserError otherwise), control
+    characters in its strings made visible."""
     p = Path(path)
-    fd, size = _open_regular(p)
+    fd, size = _open_regular(p, what)
     raw = _read_all(p, fd, size)
-    check_line_lengths(p, raw)
-    check_depth(p, raw)
+    check_line_lengths(p, raw, what)
+    check_depth(p, raw, what)
     return neutralize_controls(raw)
 
 
