@@ -1,10 +1,15 @@
 /* Profile steps 3 and 4, write and claim the name (profile.h), and
  * ml_write_profile, which runs the four steps at MPI_Finalize.
  *
- * Each rank's text is placed by MPI_Exscan and written with one collective
- * MPI_File_write_at_all under a temporary name; rank 0 then links it to the
- * final name, which is never overwritten (name, name.1, ...).  A crash leaves
- * at most a temporary file, never a half profile under the final name. */
+ * Rank 0 creates a temporary file in the output's directory and reserves the
+ * profile's size in it; each rank's text is placed by MPI_Exscan and written
+ * with one collective MPI_File_write_at_all (POSIX pwrite for paths too long
+ * for MPI-IO).  The ranks agree on every step's outcome, so they all take the
+ * same path: on a failure the temporary file goes and the profile is written
+ * again in $TMPDIR (or /tmp), else not at all, with one line.  Rank 0 then
+ * links the file to the final name, which is never overwritten (name,
+ * name.1, ...).  A crash leaves at most the temporary file, never a half
+ * profile under the final name.  docs/runtime.md, Writing the profile. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

@@ -36,6 +36,7 @@ _PAIR = re.compile(rb"\[\]|\{\}")
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 # a JSON escape of a control character not preceded by an escaped backslash
 _ESCAPED_CTRL = re.compile(rb"(?<!\\)((?:\\\\)*)\\(u00[01][0-9a-fA-F]|u007[fF]|u00[89][0-9a-fA-F]|[bfnrt])")
+_TAB = re.compile(rb"(?<!\\)((?:\\\\)*)\\(?:t|u0009)")
 _RAW_CTRL = re.compile(rb"\x7f|\xc2[\x80-\x9f]")
 
 
@@ -113,6 +114,7 @@ def neutralize_controls(raw: bytes) -> bytes:
     """JSON text with every control character in its strings made visible text."""
     if b"\\" not in raw and b"\x7f" not in raw and b"\xc2" not in raw:
         return raw
+    raw = _TAB.sub(rb"\1 ", raw)  # a tab (MPICH's version string has one) is a blank
     raw = _ESCAPED_CTRL.sub(rb"\1\\\\\2", raw)
     return _RAW_CTRL.sub(lambda m: b"\\\\u%04x" % ord(m.group().decode("utf-8", "replace")), raw)
 
