@@ -25,9 +25,8 @@ from pathlib import Path
 
 import pytest
 from conftest import launcher, mpi_env, run_mpi
-from test_cli_support import EVERY, N, STEPS, example, mpilens, per_rank_calls
-
 from mpilens.report.profile import load
+from test_cli_support import EVERY, STEPS, N, example, mpilens, per_rank_calls
 
 NP = 2
 ENOSPC = os.strerror(errno.ENOSPC)
@@ -47,6 +46,11 @@ def job(build: Path, out: Path | str, tmpdir: Path, cwd: Path,
     proc = run_mpi(NP, heat(build), env=env, check=False, timeout=120, cwd=cwd)
     assert "Traceback" not in proc.stderr and "overflow" not in proc.stderr, proc.stderr
     return proc.returncode, [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")]
+
+
+def fell_back(out: Path | str, reason: str, alt: Path) -> str:
+    """The one line of a profile written to $TMPDIR instead (docs/runtime.md)."""
+    return f"mpilens: cannot write profile {out}: {reason}: profile written to {alt}/p.prof instead"
 
 
 def assert_complete(path: Path, calls: dict[str, int] | None = None) -> None:
@@ -104,8 +108,7 @@ def test_full_filesystem_falls_back_to_tmpdir(build: Path, tmp_path: Path, tmpfs
     fill(full)
     rc, lines = job(build, full / "p.prof", alt, tmp_path)
     assert rc == 0
-    assert lines == [f"mpilens: cannot write profile {full}/p.prof: {ENOSPC}: "
-                     f"profile written to {alt}/p.prof instead"]
+    assert lines == [fell_back(f"{full}/p.prof", ENOSPC, alt)]
     assert names(full) == {"fill"} and names(alt) == {"p.prof"}
     assert_complete(alt / "p.prof")
 
@@ -117,8 +120,7 @@ def test_nearly_full_filesystem_leaves_no_truncated_file(build: Path, tmp_path: 
     fill(near, leave=8192)
     rc, lines = job(build, near / "p.prof", alt, tmp_path)
     assert rc == 0
-    assert lines == [f"mpilens: cannot write profile {near}/p.prof: {ENOSPC}: "
-                     f"profile written to {alt}/p.prof instead"]
+    assert lines == [fell_back(f"{near}/p.prof", ENOSPC, alt)]
     assert (alt / "p.prof").stat().st_size > 8192  # it did not fit
     assert names(near) == {"fill"}
     assert_complete(alt / "p.prof")
@@ -130,8 +132,8 @@ def test_full_filesystem_and_full_fallback(build: Path, tmp_path: Path, tmpfs) -
     fill(alt)
     rc, lines = job(build, full / "p.prof", alt, tmp_path)
     assert rc == 0  # the application's status, not the profiler's
-    assert lines == [f"mpilens: profile not written: {full}/p.prof: {ENOSPC}; "
-                     f"{alt}/p.prof: {ENOSPC}"]
+    assert lines == [(f"mpilens: profile not written: {full}/p.prof: {ENOSPC}; "
+                      f"{alt}/p.prof: {ENOSPC}")]
     assert names(full) == {"fill"} and names(alt) == {"fill"}
 
 
@@ -140,8 +142,7 @@ def test_read_only_directory(build: Path, tmp_path: Path, tmpfs) -> None:
     alt.mkdir()
     rc, lines = job(build, ro / "p.prof", alt, tmp_path)
     assert rc == 0
-    assert lines == [f"mpilens: cannot write profile {ro}/p.prof: {os.strerror(errno.EROFS)}: "
-                     f"profile written to {alt}/p.prof instead"]
+    assert lines == [fell_back(f"{ro}/p.prof", os.strerror(errno.EROFS), alt)]
     assert_complete(alt / "p.prof")
 
 
@@ -234,8 +235,7 @@ def test_output_directory_removed_during_the_run(build: Path, tmp_path: Path) ->
                                    lambda: shutil.rmtree(out))
     assert rc == 0, err
     lines = [ln for ln in err.splitlines() if ln.startswith("mpilens:")]
-    assert lines == [f"mpilens: cannot write profile {out}/p.prof: "
-                     f"{os.strerror(errno.ENOENT)}: profile written to {alt}/p.prof instead"]
+    assert lines == [fell_back(f"{out}/p.prof", os.strerror(errno.ENOENT), alt)]
     assert not out.exists() and names(alt) == {"p.prof"}
     assert_complete(alt / "p.prof", {"MPI_Allreduce": _rounds(stdout) + 1})
 
@@ -256,8 +256,7 @@ def test_disk_full_during_partial_dumps(build: Path, tmp_path: Path, tmpfs) -> N
                                                      "MPILENS_DUMP_AT": "0.2"}, after_the_dump)
     assert rc == 0, err
     lines = [ln for ln in err.splitlines() if ln.startswith("mpilens:")]
-    assert lines[-1] == (f"mpilens: cannot write profile {full}/p.prof: {ENOSPC}: "
-                         f"profile written to {alt}/p.prof instead")
+    assert lines[-1] == fell_back(f"{full}/p.prof", ENOSPC, alt)
     assert any("partial" in ln and ENOSPC in ln for ln in lines[:-1]), lines  # said so
     assert_complete(alt / "p.prof", {"MPI_Allreduce": _rounds(stdout) + 1})
     # no partial file, whole or truncated, is left: the complete profile was written
@@ -305,8 +304,7 @@ def test_output_path_near_path_max(build: Path, tmp_path: Path) -> None:
     assert len(str(out)) == 4090
     rc, lines = job(build, out, alt, tmp_path)
     assert rc == 0
-    assert lines == [f"mpilens: cannot write profile {out}: {os.strerror(errno.ENAMETOOLONG)}: "
-                     f"profile written to {alt}/p.prof instead"]
+    assert lines == [fell_back(out, os.strerror(errno.ENAMETOOLONG), alt)]
     assert_complete(alt / "p.prof")
 
 

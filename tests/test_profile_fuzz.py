@@ -25,9 +25,8 @@ from typing import Any
 
 import pytest
 from conftest import launcher, mpi_env
-from test_cli_support import mpilens_inproc, real_profile
-
 from mpilens.report import limits
+from test_cli_support import mpilens_inproc, real_profile
 
 SEED = 20261123
 NASTY: list[Any] = [-1, 10**23, 2**64, 2**64 - 1, 0, 1.5, float("nan"), float("inf"), -0.5,

@@ -40,8 +40,9 @@ _TAB = re.compile(rb"(?<!\\)((?:\\\\)*)\\(?:t|u0009)")
 _RAW_CTRL = re.compile(rb"\x7f|\xc2[\x80-\x9f]")
 
 
-def _open_regular(path: Path, what: str) -> tuple[int, int]:
-    """(fd, size) of a regular file, or one line."""
+def open_regular(path: Path, what: str = "profile") -> tuple[int, int]:
+    """(fd, size) of a regular file opened for reading, or one line (a streaming
+    reader opens its file with this, then passes each line to `line`)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -124,19 +125,20 @@ def read_bytes(path: str | Path, what: str = "profile") -> bytes:
     it in the messages) within the limits above (UserError otherwise), control
     characters in its strings made visible."""
     p = Path(path)
-    fd, size = _open_regular(p, what)
+    fd, size = open_regular(p, what)
     raw = _read_all(p, fd, size)
     check_line_lengths(p, raw, what)
     check_depth(p, raw, what)
     return neutralize_controls(raw)
 
 
-def printable(text: str) -> str:
-    """text with control characters written as \\uXXXX (for names not read through
-    read_bytes)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c == " " else f"\\u{ord(c):04x}" for c in text)
+def line(path: Path, n: int, raw: bytes, what: str = "profile") -> bytes:
+    """Line n of a file read line by line: the same limits as read_bytes, for one line."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise UserError(f"{path}: corrupted {what}: line {n} is longer than "
+                        f"{MAX_LINE_BYTES >> 20} MiB")
+    check_depth(path, raw, what)
+    return neutralize_controls(raw)
 
 
 def strict(obj: Any) -> Any:
