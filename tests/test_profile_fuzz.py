@@ -364,7 +364,9 @@ def csv_rows(text: str) -> list[list[str]]:
 # ---- time-bounded random fuzzing of complete and partial profiles ----
 
 # seconds each random fuzz test spends (CI); MPILENS_FUZZ_SECONDS runs a longer sweep by hand
+# (and MPILENS_FUZZ_SEED another seed): MPILENS_FUZZ_SECONDS=600 pytest -s -k random_fuzz
 FUZZ_SECONDS = float(os.environ.get("MPILENS_FUZZ_SECONDS", "12"))
+FUZZ_SEED = int(os.environ.get("MPILENS_FUZZ_SEED", str(SEED)))
 HOSTILE: list[bytes] = [b"[" * 3000, b"]" * 50, b'"\\u001b[31m"', b"NaN", b"Infinity", b"-Infinity",
                         b"1e400", b"-0", b"18446744073709551616", b'"\\ud800"', b"\x00", b"\xff\xfe",
                         b"\n", b"\r\n", b"{}", b"[]", b"null", b"true", b'"' + b"a" * 5000 + b'"']
@@ -436,7 +438,7 @@ def _fuzz_loop(label: str, seed: int, raw: bytes, write: Callable[[bytes], None]
 
 def test_random_fuzz_complete_profiles(original: Path, tmp_path: Path) -> None:
     path = tmp_path / "r.prof"  # (html is drawn by the boundary tests: too slow to fuzz)
-    counts = _fuzz_loop("complete", SEED, original.read_bytes(), path.write_bytes,
+    counts = _fuzz_loop("complete", FUZZ_SEED, original.read_bytes(), path.write_bytes,
                         [("report", path, "--format", "json"), ("report", path),
                          ("report", path, "--format", "csv", "--ranks"),
                          ("diff", original, path, "--format", "json")])
@@ -477,7 +479,7 @@ def test_random_fuzz_partial_profiles(partial_dir: Path, tmp_path: Path) -> None
     d = tmp_path / "job.prof.partial"
     d.mkdir()
     (d / "rank-1").write_bytes((partial_dir / "rank-1").read_bytes())
-    counts = _fuzz_loop("partial", SEED + 1, (partial_dir / "rank-0").read_bytes(),
+    counts = _fuzz_loop("partial", FUZZ_SEED + 1, (partial_dir / "rank-0").read_bytes(),
                         (d / "rank-0").write_bytes,
                         [("report", d, "--format", "json"), ("report", d),
                          ("report", d / "rank-0", "--format", "json")])

@@ -101,6 +101,9 @@ def _check_call(p: Path, where: str, c: Any, nested: bool = False) -> None:
 
 
 def _check_dump(p: Path, head: dict[str, Any]) -> None:
+    for key in ("created", "job_id", "command", "host", "mpi_library", "signal"):
+        if not isinstance(head.get(key, ""), (str, type(None)) if key == "signal" else str):
+            raise UserError(f"{p}: corrupted partial profile: dump header has a bad '{key}' value")
     for i, t in enumerate(head["threads"]):
         if not isinstance(t, dict):
             raise UserError(f"{p}: corrupted partial profile: threads[{i}] is not an object")
