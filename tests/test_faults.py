@@ -269,7 +269,8 @@ def _long_dir(base: Path, total: int) -> Path:
     """A directory path of `total` characters under base, in names of at most 200."""
     d = str(base)
     while len(d) < total:
-        d += "/" + "d" * min(200, total - len(d) - 1)
+        n = min(200, total - len(d) - 1)
+        d += "/" + "d" * n if n > 0 else "d"  # (one character short: the last name grows)
     return Path(d)
 
 
