@@ -277,6 +277,8 @@ def test_devices_fifos_and_directories_refused_at_once(original: Path, tmp_path:
     os.mkfifo(fifo)  # no writer: opening it for reading the usual way would wait forever
     _refused_everywhere("/dev/zero", original, tmp_path, "/dev/zero: is a device, not a regular file")
     _refused_everywhere(fifo, original, tmp_path, f"{fifo}: is a FIFO, not a regular file")
+    long = tmp_path / ("a" * 5000)
+    _refused_everywhere(long, original, tmp_path, f"{long}: cannot read: File name too long")
     # a directory is read as a partial profile's directory by report, refused by the others
     _refused_everywhere(tmp_path, original, tmp_path, f"mpilens: {tmp_path}: ")
 

@@ -36,11 +36,11 @@ _DUMP_KEYS: dict[str, type | tuple[type, ...]] = {
 def is_partial(path: str | Path) -> bool:
     """A partial directory, or a file whose first line is a partial dump's header."""
     p = Path(path)
-    if p.is_dir():
-        return True
-    if not p.is_file():  # a FIFO or a device: never opened here (load refuses it, limits.py)
-        return False
     try:
+        if p.is_dir():
+            return True
+        if not p.is_file():  # a FIFO or a device: never opened here (load refuses it, limits.py)
+            return False
         with p.open("rb") as f:
             first = f.readline(1 << 20)
     except OSError:
