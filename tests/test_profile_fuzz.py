@@ -339,7 +339,7 @@ def test_control_characters_escaped_in_every_output(original: Path, tmp_path: Pa
     shown = "x\\u001b[2J\\u001b]0;owned\\u0007\\nrow\\r\\u007f\\u0085"
 
     def clean(text: str, what: str) -> None:
-        bad = [c for c in text if (ord(c) < 32 and c not in "\n") or 0x7f <= ord(c) <= 0x9f]
+        bad = [c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
         assert not bad, (what, bad)
 
     text = _run("text", "report", p, "--ranks").stdout
