@@ -275,7 +275,8 @@ def _refused_everywhere(path: Path | str, original: Path, tmp_path: Path, needle
 def test_devices_fifos_and_directories_refused_at_once(original: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # no writer: opening it for reading the usual way would wait forever
-    _refused_everywhere("/dev/zero", original, tmp_path, "/dev/zero: is a device, not a regular file")
+    _refused_everywhere("/dev/zero", original, tmp_path,
+                        "/dev/zero: is a device, not a regular file")
     _refused_everywhere(fifo, original, tmp_path, f"{fifo}: is a FIFO, not a regular file")
     long = tmp_path / ("a" * 5000)
     _refused_everywhere(long, original, tmp_path, f"{long}: cannot read: File name too long")
@@ -369,9 +370,10 @@ def csv_rows(text: str) -> list[list[str]]:
 # (and MPILENS_FUZZ_SEED another seed): MPILENS_FUZZ_SECONDS=600 pytest -s -k random_fuzz
 FUZZ_SECONDS = float(os.environ.get("MPILENS_FUZZ_SECONDS", "12"))
 FUZZ_SEED = int(os.environ.get("MPILENS_FUZZ_SEED", str(SEED)))
-HOSTILE: list[bytes] = [b"[" * 3000, b"]" * 50, b'"\\u001b[31m"', b"NaN", b"Infinity", b"-Infinity",
-                        b"1e400", b"-0", b"18446744073709551616", b'"\\ud800"', b"\x00", b"\xff\xfe",
-                        b"\n", b"\r\n", b"{}", b"[]", b"null", b"true", b'"' + b"a" * 5000 + b'"']
+HOSTILE: list[bytes] = [b"[" * 3000, b"]" * 50, b'"\\u001b[31m"', b"NaN", b"Infinity",
+                        b"-Infinity", b"1e400", b"-0", b"18446744073709551616", b'"\\ud800"',
+                        b"\x00", b"\xff\xfe", b"\n", b"\r\n", b"{}", b"[]", b"null", b"true",
+                        b'"' + b"a" * 5000 + b'"']
 
 
 def random_value_mutation(rng: random.Random, raw: bytes) -> bytes:

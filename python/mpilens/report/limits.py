@@ -8,8 +8,9 @@ Every file mpilens reads as a profile (complete or partial) goes through `read_b
 - no line longer than `MAX_LINE_BYTES`;
 - no JSON nested deeper than `MAX_DEPTH` levels (Python's json would otherwise raise
   RecursionError, and everything that walks the data after it);
-- control characters inside JSON strings (C0 but the tab, DEL, C1; written as JSON escapes such as
-  \\u001b or \\n, or raw) are turned into visible text (the six characters ``\\u001b``),
+- control characters inside JSON strings (C0 but the tab, DEL, C1; written as JSON
+  escapes such as \\u001b or \\n, or raw) are turned into visible text (the six
+  characters ``\\u001b``),
   so that no name from a profile can move the cursor, colour or clear a terminal, or
   break a table, a CSV row or an HTML page.
 
@@ -36,7 +37,8 @@ _PAIR = re.compile(rb"\[\]|\{\}")
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 # a JSON escape of a control character not preceded by an escaped backslash
 # (a tab, \t or \u0009, stays: it moves no cursor, and MPICH's version string has one)
-_ESCAPED_CTRL = re.compile(rb"(?<!\\)((?:\\\\)*)\\(u000[0-8a-fA-F]|u001[0-9a-fA-F]|u007[fF]|u00[89][0-9a-fA-F]|[bfnr])")
+_ESCAPED_CTRL = re.compile(rb"(?<!\\)((?:\\\\)*)\\"
+                           rb"(u000[0-8a-fA-F]|u001[0-9a-fA-F]|u007[fF]|u00[89][0-9a-fA-F]|[bfnr])")
 _RAW_CTRL = re.compile(rb"\x7f|\xc2[\x80-\x9f]")
 
 

@@ -77,8 +77,9 @@ def _check_call(p: Path, where: str, c: Any, nested: bool = False) -> None:
         raise bad("kind")
     comm = c.get("comm")
     if isinstance(comm, dict):
-        if not isinstance(comm.get("ranks", []), list) or \
-                not all(isinstance(r, int) and not isinstance(r, bool) for r in comm.get("ranks", [])):
+        ranks = comm.get("ranks", [])
+        if not isinstance(ranks, list) or \
+                not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
             raise bad("comm")
     elif not isinstance(comm, (str, type(None))):
         raise bad("comm")
