@@ -13,12 +13,19 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import os
 import random
+import re
+import signal
+import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import launcher, mpi_env
+from mpilens.report import limits
 from test_cli_support import mpilens_inproc, real_profile
 
 SEED = 20261123
@@ -130,6 +137,18 @@ def deletions(text: str) -> Iterator[tuple[str, bytes]]:
                    ("\n".join(out) + "\n").encode())
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_json(text: str, label: str) -> Any:
+    """text parsed as strict JSON: NaN, Infinity and -Infinity are refused."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise AssertionError(f"{label}: the JSON output is not strict JSON: {exc}") from None
+
+
 def _one_line_error(proc: Any) -> bool:
     lines = proc.stderr.splitlines()
     return (proc.returncode == 2 and proc.stdout == "" and len(lines) == 1
@@ -156,7 +175,7 @@ def check_commands(label: str, path: Path, original: Path, html: Path, with_html
         return False
     # a valid profile: the report says what the file says
     header = json.loads(path.read_text().splitlines()[0])
-    data = json.loads(proc.stdout)
+    data = strict_json(proc.stdout, label)
     assert {r["function"]: r["calls"] for r in data["functions"]} == \
         {n: f.get("calls", 0) for n, f in header["functions"].items()}, label  # absent: 0
     some = min(header["functions"])
@@ -164,6 +183,7 @@ def check_commands(label: str, path: Path, original: Path, html: Path, with_html
         ("report", path, "--ranks", "--function", some), ("report", path, "--format", "csv"),
         ("report", path, "--format", "csv", "--function", some), ("diff", original, path),
         ("diff", path, original, "--format", "json")]
+    strict_json(_run(label, "diff", original, path, "--format", "json").stdout, label)
     if data.get("ranks"):
         steps.append(("report", path, "--format", "csv", "--ranks"))
     if with_html:
@@ -231,3 +251,253 @@ def test_boundary_values(original: Path, tmp_path: Path, what: str,
     if not valid:
         err = mpilens_inproc("report", path).stderr
         assert err.startswith(f"mpilens: {path}: corrupted profile: header ")
+
+
+# ---- hostile files: never read past the limits (report/limits.py) ----
+
+READERS: list[tuple[str, ...]] = [("report",), ("report", "--format", "json"),
+                                  ("report", "--format", "csv"), ("html", "-o", "{html}"),
+                                  ("advise",), ("diff", "{original}")]
+
+
+def _refused_everywhere(path: Path | str, original: Path, tmp_path: Path, needle: str) -> None:
+    for args in READERS:
+        argv = [a.format(html=tmp_path / "h.html", original=original) for a in args]
+        if argv[0] == "diff":
+            argv = ["diff", str(original), str(path)]
+        else:
+            argv = [argv[0], str(path), *argv[1:]]
+        proc = _run(f"{path} {args}", *argv)
+        assert _one_line_error(proc), (argv, proc.returncode, proc.stderr)
+        assert needle in proc.stderr, (argv, proc.stderr)
+
+
+def test_devices_fifos_and_directories_refused_at_once(original: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: opening it for reading the usual way would wait forever
+    _refused_everywhere("/dev/zero", original, tmp_path,
+                        "/dev/zero: is a device, not a regular file")
+    _refused_everywhere(fifo, original, tmp_path, f"{fifo}: is a FIFO, not a regular file")
+    long = tmp_path / ("a" * 5000)
+    _refused_everywhere(long, original, tmp_path, f"{long}: cannot read: File name too long")
+    # a directory is read as a partial profile's directory by report, refused by the others
+    _refused_everywhere(tmp_path, original, tmp_path, f"mpilens: {tmp_path}: ")
+
+
+def test_deep_nesting_refused_without_recursion(original: Path, tmp_path: Path) -> None:
+    lines = original.read_text().splitlines()
+    header = json.loads(lines[0])
+    deep = tmp_path / "deep.prof"
+    cases = {
+        "a deep value in the header": json.dumps(header)[:-1] + ',"x":' + "[" * 5000 + "]" * 5000
+        + "}",
+        "a deep rank line": "[" * 5000 + "]" * 5000,
+        "an unclosed deep line": "{" + '"a":[' * 5000,
+    }
+    for what, line in cases.items():
+        text = line + "\n" + "\n".join(lines[1:]) + "\n" if what.endswith("header") else \
+            "\n".join(lines[:2] + [line] + lines[3:]) + "\n"
+        deep.write_text(text)
+        _refused_everywhere(deep, original, tmp_path,
+                            f"corrupted profile: JSON nested deeper than {limits.MAX_DEPTH} levels")
+    # the limit itself: 64 levels pass the reader's check (the profile is then refused for
+    # what the value is, or read), 65 do not
+    for depth, ok in ((limits.MAX_DEPTH, True), (limits.MAX_DEPTH + 1, False)):
+        deep.write_text(json.dumps(header)[:-1] + ',"x":' + "[" * (depth - 1) + "]" * (depth - 1)
+                        + "}\n" + "\n".join(lines[1:]) + "\n")
+        proc = _run("depth", "report", deep, "--format", "json")
+        assert (proc.returncode == 0) == ok, proc.stderr
+
+
+def test_long_lines_refused(original: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                            ) -> None:
+    lines = original.read_text().splitlines()
+    longest = max(len(ln.encode()) for ln in lines)
+    monkeypatch.setattr(limits, "MAX_LINE_BYTES", longest)
+    assert _run("at the limit", "report", original, "--format", "json").returncode == 0
+    monkeypatch.setattr(limits, "MAX_LINE_BYTES", longest - 1)
+    n = 1 + max(range(len(lines)), key=lambda i: len(lines[i].encode()))
+    _refused_everywhere(original, original, tmp_path,
+                        f"corrupted profile: line {n} is longer than")
+
+
+def test_control_characters_escaped_in_every_output(original: Path, tmp_path: Path) -> None:
+    """Escape sequences and newlines in names reach no output raw: the terminal report,
+    CSV rows and the HTML page show them as \\u001b, \\n ...; the JSON output holds the
+    same visible text."""
+    lines = original.read_text().splitlines()
+    header = json.loads(lines[0])
+    evil = "x\x1b[2J\x1b]0;owned\x07\nrow\r\x7f\x85"
+    header["command"] = "./app " + evil
+    ranks = [json.loads(ln) for ln in lines[1:]]
+    for r in ranks:
+        for c in r.get("comms", []):
+            if c.get("kind") == "world":
+                c["name"] = "W" + evil
+        r["host"] = "node1" + evil
+    p = tmp_path / "evil.prof"
+    p.write_text("\n".join(json.dumps(d) for d in [header, *ranks]) + "\n")
+    shown = "x\\u001b[2J\\u001b]0;owned\\u0007\\nrow\\r\\u007f\\u0085"
+
+    def clean(text: str, what: str) -> None:
+        bad = [c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
+        assert not bad, (what, bad)
+
+    text = _run("text", "report", p, "--ranks").stdout
+    clean(text, "text")
+    assert text.count("\\u001b") >= 2 and "owned" in text  # shown, escaped
+    data = strict_json(_run("json", "report", p, "--format", "json").stdout, "json")
+    assert data["summary"]["command"] == "./app " + shown
+    for args in (("--format", "csv"), ("--format", "csv", "--ranks")):
+        out = _run("csv", "report", p, *args).stdout
+        clean(out.replace("\n", ""), "csv")
+        assert len(out.splitlines()) == len(list(csv_rows(out))), "a name broke a CSV row"
+    html = tmp_path / "evil.html"
+    assert _run("html", "html", p, "-o", html, "--force").returncode == 0
+    clean(html.read_text().replace("\n", ""), "html")
+    assert "\\u001b" in html.read_text()
+
+
+def csv_rows(text: str) -> list[list[str]]:
+    import csv
+    import io
+    return list(csv.reader(io.StringIO(text)))
+
+
+# ---- time-bounded random fuzzing of complete and partial profiles ----
+
+# seconds each random fuzz test spends (CI); MPILENS_FUZZ_SECONDS runs a longer sweep by hand
+# (and MPILENS_FUZZ_SEED another seed): MPILENS_FUZZ_SECONDS=600 pytest -s -k random_fuzz
+FUZZ_SECONDS = float(os.environ.get("MPILENS_FUZZ_SECONDS", "12"))
+FUZZ_SEED = int(os.environ.get("MPILENS_FUZZ_SEED", str(SEED)))
+HOSTILE: list[bytes] = [b"[" * 3000, b"]" * 50, b'"\\u001b[31m"', b"NaN", b"Infinity",
+                        b"-Infinity", b"1e400", b"-0", b"18446744073709551616", b'"\\ud800"',
+                        b"\x00", b"\xff\xfe", b"\n", b"\r\n", b"{}", b"[]", b"null", b"true",
+                        b'"' + b"a" * 5000 + b'"']
+
+
+def random_value_mutation(rng: random.Random, raw: bytes) -> bytes:
+    """raw with a few values anywhere in its JSON lines replaced by NASTY ones (or deleted):
+    still JSON, so the checks and the reports behind the parser get the bad values."""
+    lines = raw.decode().splitlines()
+    for _ in range(rng.choice((1, 1, 2, 4))):
+        k = 0 if rng.random() < 0.5 else rng.randrange(len(lines))
+        doc = json.loads(lines[k])
+        paths = [p for p in _paths(doc) if p]
+        if paths:
+            _set(doc, rng.choice(paths), rng.choice(NASTY), rng.random() < 0.15)
+            lines[k] = json.dumps(doc, separators=(",", ":"))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def random_mutation(rng: random.Random, raw: bytes) -> bytes:
+    """One random corruption of raw (a few edits of a few kinds)."""
+    if rng.random() < 0.5:
+        return random_value_mutation(rng, raw)
+    b = bytearray(raw)
+    for _ in range(rng.choice((1, 1, 2, 3, 5))):
+        kind = rng.randrange(6)
+        i = rng.randrange(len(b) + 1)
+        if kind == 0 and b:  # flip bits
+            j = min(i, len(b) - 1)
+            b[j] ^= 1 << rng.randrange(8)
+        elif kind == 1:  # insert a hostile fragment
+            b[i:i] = rng.choice(HOSTILE)
+        elif kind == 2:  # delete a span
+            del b[i:i + rng.randrange(1, 64)]
+        elif kind == 3:  # duplicate a span
+            j = rng.randrange(len(b) + 1)
+            b[i:i] = b[j:j + rng.randrange(1, 256)]
+        elif kind == 4:  # truncate
+            del b[i:]
+        else:  # replace a number by a hostile number
+            m = list(re.finditer(rb"-?\d+(\.\d+)?(e-?\d+)?", bytes(b)))
+            if m:
+                t = rng.choice(m)
+                b[t.start():t.end()] = rng.choice((b"1e400", b"-1", b"NaN", b"2e-400", b"1.5",
+                                                   b"99999999999999999999999", b"-Infinity"))
+    return bytes(b)
+
+
+def _fuzz_loop(label: str, seed: int, raw: bytes, write: Callable[[bytes], None],
+               commands: list[tuple[Any, ...]]) -> dict[str, int]:
+    rng = random.Random(seed)
+    counts = {"files": 0, "loaded": 0, "refused": 0, "tracebacks": 0}
+    end = time.monotonic() + FUZZ_SECONDS
+    while time.monotonic() < end:
+        write(random_mutation(rng, raw))
+        counts["files"] += 1
+        for args in commands:  # the first refusing: the others would refuse it the same way
+            proc = _run(f"{label} #{counts['files']} (seed {seed})", *args)  # a traceback fails
+            if proc.returncode != 0:
+                assert _one_line_error(proc), (label, counts["files"], args, proc.stderr)
+                counts["refused"] += args is commands[0]
+                break
+            if "json" in args:
+                strict_json(proc.stdout, f"{label} #{counts['files']}")
+            counts["loaded"] += args is commands[0]
+    print(f"\nfuzz {label}: {counts}")
+    return counts
+
+
+def test_random_fuzz_complete_profiles(original: Path, tmp_path: Path) -> None:
+    path = tmp_path / "r.prof"  # (html is drawn by the boundary tests: too slow to fuzz)
+    counts = _fuzz_loop("complete", FUZZ_SEED, original.read_bytes(), path.write_bytes,
+                        [("report", path, "--format", "json"), ("report", path),
+                         ("report", path, "--format", "csv", "--ranks"),
+                         ("diff", original, path, "--format", "json")])
+    assert counts["files"] >= 10 and counts["refused"] > 0 and counts["tracebacks"] == 0
+
+
+@pytest.fixture(scope="module")
+def partial_dir(build, tmp_path_factory) -> Path:
+    """A real partial profile: tests/progs/sig_wait on 2 ranks dumps at MPILENS_DUMP_AT,
+    then is killed (it never reaches MPI_Finalize)."""
+    tmp = tmp_path_factory.mktemp("partial")
+    out = tmp / "job.prof"
+    env = mpi_env({"MPILENS_OUTPUT": str(out), "MPILENS_DUMP_AT": "0.2"})
+    proc = subprocess.Popen(launcher(2) + [str(build / "bin" / "mpilens-exec"),
+                                           str(build / "tests" / "sig_wait"), str(tmp)],
+                            env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    d = Path(f"{out}.partial")
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not (len(list(d.glob("rank-[0-9]"))) == 2
+                                              and len(list(tmp.glob("rank-*.pid"))) == 2):
+            time.sleep(0.05)
+        time.sleep(0.2)
+    finally:
+        for pidfile in tmp.glob("rank-*.pid"):
+            try:
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        proc.kill()
+        proc.communicate()
+    assert sorted(p.name for p in d.glob("rank-[0-9]")) == ["rank-0", "rank-1"]
+    assert _run("partial", "report", d, "--format", "json").returncode == 0
+    return d
+
+
+def test_random_fuzz_partial_profiles(partial_dir: Path, tmp_path: Path) -> None:
+    d = tmp_path / "job.prof.partial"
+    d.mkdir()
+    (d / "rank-1").write_bytes((partial_dir / "rank-1").read_bytes())
+    counts = _fuzz_loop("partial", FUZZ_SEED + 1, (partial_dir / "rank-0").read_bytes(),
+                        (d / "rank-0").write_bytes,
+                        [("report", d, "--format", "json"), ("report", d),
+                         ("report", d / "rank-0", "--format", "json")])
+    assert counts["files"] >= 10 and counts["refused"] > 0 and counts["tracebacks"] == 0
+
+
+def test_network_model_file_within_the_same_limits(original: Path, tmp_path: Path) -> None:
+    """advise --model reads its JSON file through the same limits (report/limits.py)."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 5000 + "]" * 5000)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for model, needle in (("/dev/zero", "/dev/zero: is a device, not a regular file"),
+                          (fifo, f"{fifo}: is a FIFO, not a regular file"),
+                          (deep, f"{deep}: corrupted network model: JSON nested deeper than")):
+        proc = _run("model", "advise", original, "--model", model)
+        assert _one_line_error(proc) and needle in proc.stderr, proc.stderr

@@ -90,7 +90,7 @@ def test_exact_profile(build, tmp_path, prog, np_):
     assert len(distinct_functions(np_)) >= 25
     sr = header["functions"]["MPI_Sendrecv"]
     assert sum(1 for v in sr["hist_send"] if v) >= 8
-    assert not list(tmp_path.glob("*.tmp-*")), "temporary file left behind"
+    assert not list(tmp_path.glob(".mpilens-*.tmp")), "temporary file left behind"
 
 
 def test_linked_with_lmpilens(build, tmp_path):

@@ -144,7 +144,7 @@ def test_sigterm_to_run_ends_the_job(build: Path, tmp_path: Path) -> None:
     # the launcher's status; 143 where it says 0 (hydra may, depending on timing)
     assert rc == (int((tmp_path / "launcher.status").read_text()) or 128 + signal.SIGTERM), err
     assert "after SIGTERM" in err and not (tmp_path / "job.prof").exists()
-    assert not list(tmp_path.glob("job.prof.tmp-*"))
+    assert not list(tmp_path.glob(".mpilens-*.tmp"))  # the temporary profile (docs/runtime.md)
 
 
 def test_sigint_from_kill_is_passed_on(build: Path, tmp_path: Path) -> None:

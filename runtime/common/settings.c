@@ -122,8 +122,27 @@ static int parse_bool(const char *v, int *out)
     return -1;
 }
 
-/* 0 ok; -1 bad (why may say more).  v is never NULL. */
+static int parse_value_trimmed(const ml_setting *s, const char *v, ml_buf_t *why);
+
+/* 0 ok; -1 bad (why may say more).  v is never NULL.  Blanks around a number,
+ * a boolean or a choice are ignored (" 2" and "2 " are 2); paths, names and
+ * lists keep theirs. */
 static int parse_value(const ml_setting *s, const char *v, ml_buf_t *why)
+{
+    if (s->type != ML_SET_BOOL && s->type != ML_SET_CHOICE && s->type != ML_SET_INT && s->type != ML_SET_REAL)
+        return parse_value_trimmed(s, v, why);
+    while (isspace((unsigned char)*v))
+        v++;
+    size_t n = strlen(v);
+    while (n && isspace((unsigned char)v[n - 1]))
+        n--;
+    char *t = strndup(v, n);
+    int rc = t ? parse_value_trimmed(s, t, why) : -1;
+    free(t); /* numbers, booleans and choices keep no pointer to their text */
+    return rc;
+}
+
+static int parse_value_trimmed(const ml_setting *s, const char *v, ml_buf_t *why)
 {
     char *end;
     if (s->type == ML_SET_FLAG)

@@ -2,9 +2,12 @@
  * together with every engine's table), the function mask they select, and
  * `mpilens config`'s view of them (mpilens_settings_json). */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ml.h"
 #include "engine.h"
@@ -15,14 +18,54 @@ ml_core_cfg_t ml_cfg;
 static const char *const timing_choices[] = {"sampled", "all", NULL};
 static const char *const clock_choices[] = {"auto", "tsc", "monotonic", NULL};
 
-/* output: a path whose % placeholders are known */
+/* ml_config_load's leader (rank 0, or `mpilens config`): the only process that
+ * looks at the file system for the output path */
+static int cfg_leader;
+
+/* output: a path whose % placeholders are known, at most PATH_MAX - 1
+ * characters, and not an existing directory, device or other non-regular file
+ * (checked by the leader: the name is the same on every rank) */
 static int parse_output(const char *v, void *out, ml_buf_t *why)
 {
+    int literal = 1;
     for (const char *p = v; *p; p++)
-        if (*p == '%' && (!*++p || !strchr("jtph%", *p))) {
-            ml_buf_printf(why, "unknown placeholder '%%%.1s'", p);
+        if (*p == '%') {
+            if (!*++p || !strchr("jtph%", *p)) {
+                ml_buf_printf(why, "unknown placeholder '%%%.1s'", p);
+                return -1;
+            }
+            literal &= *p == '%';
+        }
+    size_t n = strlen(v);
+    if (n >= PATH_MAX) {
+        ml_buf_printf(why, "it is %zu characters long, the limit is %d", n, PATH_MAX - 1);
+        return -1;
+    }
+    for (const char *c = v; *c;) { /* each name in the path within NAME_MAX */
+        size_t len = strcspn(c, "/");
+        if (len > NAME_MAX) {
+            ml_buf_printf(why, "a name in it is %zu characters long, the limit is %d", len, NAME_MAX);
             return -1;
         }
+        c += len + (c[len] == '/');
+    }
+    if (cfg_leader && n && v[n - 1] == '/') {
+        ml_buf_printf(why, "it names a directory; give a file name in it, such as %smpilens-%%j.prof", v);
+        return -1;
+    }
+    struct stat st;
+    char lit[PATH_MAX];
+    size_t k = 0;
+    for (const char *p = v; *p; p++) lit[k++] = *p == '%' ? *++p : *p; /* %% -> % */
+    lit[k] = 0;
+    if (cfg_leader && literal && stat(lit, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode))
+            ml_buf_printf(why, "it is a directory; give a file name in it, such as %s/mpilens-%%j.prof", v);
+        else
+            ml_buf_printf(why, "it exists and is not a regular file (a device, FIFO or socket); "
+                               "MPILENS_PROFILE=off writes no profile");
+        return -1;
+    }
     *(const char **)out = v;
     return 0;
 }
@@ -72,10 +115,14 @@ static int parse_signals(const char *v, void *out, ml_buf_t *why)
 /* dump_at, hang_after: seconds > 0, unset = off */
 static int parse_seconds(const char *v, void *out, ml_buf_t *why)
 {
-    (void)why;
     char *end;
     double x = v ? strtod(v, &end) : 0;
-    if (v && (end == v || *end || !(x > 0 && x <= 1e9))) return -1;
+    if (v) while (isspace((unsigned char)*end)) end++; /* blanks around the number, as in every setting */
+    if (v && (end == v || *end)) return -1;
+    if (v && !(x > 0 && x <= 1e9)) {
+        ml_buf_printf(why, "it must be > 0 and at most 1e9 seconds (about 31 years)");
+        return -1;
+    }
     *(double *)out = x;
     return 0;
 }
@@ -85,12 +132,17 @@ static int parse_seconds(const char *v, void *out, ml_buf_t *why)
 static const ml_setting core_settings[] = {
     {.key = "output", .type = ML_SET_CUSTOM, .def = "mpilens-%j.prof", .parse = parse_output,
      .out = &ml_cfg.output,
-     .accepted = "a file path; placeholders %j job id, %t UTC time, %p pid of rank 0, "
+     .accepted = "a file path of at most 4095 characters, not an existing directory, device or "
+                 "other non-regular file; placeholders %j job id, %t UTC time, %p pid of rank 0, "
                  "%h host of rank 0, %% a percent sign",
      .help = "where the profile goes. %j is SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, JOB_ID, else "
              "<UTC time>-<pid of rank 0>; %t is YYYYmmdd-HHMMSS. An existing file is never "
-             "overwritten: the profile then goes to <path>.1, <path>.2, ... If the directory "
-             "cannot be written, the profile goes to $TMPDIR (or /tmp) with a one-line note."},
+             "overwritten: the profile then goes to <path>.1, <path>.2, ... If the profile cannot "
+             "be written there (directory missing or read-only, file system full), it goes to "
+             "$TMPDIR (or /tmp) under the same file name, else nowhere, with one line saying so; "
+             "the application's exit status is kept. A directory (/tmp, or a path ending in /) "
+             "or a device (/dev/null) is refused at MPI_Init: MPILENS_PROFILE=off writes no "
+             "profile. See docs/runtime.md, Writing the profile."},
     {.key = "include", .type = ML_SET_CUSTOM, .unset = "all functions", .flags = ML_SET_BARE,
      .parse = parse_functions, .out = &ml_cfg.include, .accepted = FUNCS_ACCEPTED,
      .help = "record only these. In the config file, lines holding only a function name or "
@@ -160,14 +212,14 @@ static const ml_setting core_settings[] = {
              "The others then take their previous action: the handler the program or the MPI "
              "installed before MPI_Init, else the default (the rank ends)."},
     {.key = "dump_at", .type = ML_SET_CUSTOM, .unset = "no time-limit dump", .parse = parse_seconds,
-     .out = &ml_fl_cfg.dump_at, .accepted = "a number of seconds > 0",
+     .out = &ml_fl_cfg.dump_at, .accepted = "a number of seconds > 0 and <= 1e9",
      .help = "each rank writes its partial profile this many seconds after MPI_Init (once; the "
              "job goes on). Under Slurm, SLURM_JOB_END_TIME minus dump_margin is used when earlier."},
     {.key = "dump_margin", .type = ML_SET_REAL, .def = "60", .lo = 0, .hi = 86400,
      .out = &ml_fl_cfg.dump_margin, .accepted = "a number of seconds > 0 and <= 86400",
      .help = "the time-limit dump happens this long before SLURM_JOB_END_TIME"},
     {.key = "hang_after", .type = ML_SET_CUSTOM, .unset = "no hang watchdog", .parse = parse_seconds,
-     .out = &ml_fl_cfg.hang_after, .accepted = "a number of seconds > 0",
+     .out = &ml_fl_cfg.hang_after, .accepted = "a number of seconds > 0 and <= 1e9",
      .help = "a rank one of whose threads stays this long inside one MPI call writes its partial "
              "profile (once per call; the job goes on)"},
     {.key = "crash_dump", .type = ML_SET_BOOL, .def = "on", .out = &ml_fl_cfg.crash_dump,
@@ -214,6 +266,7 @@ static void apply_list(const char *list, unsigned char val)
 int ml_config_load(ml_buf_t *err, int leader)
 {
     int n = 0;
+    cfg_leader = leader;
     ml_setting_part *p = parts(&n);
     int rc = p ? ml_settings_load(p, n, 1, err) : -1;
     if (!p)

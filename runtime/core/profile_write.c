@@ -1,13 +1,19 @@
 /* Profile steps 3 and 4, write and claim the name (profile.h), and
  * ml_write_profile, which runs the four steps at MPI_Finalize.
  *
- * Each rank's text is placed by MPI_Exscan and written with one collective
- * MPI_File_write_at_all under a temporary name; rank 0 then links it to the
- * final name, which is never overwritten (name, name.1, ...).  A crash leaves
- * at most a temporary file, never a half profile under the final name. */
+ * Rank 0 creates a temporary file in the output's directory and reserves the
+ * profile's size in it; each rank's text is placed by MPI_Exscan and written
+ * with one collective MPI_File_write_at_all (POSIX pwrite for paths too long
+ * for MPI-IO).  The ranks agree on every step's outcome, so they all take the
+ * same path: on a failure the temporary file goes and the profile is written
+ * again in $TMPDIR (or /tmp), else not at all, with one line.  Rank 0 then
+ * links the file to the final name, which is never overwritten (name,
+ * name.1, ...).  A crash leaves at most the temporary file, never a half
+ * profile under the final name.  docs/runtime.md, Writing the profile. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,21 +72,70 @@ void ml_output_path(char *out, size_t n)
 
 /* ---- step 3: write ---- */
 
-/* Collective: every rank's text at its offset into the new file tmp.  0 ok,
- * else 1 (on every rank) with the MPI error text in err on the failing ranks. */
-static int ml_write_file(const char *tmp, const ml_buf_t *b, MPI_Offset off, char *err)
+/* Temporary paths at least this long are written with POSIX pwrite by every
+ * rank instead of MPI-IO: Open MPI's sharedfp_lockedfile component copies the
+ * file name into a fixed buffer when the file is opened and aborts the job
+ * (glibc's "buffer overflow detected") from about 230 characters on. */
+#define ML_MPIIO_PATH_MAX 200
+
+/* Agreement: 0 on every rank if no rank failed, else 1 on every rank, with the
+ * lowest failing rank's error text in err on rank 0.  One reduction, and one
+ * broadcast only after a failure. */
+static int ml_agree(int bad, char *err)
+{
+    int size, first = 0, mine;
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    mine = bad ? ml_world_rank : size;
+    PMPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == size) return 0;
+    PMPI_Bcast(err, MPI_MAX_ERROR_STRING, MPI_CHAR, first, MPI_COMM_WORLD);
+    return 1;
+}
+
+/* The MPI's text for rc in err (if err is still empty), on one line: MPICH's
+ * error stacks span several. */
+static void ml_mpi_err(int rc, char *err)
+{
+    int len = 0;
+    if (err[0]) return;
+    PMPI_Error_string(rc, err, &len);
+    err[MPI_MAX_ERROR_STRING - 1] = 0;
+    size_t k = 0;
+    for (size_t i = 0; err[i]; i++) {
+        char c = (unsigned char)err[i] < ' ' ? ' ' : err[i];
+        if (c != ' ' || (k && err[k - 1] != ' ')) err[k++] = c;
+    }
+    while (k && err[k - 1] == ' ') k--;
+    err[k] = 0;
+}
+
+/* Rank 0: creates tmp (exclusively) and reserves total bytes in it, so that a
+ * full or nearly full file system is found here, before any rank writes.
+ * 0 ok, else an errno value (tmp then removed). */
+static int ml_create_reserved(const char *tmp, long long total)
+{
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) return errno;
+    int e = total > 0 ? posix_fallocate(fd, 0, (off_t)total) : 0;
+    if (e == EOPNOTSUPP || e == ENOSYS || e == EINVAL) e = 0; /* no reservation here: the writes say it */
+    if (close(fd) != 0 && !e) e = errno;
+    if (e) unlink(tmp);
+    return e;
+}
+
+/* Collective: every rank's text at its offset with MPI-IO.  0 ok, else 1 on
+ * every rank.  Every step's status is agreed before the next one, so that all
+ * ranks close the file together even after a failed write. */
+static int ml_write_mpiio(const char *tmp, const ml_buf_t *b, MPI_Offset off, char *err)
 {
     MPI_File fh;
-    int rc = PMPI_File_open(MPI_COMM_WORLD, tmp, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_EXCL, MPI_INFO_NULL, &fh);
-    int bad = rc != MPI_SUCCESS, anybad = 0, len = 0;
-    PMPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (anybad) {
-        if (bad) PMPI_Error_string(rc, err, &len);
-        else PMPI_File_close(&fh);
+    int rc = PMPI_File_open(MPI_COMM_WORLD, tmp, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+    if (rc != MPI_SUCCESS) ml_mpi_err(rc, err);
+    if (ml_agree(rc != MPI_SUCCESS, err)) {
+        if (rc == MPI_SUCCESS) PMPI_File_close(&fh);
         return 1;
     }
     size_t done = 0;
-    rc = MPI_SUCCESS;
     /* write_at_all takes an int count: loop in 1 GiB pieces (all ranks the same number of rounds) */
     unsigned long long rounds = (b->n + (1u << 30) - 1) >> 30, maxr = 0;
     PMPI_Allreduce(&rounds, &maxr, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
@@ -89,43 +144,121 @@ static int ml_write_file(const char *tmp, const ml_buf_t *b, MPI_Offset off, cha
         MPI_Status st;
         int rr = PMPI_File_write_at_all(fh, off + (MPI_Offset)done, b->p ? b->p + done : "", (int)piece,
                                         MPI_CHAR, &st);
-        if (rr != MPI_SUCCESS) rc = rr;
+        int got = 0;
+        if (rr == MPI_SUCCESS && PMPI_Get_count(&st, MPI_CHAR, &got) == MPI_SUCCESS && got != (int)piece &&
+            got != MPI_UNDEFINED) {
+            snprintf(err, MPI_MAX_ERROR_STRING, "short write (%d of %zu bytes)", got, piece);
+            rr = MPI_ERR_IO;
+        }
+        if (rr != MPI_SUCCESS && rc == MPI_SUCCESS) {
+            rc = rr;
+            ml_mpi_err(rr, err);
+        }
         done += piece;
     }
     int rcs = PMPI_File_sync(fh); /* collective: every rank's part on disk before the rename */
-    if (rc == MPI_SUCCESS) rc = rcs;
+    if (rcs != MPI_SUCCESS && rc == MPI_SUCCESS) {
+        rc = rcs;
+        ml_mpi_err(rcs, err);
+    }
+    int failed = ml_agree(rc != MPI_SUCCESS, err); /* the same path for all: close together */
     int rc2 = PMPI_File_close(&fh);
-    if (rc == MPI_SUCCESS) rc = rc2;
-    bad = rc != MPI_SUCCESS;
-    PMPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (bad) PMPI_Error_string(rc, err, &len);
-    return anybad;
+    if (rc2 != MPI_SUCCESS) ml_mpi_err(rc2, err);
+    return ml_agree(rc2 != MPI_SUCCESS, err) || failed;
 }
 
-/* Collective: writes under rank 0's temporary name tmp; if the directory
- * refuses, under the same name in $TMPDIR (or /tmp), with one line, and then
- * path and tmp name that place.  0 ok. */
-static int ml_write_placed(const ml_buf_t *b, char *path, char *tmp, size_t n, char *err)
+/* Collective: the same with POSIX pwrite by each rank that has text (paths too
+ * long for MPI-IO).  0 ok, else 1 on every rank. */
+static int ml_write_posix(const char *tmp, const ml_buf_t *b, off_t off, char *err)
 {
-    long long mylen = (long long)b->n, off = 0;
-    PMPI_Exscan(&mylen, &off, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (ml_world_rank == 0) off = 0;
-    PMPI_Bcast(tmp, (int)n, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (!ml_write_file(tmp, b, (MPI_Offset)off, err)) return 0;
-    /* The directory may be unwritable: fall back to $TMPDIR so the profile is not lost. */
-    if (ml_world_rank == 0) {
-        char alt[4300];
-        const char *td = getenv("TMPDIR");
-        const char *base = strrchr(tmp, '/');
-        snprintf(alt, sizeof alt, "%s/%s", td && *td ? td : "/tmp", base ? base + 1 : tmp);
-        fprintf(stderr, "mpilens: cannot write profile %s: %s\n", path, err[0] ? err : "MPI-IO error");
-        snprintf(tmp, n, "%s", alt);
-        char *dot = strstr(alt, ".tmp-");
-        if (dot) *dot = 0;
-        snprintf(path, n, "%s", alt);
+    int e = 0;
+    if (b->n) {
+        int fd = open(tmp, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) e = errno;
+        for (size_t done = 0; !e && done < b->n;) {
+            ssize_t w = pwrite(fd, b->p + done, b->n - done, off + (off_t)done);
+            if (w > 0) done += (size_t)w;
+            else if (w == 0) e = ENOSPC;
+            else if (errno != EINTR) e = errno;
+        }
+        if (fd >= 0 && !e && fsync(fd) != 0 && errno != EINVAL) e = errno;
+        if (fd >= 0 && close(fd) != 0 && !e) e = errno;
+        if (e) snprintf(err, MPI_MAX_ERROR_STRING, "%s", strerror(e));
+    }
+    return ml_agree(e != 0, err);
+}
+
+/* Collective: the profile under rank 0's temporary name tmp (created and its
+ * space reserved by rank 0 first).  0 ok; else 1 on every rank, the reason in
+ * err on rank 0, and nothing left at tmp. */
+static int ml_write_tmp(char *tmp, size_t n, const ml_buf_t *b, long long off, long long total, char *err)
+{
+    int e = 0;
+    if (ml_world_rank == 0) e = tmp[0] ? ml_create_reserved(tmp, total) : ENAMETOOLONG;
+    PMPI_Bcast(&e, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (e) {
+        if (ml_world_rank == 0) snprintf(err, MPI_MAX_ERROR_STRING, "%s", strerror(e));
+        return 1;
     }
     PMPI_Bcast(tmp, (int)n, MPI_CHAR, 0, MPI_COMM_WORLD);
-    return ml_write_file(tmp, b, (MPI_Offset)off, err);
+    err[0] = 0;
+    int failed = strlen(tmp) < ML_MPIIO_PATH_MAX ? ml_write_mpiio(tmp, b, (MPI_Offset)off, err)
+                                                 : ml_write_posix(tmp, b, (off_t)off, err);
+    if (failed && ml_world_rank == 0) unlink(tmp);
+    return failed;
+}
+
+/* Rank 0: the temporary name for path, short so that a 255-character file name
+ * still has one: <directory of path>/.mpilens-<time>-<pid>.tmp; "" if too long. */
+static void ml_tmp_name(char *tmp, size_t n, const char *path, const char *stamp)
+{
+    const char *slash = strrchr(path, '/');
+    int dir = slash ? (int)(slash - path) + 1 : 0;
+    int k = snprintf(tmp, n, "%.*s.mpilens-%s-%d.tmp", dir, path, stamp, (int)getpid());
+    if (k < 0 || (size_t)k >= n || k >= PATH_MAX) tmp[0] = 0;
+}
+
+/* Collective: writes the profile under a temporary name in path's directory;
+ * if that fails on any rank, every rank tries again in $TMPDIR (or /tmp) under
+ * path's file name.  0 ok with path and tmp naming the place written; else 1
+ * on every rank.  Rank 0 prints one line on failure (errors in why). */
+static int ml_write_placed(const ml_buf_t *b, char *path, char *tmp, size_t n, const char *stamp, char *why,
+                           size_t nwhy)
+{
+    long long mylen = (long long)b->n, off = 0, total = 0;
+    PMPI_Exscan(&mylen, &off, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (ml_world_rank == 0) off = 0;
+    PMPI_Allreduce(&mylen, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    char err[MPI_MAX_ERROR_STRING + 1] = {0};
+    if (!ml_write_tmp(tmp, n, b, off, total, err)) return 0;
+    int again = 0;
+    if (ml_world_rank == 0) {
+        const char *td = getenv("TMPDIR");
+        const char *base = strrchr(path, '/');
+        char alt[4300];
+        snprintf(why, nwhy, "%s: %s", path, err[0] ? err : "MPI-IO error");
+        int k = snprintf(alt, sizeof alt, "%s/%s", td && *td ? td : "/tmp", base ? base + 1 : path);
+        char dir_p[4300], dir_a[4300];
+        snprintf(dir_p, sizeof dir_p, "%.*s", base ? (int)(base - path) : 1, base ? path : ".");
+        snprintf(dir_a, sizeof dir_a, "%s", td && *td ? td : "/tmp");
+        char *rp = realpath(dir_p, NULL), *ra = realpath(dir_a, NULL);
+        again = k > 0 && (size_t)k < sizeof alt && !(rp && ra && strcmp(rp, ra) == 0);
+        free(rp);
+        free(ra);
+        if (again) {
+            snprintf(path, n, "%s", alt);
+            ml_tmp_name(tmp, n, path, stamp);
+        }
+    }
+    PMPI_Bcast(&again, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!again) return 1;
+    err[0] = 0;
+    if (!ml_write_tmp(tmp, n, b, off, total, err)) return 0;
+    if (ml_world_rank == 0) {
+        size_t k = strlen(why);
+        snprintf(why + k, nwhy - k, "; %s: %s", path, err[0] ? err : "MPI-IO error");
+    }
+    return 1;
 }
 
 /* ---- step 4: claim the name (rank 0) ---- */
@@ -147,9 +280,10 @@ static int ml_claim_one(const char *tmp, const char *final)
 }
 
 /* Gives tmp the name path, or path.1, path.2, ... if taken: an existing file is
- * never overwritten.  Says where the profile went; on failure keeps tmp (the
- * profile is not lost) and returns nonzero. */
-static int ml_claim_name(const char *tmp, const char *path)
+ * never overwritten.  Says where the profile went in one line (after why, the
+ * reason it is not where MPILENS_OUTPUT said, if any); on failure keeps tmp
+ * (the profile is not lost) and returns nonzero. */
+static int ml_claim_name(const char *tmp, const char *path, const char *why)
 {
     char final[4400];
     snprintf(final, sizeof final, "%s", path);
@@ -157,8 +291,8 @@ static int ml_claim_name(const char *tmp, const char *path)
     while ((rc = ml_claim_one(tmp, final)) == -1 && ++k <= 999)
         snprintf(final, sizeof final, "%s.%d", path, k);
     if (rc != 0) {
-        fprintf(stderr, "mpilens: cannot name the profile %s (%s): it is kept as %s\n", path,
-                rc == -1 ? "the name and path.1 .. path.999 are taken" : strerror(errno), tmp);
+        fprintf(stderr, "mpilens: %s%scannot name the profile %s (%s): it is kept as %s\n", why, why[0] ? "; " : "",
+                path, rc == -1 ? "the name and path.1 .. path.999 are taken" : strerror(errno), tmp);
         return 1;
     }
     unlink(tmp); /* after a link; gone already after a rename */
@@ -173,7 +307,9 @@ static int ml_claim_name(const char *tmp, const char *path)
         close(dfd);
     }
     char *abs = realpath(final, NULL);
-    if (!ml_cfg.quiet) fprintf(stderr, "mpilens: profile written to %s\n", abs ? abs : final);
+    if (why[0]) fprintf(stderr, "mpilens: cannot write profile %s: profile written to %s instead\n", why,
+                        abs ? abs : final);
+    else if (!ml_cfg.quiet) fprintf(stderr, "mpilens: profile written to %s\n", abs ? abs : final);
     free(abs);
     return 0;
 }
@@ -183,25 +319,25 @@ int ml_write_profile(void)
     ml_profile_t prof;
     ml_profile_reduce(&prof);                                   /* 1. reduce */
     ml_buf_t b = {0};
-    char path[4300] = {0}, tmp[4300] = {0};
+    char path[4300] = {0}, tmp[4300] = {0}, stamp[32] = {0};
     if (ml_world_rank == 0) {                                   /* 2. format (and name) */
         time_t now = time(NULL);
         struct tm tmv;
         gmtime_r(&now, &tmv);
-        char stamp[32], iso[32], job[128];
+        char iso[32], job[128];
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
         strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tmv);
         ml_job_id(job, sizeof job, stamp);
         ml_expand(path, sizeof path, ml_cfg.output, job, stamp, prof.host);
-        snprintf(tmp, sizeof tmp, "%s.tmp-%s-%d", path, stamp, (int)getpid());
+        ml_tmp_name(tmp, sizeof tmp, path, stamp);
         ml_profile_header(&b, &prof, job, iso);
     }
     if (ml_cfg.detail) ml_profile_rank_line(&b, &prof);
-    char err[MPI_MAX_ERROR_STRING + 1] = {0};
-    int failed = ml_write_placed(&b, path, tmp, sizeof tmp, err); /* 3. write */
+    char why[2 * 4300 + 2 * MPI_MAX_ERROR_STRING] = {0};
+    int failed = ml_write_placed(&b, path, tmp, sizeof tmp, stamp, why, sizeof why); /* 3. write */
     if (ml_world_rank == 0) {                                   /* 4. claim the name */
-        if (failed) fprintf(stderr, "mpilens: profile not written: %s\n", err[0] ? err : "MPI-IO error");
-        else failed = ml_claim_name(tmp, path);
+        if (failed) fprintf(stderr, "mpilens: profile not written: %s\n", why);
+        else failed = ml_claim_name(tmp, path, why);
     }
     PMPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD); /* the partial files stay unless it is named */
     ml_buf_free(&b);

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..report import limits
 
 REQUIRED = ("format", "version", "model", "mpi_library", "L_s", "sizes", "os_s", "or_s", "g_s")
 ARRAYS = ("os_s", "or_s", "g_s")
@@ -152,13 +153,13 @@ def parse(doc: Any, source: str) -> NetModel:
 
 def load(path: str | Path) -> NetModel:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"network model {p}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"network model {p}: is a directory, not a model file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    if not p.exists():
+        raise UserError(f"network model {p}: no such file")
+    if p.is_dir():
+        raise UserError(f"network model {p}: is a directory, not a model file")
+    try:  # a regular file, bounded lines and nesting (report/limits.py)
+        text = limits.read_bytes(p, "network model").decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise UserError(f"network model {p}: cannot read: "
                         f"{getattr(exc, 'strerror', None) or exc}") from None
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from .. import launch
 from ..advise import check as checking
 from ..advise import engine, render
+from ..report import limits
 from ..report.profile import load
 from .diff import render as render_diff
 from .report import positive_int
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     result = engine.advise(prof, model, args.rail_interfaces)
     if not args.check:
         if args.format == "json":
-            json.dump(result, sys.stdout, indent=1)
+            json.dump(limits.strict(result), sys.stdout, indent=1, allow_nan=False)
             sys.stdout.write("\n")
         else:
             sys.stdout.write(render.text(result))
@@ -123,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"mpilens: {exc}", file=sys.stderr)
         return exc.status
     if args.format == "json":
-        json.dump({"advice": result, "check": done}, sys.stdout, indent=1)
+        json.dump(limits.strict({"advice": result, "check": done}), sys.stdout, indent=1,
+                  allow_nan=False)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render.text(result) + "\nCheck of the top finding that needs no code "

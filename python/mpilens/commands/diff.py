@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ..report import layout
+from ..report import layout, limits
 from ..report.comparison import compare
 from ..report.layout import Col, fit_table
 from ..report.profile import load
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if args.top:
             d["functions"] = d["functions"][: args.top]
             d["callsites"] = d["callsites"][: args.top]
-        json.dump(d, sys.stdout, indent=1)
+        json.dump(limits.strict(d), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
         render(d, args.top or 20, args.width)

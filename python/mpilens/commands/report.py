@@ -17,6 +17,7 @@ from ..report import (
     comms,
     conventions,
     layout,
+    limits,
     nodes,
     ranks,
     regions,
@@ -178,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     data = report_data(args, prof)
     if args.format == "json":
-        json.dump(data, sys.stdout, indent=1)
+        json.dump(limits.strict(data), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     elif args.format == "csv":
         if args.ranks and data["ranks"] is None:

@@ -33,7 +33,11 @@ def _resolve_module(module: str, offsets: tuple[int, ...]) -> tuple[tuple[str | 
     """(function, file, line) per offset; None where unknown."""
     unknown = tuple((None, None, None) for _ in offsets)
     tool = _tool()
-    if not tool or not Path(module).is_file() or not offsets:
+    try:
+        exists = Path(module).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL in it
+        exists = False
+    if not tool or not exists or not offsets:
         return unknown
     args = [tool, "-f", "-C", "-e", module] + [hex(max(0, o - 1)) for o in offsets]
     try:

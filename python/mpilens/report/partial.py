@@ -14,13 +14,16 @@ work on it) and whose `partial` holds the dumps, for the waits-for analysis
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from . import limits
 from .profile import Profile, _check_fields, _check_function, load
 from .schema import FORMAT, HIST_LABELS, NBINS, RANK_KEYS, VERSION
+from .validate import check_rank_line
 
 PARTIAL_FORMAT = "mpilens-partial"
 PARTIAL_VERSION = 1
@@ -33,9 +36,11 @@ _DUMP_KEYS: dict[str, type | tuple[type, ...]] = {
 def is_partial(path: str | Path) -> bool:
     """A partial directory, or a file whose first line is a partial dump's header."""
     p = Path(path)
-    if p.is_dir():
-        return True
     try:
+        if p.is_dir():
+            return True
+        if not p.is_file():  # a FIFO or a device: never opened here (load refuses it, limits.py)
+            return False
         with p.open("rb") as f:
             first = f.readline(1 << 20)
     except OSError:
@@ -54,10 +59,69 @@ def load_any(paths: list[str]) -> Profile:
     return load_partial(list(paths))
 
 
+_CALL_INTS = ("tag", "bytes", "requests")
+_CALL_PEERS = ("dest", "source", "root", "recv_tag")
+
+
+def _check_call(p: Path, where: str, c: Any, nested: bool = False) -> None:
+    """A CALL or REQUEST of a dump (docs/flight-recorder.md) holds what the waits-for
+    analysis reads, of the right types, or the file is refused with one line."""
+    def bad(key: str) -> UserError:
+        return UserError(f"{p}: corrupted partial profile: {where} has a bad '{key}' value")
+
+    if not isinstance(c, dict):
+        raise UserError(f"{p}: corrupted partial profile: {where} is not an object")
+    if not isinstance(c.get("function"), str):
+        raise bad("function")
+    if not isinstance(c.get("kind"), (str, type(None))):
+        raise bad("kind")
+    comm = c.get("comm")
+    if isinstance(comm, dict):
+        ranks = comm.get("ranks", [])
+        if not isinstance(ranks, list) or \
+                not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
+            raise bad("comm")
+    elif not isinstance(comm, (str, type(None))):
+        raise bad("comm")
+    for key in _CALL_INTS:
+        v = c.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < -1):
+            raise bad(key)
+    for key in _CALL_PEERS:
+        if not isinstance(c.get(key), (int, str, type(None))) or isinstance(c.get(key), bool):
+            raise bad(key)
+    t = c.get("since_s")
+    if t is not None and (not isinstance(t, (int, float)) or isinstance(t, bool)
+                          or not math.isfinite(t) or t < 0):
+        raise bad("since_s")
+    waits = c.get("waits_on", [])
+    if nested and "waits_on" in c or not isinstance(waits, list):
+        raise bad("waits_on")
+    for i, q in enumerate(waits):
+        _check_call(p, f"{where} waits_on[{i}]", q, nested=True)
+
+
+def _check_dump(p: Path, head: dict[str, Any]) -> None:
+    for key in ("created", "job_id", "command", "host", "mpi_library", "signal"):
+        if not isinstance(head.get(key, ""), (str, type(None)) if key == "signal" else str):
+            raise UserError(f"{p}: corrupted partial profile: dump header has a bad '{key}' value")
+    for i, t in enumerate(head["threads"]):
+        if not isinstance(t, dict):
+            raise UserError(f"{p}: corrupted partial profile: threads[{i}] is not an object")
+        if t.get("call") is not None:
+            _check_call(p, f"threads[{i}] call", t["call"])
+    for i, q in enumerate(head["requests"]):
+        _check_call(p, f"requests[{i}]", q, nested=True)
+    v = head["elapsed_s"]
+    if not math.isfinite(v) or v < 0:
+        raise UserError(f"{p}: corrupted partial profile: elapsed_s is {v!r}")
+
+
 def _read_dump(p: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
-        lines = [ln for ln in p.read_text(encoding="utf-8").split("\n") if ln.strip()]
-    except (OSError, UnicodeDecodeError) as exc:
+        text = limits.read_bytes(p).decode("utf-8")  # regular files only, bounded (limits.py)
+        lines = [ln for ln in text.split("\n") if ln.strip()]
+    except UnicodeDecodeError as exc:
         raise UserError(f"{p}: cannot read the partial profile: {exc}") from None
     try:
         head = json.loads(lines[0]) if lines else None
@@ -87,6 +151,8 @@ def _read_dump(p: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     if rank["rank"] != head["rank"] or not 0 <= head["rank"] < head["nranks"]:
         raise UserError(f"{p}: corrupted partial profile: rank {head['rank']} of "
                         f"{head['nranks']} with a rank line of rank {rank['rank']}")
+    check_rank_line(p, head["nranks"], rank)  # every value in range (validate.py)
+    _check_dump(p, head)
     return head, rank
 
 

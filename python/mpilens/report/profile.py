@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from . import limits
 from .schema import (
     ALLTOALL_KEYS,
     FORMAT,
@@ -152,14 +153,7 @@ def _parse_header(path: Path, first: str) -> dict[str, Any]:
 def load(path: str | Path) -> Profile:
     """Read and validate the profile at path (UserError with one line if unusable)."""
     p = Path(path)
-    if not p.exists():
-        raise _bad(p, "no such file")
-    if p.is_dir():
-        raise _bad(p, "is a directory, not an mpilens profile")
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise _bad(p, f"cannot read: {exc.strerror}") from None
+    raw = limits.read_bytes(p)  # regular files only, bounded lines and nesting (limits.py)
     if not raw.strip():
         raise _bad(p, "is empty, not an mpilens profile")
     try:

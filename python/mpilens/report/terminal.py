@@ -209,7 +209,7 @@ def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
     for r in w["ranks"]:
         state = {"no_dump": Text("no dump", style="yellow"),
                  "not_in_mpi": Text("not in MPI", style="yellow")}.get(r["state"])
-        t.add_row(str(r["rank"]), f"{r['reason']} #{r['dump']}" if r["reason"] else "-",
+        t.add_row(str(r["rank"]), Text(f"{r['reason']} #{r['dump']}" if r["reason"] else "-"),
                   state or Text(r["call"] + (f" (+{r['threads_in_mpi'] - 1} thread(s))"
                                              if r["threads_in_mpi"] > 1 else "")),
                   "" if r["since_s"] is None else fmt_time(r["since_s"]),
