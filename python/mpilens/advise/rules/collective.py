@@ -156,7 +156,7 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
                "model": [model.describe()]
                         + [f"{a.name}: {a.formula} = {pred[a.name]:.6g} s" for a in algs],
                "assumptions": assume + ["the calls are spread evenly over the ranks"]},
-        apply={"env": ch["env"], "launcher_args": []},
+        apply={"env": ch["env"], "launcher_args": []}, target=[name],
         figures={"function": name, "size": m, "comm_size": P, "calls_per_rank": per_rank,
                  "measured_per_call_s": measured, "measured_rank": fastest, "ran": ran, "after_per_call_s": after,
                  "best": best.name, "predicted_s": pred})
