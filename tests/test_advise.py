@@ -743,3 +743,76 @@ def test_check_without_an_applicable_finding(build: Path, tmp_path: Path) -> Non
                 *launcher(2), APP, "imbalance", 10, 50000)
     assert "nothing to check" in line
     assert not list(tmp_path.glob("c-*.prof"))  # no job ran
+
+
+# ------------------------------------------------------------ rules 8, 9, 10 (issue 30)
+
+
+def test_alltoallv_count_imbalance(build: Path, tmp_path: Path) -> None:
+    """Rule 8: rank 0 sends 8 x the others' counts in every MPI_Alltoallv: its bytes are
+    8 x 3 / (8 + 1 + 1) = 2.4 x the mean, exactly; even counts: no finding."""
+    iters, size, np_ = 20, 1000, 3
+    prof = profile("a2av-heavy", np_, "alltoallv", iters, size, 8)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "alltoallv-imbalance")
+    _, ranks = lines(prof)
+    sent = {r["rank"]: r["functions"]["MPI_Alltoallv"]["bytes_sent"] for r in ranks}
+    assert sent == {0: iters * np_ * 8 * size, 1: iters * np_ * size, 2: iters * np_ * size}
+    time = sum(r["functions"]["MPI_Alltoallv"]["time_s"] for r in ranks) / np_
+    assert (f["figures"]["rank"], f["figures"]["direction"]) == (0, "sends")
+    assert f["figures"]["ratio"] == pytest.approx(2.4, rel=1e-12)
+    assert f["gain_s"] == pytest.approx(time * (1 - 1 / 2.4), rel=1e-9)
+    assert not f["network"] and f["apply"] is None
+    knob = {"openmpi": "coll_tuned_alltoallv_algorithm", "mpich": "MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM",
+            "intelmpi": "I_MPI_ADJUST_ALLTOALLV"}[FLAVOUR]
+    assert knob in f["change"]
+    even = profile("a2av-even", np_, "alltoallv", iters, size, 1)
+    assert not [x for x in every(advise(even, write_model(tmp_path / "m2.json", even)))
+                if x["key"] == "alltoallv-imbalance"]
+
+
+def test_pipeline_waits_for_the_upstream_neighbour(build: Path, tmp_path: Path) -> None:
+    """Rule 9: a wavefront (forward and backward sweeps of MPI_Recv / sleep / MPI_Send):
+    every rank waits for its upstream neighbour each step.  Each rank's waiting is its
+    receive time minus its receives x T(8 B) of the model; a ring of MPI_Waitall
+    exchanges (no blocking receive) gets no pipeline finding."""
+    iters, us, np_ = 20, 2000, 4
+    prof = profile("pipeline", np_, "pipeline", iters, us)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "pipeline")
+    _, ranks = lines(prof)
+    recv = {r["rank"]: r["functions"]["MPI_Recv"] for r in ranks}
+    # the end ranks receive once per iteration, the middle ones twice (both sweeps)
+    assert {k: v["calls"] for k, v in recv.items()} == {0: iters, 1: 2 * iters, 2: 2 * iters,
+                                                         3: iters}
+    t8 = L + interp(G, 8)
+    waits = {k: max(v["time_s"] - v["calls"] * t8, 0.0) for k, v in recv.items()}
+    got = {int(k): v for k, v in f["figures"]["waits_s"].items()}  # JSON keys are strings
+    assert got == pytest.approx(waits, rel=1e-9)
+    assert f["gain_s"] == pytest.approx(sum(waits.values()) / np_, rel=1e-9)
+    assert f["figures"]["receives_per_rank"] == 6 * iters / 4
+    assert not f["network"]
+    healthy = profile("p2p-ring", np_, "p2p", 200, 64)
+    assert not [x for x in every(advise(healthy, write_model(tmp_path / "m2.json", healthy)))
+                if x["key"] == "pipeline"]
+
+
+def test_polling_loop(build: Path, tmp_path: Path) -> None:
+    """Rule 10: rank 0 spins on MPI_Testany while the others sleep 3 ms before sending:
+    tens of thousands of polls for (P - 1) x ITERS messages.  The exact counts come from
+    the rank lines; a ring of MPI_Waitall exchanges gets no polling finding."""
+    iters, us, np_ = 100, 3000, 3
+    prof = profile("poll", np_, "poll", iters, us)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "polling")
+    _, ranks = lines(prof)
+    polls = ranks[0]["functions"]["MPI_Testany"]["calls"]
+    assert polls >= 10_000  # 300 ms of spinning
+    assert f["figures"]["polls"] == polls and f["figures"]["messages"] == (np_ - 1) * iters
+    assert f["figures"]["ranks"] == [0] and f["figures"]["functions"] == {"MPI_Testany": polls}
+    assert f["gain_s"] == pytest.approx(ranks[0]["functions"]["MPI_Testany"]["time_s"] / np_,
+                                        rel=1e-9)
+    assert "MPI_Waitany" in f["change"] and not f["network"]
+    healthy = profile("p2p-ring", np_, "p2p", 200, 64)
+    assert not [x for x in every(advise(healthy, write_model(tmp_path / "m2.json", healthy)))
+                if x["key"] == "polling"]

@@ -412,3 +412,37 @@ def test_fft2d_example_checks_its_spectrum(build: Path, tmp_path: Path, mode: st
     assert m[4] == "ok" and float(m[3]) < 1e-9 and proc.returncode == 0
     header, _ = read_profile(tmp_path / "f.prof")
     assert header["functions"]["MPI_Alltoall"]["calls"] == 8 * np_
+
+
+# ---- issue 30: the choice is consistent with the measured means ----
+
+def test_choice_never_above_a_dropped_candidates_measured_mean(build: Path, tmp_path: Path) -> None:
+    """Given samples (a learning cache written here): spread and pair are left with 3
+    calls each (N = 3: learning ends at once), at 2 ms and 1 ms per call; ring was
+    dropped earlier with a measured 0.5 ms.  The run must not choose pair (the best of
+    those left) over ring, whose measured mean is lower: it runs ring, on every rank,
+    and reports ring's 0.5 ms as the lowest learned mean.  A dropped candidate slower
+    than the best left (4 ms) is not chosen."""
+    path = default_cache()
+    run(tmp_path, "seed", 2)  # a learning entry of this key to rewrite
+    doc = json.loads(path.read_text())
+
+    def sample(per_call: float) -> dict:
+        # time_s is summed over the ranks, per slot: 3 calls in slot 0
+        return {"calls": [3] + [0] * 15, "time_s": [per_call * 3 * NP] + [0.0] * 15,
+                "first_turn_min_s": per_call * NP}
+
+    for dropped, want in (({"ring": 5e-4, "bruck": 4e-3}, "ring"), ({"bruck": 4e-3}, "pair")):
+        entry = doc["entries"][0]
+        entry.update({"state": "learning", "algorithm": None, "candidates": ["spread", "pair"],
+                      "first_candidates": ["spread", "pair", *dropped], "dropped": dropped,
+                      "samples": {"spread": sample(2e-3), "pair": sample(1e-3)},
+                      "race_point": 0})
+        path.write_text(json.dumps(doc))
+        rec, per_rank, stderr = run(tmp_path, f"c-{want}", 4)
+        assert "learning cache" not in stderr, stderr
+        assert (rec["algorithm"], rec["source"]) == (want, "learned"), rec
+        assert set(per_rank.values()) == {(want, 0)}  # every rank, no learning call
+        means = rec["learned_mean_s"]
+        assert means[want] == min(means.values())
+        assert means["pair"] == pytest.approx(1e-3) and means["spread"] == pytest.approx(2e-3)

@@ -305,7 +305,12 @@ static void add_times(comm_state *cs, size_state *e, const double x[2])
     e->learn_local = e->group_local = 0;
 }
 
-/* Running the candidate with the lowest agreed time t (the times kept). */
+/* Running the candidate with the lowest measured time: the lowest agreed time t
+ * of the candidates left, or a dropped candidate's kept time if that is lower
+ * (a race judges on early samples or fastest calls, so a candidate it dropped
+ * can end with a lower measured mean than the winner's; the choice is never
+ * one whose measured time is above another's).  A dropped candidate chosen so
+ * rejoins the candidates (with no samples of its own while learning goes on). */
 static void run_best(size_state *e, const double *t, int source)
 {
     int best = 0;
@@ -314,7 +319,29 @@ static void run_best(size_state *e, const double *t, int source)
         if (t[i] < t[best])
             best = i;
     }
-    e->alg = e->cand[best];
+    int alg = e->cand[best];
+    double tb = t[best];
+    for (int a = 0; a < ML_A2A_NALG; a++) {
+        int left = 0;
+        for (int i = 0; i < e->ncand; i++)
+            left |= e->cand[i] == a;
+        if (!left && measured(e->mean[a]) && e->mean[a] < tb) {
+            alg = a;
+            tb = e->mean[a];
+        }
+    }
+    int in = 0;
+    for (int i = 0; i < e->ncand; i++)
+        in |= e->cand[i] == alg;
+    if (!in) {
+        if (e->lr) {
+            memset(&e->lr[e->ncand], 0, sizeof e->lr[e->ncand]);
+            e->lr[e->ncand].tmin = 1e300;
+            e->lr[e->ncand].ctmin = -1;
+        }
+        e->cand[e->ncand++] = alg;
+    }
+    e->alg = alg;
     e->ref = e->mean[e->alg];
     e->source = source;
     e->phase = PH_RUN;
