@@ -291,26 +291,74 @@ def test_candidates_without_calls_have_no_first_turn_minimum(build: Path, tmp_pa
 
 def test_provisional_choice_in_a_10_call_run(build: Path, tmp_path: Path) -> None:
     # N = 10, 8 candidates: 80 learning calls.  Run 1 (10 calls, no history) learns.
-    # Run 2 expects 10 calls (run 1's): 70 left, so it learns for half (5 calls),
-    # then runs the best candidate measured so far for the other 5.  Run 3 likewise.
-    # Run 4 makes 30 calls: past its estimate (10) learning resumes (calls 11-30).
+    # Run 2 expects 10 calls (run 1's): few calls per run, and every candidate has a
+    # sample, so the slower half leave first (4 left); it learns for half its calls (5),
+    # then runs the best candidate measured so far for the other 5.  Run 3 (the third)
+    # halves again (2 left), learns 5 calls, and at MPI_Finalize decides: learned, the
+    # best measured mean.  Run 4 (30 calls) reuses it.
     env = {"MPILENS_ALLTOALL_LEARN": "10", "MPILENS_ALLTOALL_PROVISIONAL": "on"}
-    want = [("learning", 10, 10, 0), ("provisional", 10, 5, 10), ("provisional", 10, 5, 15),
-            ("learning", 30, 25, 20)]
+    want = [("learning", 10, 10, 0), ("provisional", 10, 5, 10), ("learned", 10, 5, 15),
+            ("reused", 30, 0, 0)]
+    learned = None
     for k, (source, calls, lcalls, carried) in enumerate(want, 1):
         rec, per_rank, _ = run(tmp_path, f"p{k}", calls, **env)
         assert (rec["source"], rec["calls"], rec["learning_calls"], rec["carried_calls"]) == \
             (source, calls, lcalls, carried), k
         alg = rec["algorithm"]
         assert set(per_rank.values()) == {(alg or "none", lcalls)}  # every rank agrees
-        if source == "provisional":
-            # the best measured so far: never above the best measured time
+        if source in ("provisional", "learned"):
+            # the best measured so far, dropped candidates included: never above another
             assert alg in ALGOS and set(rec["learned_mean_s"]) == set(ALGOS)
             assert rec["learned_mean_s"][alg] == min(rec["learned_mean_s"].values())
+            # the candidates left: 8 halved to 4 (run 2), to 2 (run 3); a dropped
+            # candidate chosen rejoins them
+            assert len(rec["candidates"]) >= 8
+        if source == "provisional":
             entry = cache_entry(default_cache())
             assert (entry["state"], entry["algorithm"], entry["calls_per_run"],
                     entry["learning_calls"]) == ("learning", alg, 10, carried + lcalls)
-    assert cache_entry(default_cache())["calls_per_run"] == 30
+            # 8 halved to 4; a dropped candidate chosen (lowest mean) rejoins, last
+            left = entry["candidates"]
+            assert len(left) == 4 or (len(left) == 5 and left[-1] == alg), left
+        if source == "learned":
+            learned = alg
+            entry = cache_entry(default_cache())
+            assert (entry["state"], entry["algorithm"], entry["learning_calls"], entry["runs"]) == \
+                ("learned", alg, 20, 3)
+        if source == "reused":
+            assert alg == learned
+
+
+def test_eight_calls_per_run_final_within_three_runs(build: Path, tmp_path: Path) -> None:
+    # The default N = 50 (turns of 5 calls), 8 candidates (model off), 8 calls per run
+    # (an FFT's): run 1 (no history) learns spread 5 and bruck 3 calls.  Run 2 knows
+    # the run makes 8 calls: turns of one call, so the 6 candidates without a sample get
+    # one each (6 learning calls), then the best measured runs (provisional).  Run 3:
+    # every candidate has a sample: the slower half leave (4 left), one call each, then
+    # the best measured runs, and at MPI_Finalize the choice is final (learned).  Run 4
+    # reuses it: no learning call.
+    env = {"MPILENS_ALLTOALL_LEARN": "50", "MPILENS_ALLTOALL_PROVISIONAL": "on"}
+    want = [("learning", 8, 0), ("provisional", 6, 8), ("learned", 4, 14), ("reused", 0, 0)]
+    learned = None
+    for k, (source, lcalls, carried) in enumerate(want, 1):
+        rec, per_rank, _ = run(tmp_path, f"e{k}", 8, **env)
+        assert (rec["source"], rec["learning_calls"], rec["carried_calls"]) == \
+            (source, lcalls, carried), k
+        alg = rec["algorithm"]
+        assert set(per_rank.values()) == {(alg or "none", lcalls)}
+        if k == 1:
+            entry = cache_entry(default_cache())
+            calls = {a: sum(entry["samples"][a]["calls"]) for a in ALGOS}
+            assert calls == {a: {ALGOS[0]: 5, ALGOS[1]: 3}.get(a, 0) for a in ALGOS}
+        if source in ("provisional", "learned"):
+            assert rec["learned_mean_s"][alg] == min(rec["learned_mean_s"].values())
+        if source == "learned":
+            learned = alg
+            entry = cache_entry(default_cache())
+            assert (entry["state"], entry["algorithm"], entry["runs"], entry["learning_calls"]) \
+                == ("learned", alg, 3, 18)
+        if source == "reused":
+            assert alg == learned
 
 
 def test_provisional_choice_applies_the_race(build: Path, tmp_path: Path) -> None:
