@@ -27,7 +27,7 @@ from ..errors import JobStopped, UserError
 from ..report.analysis import OUTSIDE
 from ..report.comparison import compare
 from ..report.profile import Profile, load
-from . import stats
+from . import mapping, stats
 from .engine import top_applicable
 
 TIMED_OUT = 124  # exit status of a run stopped by --timeout (as timeout(1))
@@ -54,8 +54,12 @@ def _run(command: list[str], output: Path, change: dict[str, Any] | None,
     settings: dict[str, str] = {}
     env = dict(os.environ)
     for k, v in (change or {}).get("env", {}).items():
+        v = launcher_args({"launcher_args": [v]}, files)[0]  # {file} -> its path
         (settings if profiled.SETTING.fullmatch(k) else env)[k] = v
-    command = command[:1] + launcher_args(change or {}, files) + command[1:]
+    if change and change.get("mapping"):  # the line's own mapping options give way
+        command = mapping.merge(command, launcher_args(change, files), change["mapping"])[0]
+    else:
+        command = command[:1] + launcher_args(change or {}, files) + command[1:]
     try:
         job = profiled.run_profiled(command, str(output), settings=settings, force=True,
                                     env=env, capture=True, timeout=timeout, launcher_kind=kind)
@@ -131,6 +135,9 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
         raise UserError(f"--check sets {pinned} for the changed run: remove it from the "
                         f"launcher line (set the baseline's in the environment)")
     pairs = outputs(prefix, runs, force, rerun_baseline)
+    if finding["key"] == "placement":
+        finding = dict(finding, apply=placement_change(finding, command, launcher_kind,
+                                                       str(result.get("mpi_flavour", ""))))
     files = {key: Path(f"{prefix}-{key}") for key in finding["apply"].get("files", {})}
     for key, path in files.items():  # a rankfile the change names
         if path.exists() and not force:
@@ -143,6 +150,31 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
         runs_done.append((base, load(_run(command, changed_path, finding["apply"], timeout,
                                           files, launcher_kind))))
     return judge(result, finding, prof, runs_done, command, files, rerun_baseline)
+
+
+def placement_change(finding: dict[str, Any], command: list[str], given: str | None,
+                     flavour: str) -> dict[str, Any]:
+    """The placement's change for this launcher line (mapping.py): its own mapping options
+    give way; srun gets --distribution=arbitrary and SLURM_HOSTFILE (one host per rank)."""
+    kind = mapping.kind_of(command, given, flavour)
+    after = finding["figures"]["mapping_after"]
+    if kind == "srun":
+        return {"env": {"SLURM_HOSTFILE": "{hostfile}"}, "mapping": kind,
+                "launcher_args": ["--distribution=arbitrary"],
+                "files": {"hostfile": "".join(f"{h}\n" for h in after)}}
+    apply = dict(finding["apply"], mapping=kind)
+    if kind == "hydra" and apply["launcher_args"][:1] != ["-f"]:
+        apply["launcher_args"] = ["-f", "{rankfile}"]
+        apply["files"] = {"rankfile": "".join(f"{h}:1\n" for h in after)}
+    if kind == "openmpi" and apply["launcher_args"][:1] != ["--rankfile"]:
+        apply["launcher_args"] = ["--rankfile", "{rankfile}"]
+        slots: dict[str, int] = {}
+        lines = []
+        for r, h in enumerate(after):
+            lines.append(f"rank {r}={h} slot={slots.get(h, 0)}\n")
+            slots[h] = slots.get(h, 0) + 1
+        apply["files"] = {"rankfile": "".join(lines)}
+    return apply
 
 
 def targets(finding: dict[str, Any], prof: Profile) -> list[str]:
@@ -193,8 +225,13 @@ def judge(result: dict[str, Any], finding: dict[str, Any], prof: Profile,
     diff = compare(baseline, changed)
     measured = -float(diff["wall_change_s"])
     before = float(diff["a"]["wall_s"])
-    applied = " ".join([f"{k}={v}" for k, v in finding["apply"]["env"].items()]
+    applied = " ".join([f"{k}={launcher_args({'launcher_args': [v]}, files)[0]}"
+                        for k, v in finding["apply"]["env"].items()]
                        + launcher_args(finding["apply"], files))
+    if finding["apply"].get("mapping"):
+        removed = mapping.merge(command, [], finding["apply"]["mapping"])[1]
+        if removed:
+            applied += f" (taken out of the launcher line: {' '.join(removed)})"
     return {
         "finding": finding,
         "applied": applied,

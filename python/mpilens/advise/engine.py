@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..report.profile import Profile
-from . import kept, netmodel
+from . import kept, machine, netmodel
 from .finding import Context, Finding
 from .rules import RULES
 from .rules.latency import bin_range
@@ -117,6 +117,15 @@ def advise(prof: Profile, model: netmodel.NetModel,
     found: list[Finding] = [bounded(ctx, f) for rule in RULES for f in rule.find(ctx)]
     with_intervals(ctx, found)
     found = [f for f in found if not f.network or f.gain_s > 0]  # nothing to gain: no advice
+    over = machine.oversubscribed(prof)
+    if over:  # the timings include waiting for a CPU: the model does not describe them
+        why = "; ".join(f"{o['host']} ran {o['ranks']} ranks on {o['cpus']} CPUs" for o in over)
+        for f in found:
+            if f.network and f.confidence != "low":
+                f.confidence_why = (f"lowered from {f.confidence}: oversubscribed ({why}), the "
+                                    f"measured times include waiting for a CPU; "
+                                    + f.confidence_why)
+                f.confidence = "low"
     imbalance_bound = any(f.key == "imbalance" and f.figures["dominant"] for f in found)
     withheld = [f for f in found if imbalance_bound and f.network]
     minor = [f for f in found if f not in withheld and f.network and f.gain_pct < MINOR_PCT]
@@ -138,7 +147,11 @@ def advise(prof: Profile, model: netmodel.NetModel,
                   "intervals": model.ci95 is not None},
         "rail_interfaces": rails,
         "timing": prof.header.get("timing", {}).get("mode", "unknown"),
-        "warnings": warnings(prof),
+        "warnings": warnings(prof) + [
+            f"oversubscribed: {o['host']} ran {o['ranks']} ranks on {o['cpus']} CPUs (the "
+            f"profile's cpus_online and affinity): times include waiting for a CPU, so "
+            f"network findings are of low confidence" for o in over],
+        "machine": {"oversubscribed": over, "launch": machine.launch(prof)},
         "imbalance_bound": imbalance_bound,
         "findings": [f.as_dict() for f in shown],
         "withheld": [f.as_dict() for f in withheld],

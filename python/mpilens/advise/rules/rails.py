@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ...units import fmt_bytes, fmt_time
 from ..finding import Context, Finding
+from ..machine import rails_in_use
 from ..nodes import flows, node_count, p2p_split, spanning_collectives
 from .latency import p2p_functions, representative
 
@@ -52,8 +53,8 @@ def change_text(ctx: Context, k: int) -> tuple[str, dict | None]:
 
 
 def find(ctx: Context) -> list[Finding]:
-    if node_count(ctx) < 2:
-        return []
+    if node_count(ctx) < 2 or rails_in_use(ctx.prof):
+        return []  # one node; or the job already striped over two or more interfaces
     model = ctx.model
     cross = model.latency_crossover()
     crossover = float(cross if cross is not None else model.sizes[-1])
