@@ -46,17 +46,20 @@ def path_for(k: dict[str, Any]) -> Path:
     return cache_dir() / f"netmodel-{digest}.json"
 
 
-def intervals(results: list[dict[str, Any]]) -> dict[str, list[list[float]]]:
+def intervals(results: list[dict[str, Any]], model: dict[str, Any]) -> dict[str, list[list[float]]]:
     """Per parameter, the [lo, hi] 95 % interval of the median per size (the bench's
-    median_ci95; the median itself when a size has none)."""
+    median_ci95), widened to hold the model's own value (a value the bench replaced, as
+    a clamped g, is inside its interval) and never below 0."""
     out: dict[str, list[list[float]]] = {}
     for name in CI_KEYS:
+        values = model.get(name)
+        if not isinstance(values, list) or len(values) != len(results):
+            continue
         row = []
-        for r in results:
-            st = r.get(name) or {}
-            ci = st.get("median_ci95") if isinstance(st, dict) else None
-            med = float(st.get("median", 0.0)) if isinstance(st, dict) else 0.0
-            row.append([float(ci[0]), float(ci[1])] if ci else [med, med])
+        for r, v in zip(results, values):
+            st = r.get(name) if isinstance(r.get(name), dict) else {}
+            ci = st.get("median_ci95") or [v, v]
+            row.append([min(max(float(ci[0]), 0.0), float(v)), max(float(ci[1]), float(v))])
         out[name] = row
     return out
 
@@ -95,7 +98,7 @@ def measure_and_keep(prof: Profile, max_size: int) -> netmodel.NetModel:
     model_doc["hosts"] = list(doc.get("env", {}).get("hosts", model_doc.get("hosts", [])))
     results = doc.get("results") or []
     if len(results) == len(model_doc.get("sizes", [])):
-        model_doc["ci95"] = intervals(results)
+        model_doc["ci95"] = intervals(results, model_doc)
     k = key(prof)
     p = path_for(k)
     model_doc_checked = netmodel.parse(model_doc, f"kept {p}")  # refuse a bad one before keeping it
