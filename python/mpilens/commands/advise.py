@@ -2,7 +2,7 @@
 
 A ranked list of findings (docs/advise.md): what was seen, why it costs time (a
 P-LogP prediction from the network model of `mpilens bench logp --model FILE`, or
-one measured now on this host), the change for the profile's MPI, and the predicted
+the model kept for this host, measured once), the change for the profile's MPI, and the predicted
 gain in seconds and % of wall time, each with how sure it is.
 
 `--check -- LAUNCHER LINE` applies the top finding whose change needs no code edit,
