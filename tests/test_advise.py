@@ -875,3 +875,19 @@ def test_profile_records_the_machine_and_advise_sees_oversubscription(build: Pat
         assert all(f["confidence"] == "low" for f in net)
         assert all("oversubscribed" in f["confidence_why"] for f in net
                    if f["confidence_why"].startswith("lowered"))
+
+
+def test_calls_of_very_different_sizes_are_not_judged_on_their_mean(build: Path,
+                                                                   tmp_path: Path) -> None:
+    """MPI_Allreduce of 8 B and of 64 KiB, as many calls of each: rule 3 does not advise
+    an algorithm for "32 KiB buffers" (their mean) and says why; the same job's
+    one-size Allreduce (compute mode, 8 B) is judged (test_allreduce_algorithm_knob_of_the_mpi)."""
+    iters, np_ = 100, 2
+    prof = profile("mixed", np_, "mixed", iters, 65536)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    header, _ = lines(prof)
+    hist = header["functions"]["MPI_Allreduce"]["hist_send"]
+    assert [b for b, c in enumerate(hist) if c] == [4, 17] and hist[4] == hist[17] == iters * np_
+    assert not [f for f in every(res) if f["key"] == "collective-algorithm"
+                and f["figures"]["function"] == "MPI_Allreduce"]
+    assert "MPI_Allreduce's calls have sizes from 8 B to 64 KiB" in " ".join(res["warnings"])

@@ -16,6 +16,8 @@
  *                                        microseconds, then MPI_Bcast (1 int) on their
  *                                        sub-communicator; the other ranks call no collective
  *
+ *   advise_app mixed     ITERS SIZE      per iteration MPI_Allreduce of 1 double and of SIZE / 8
+ *                                        doubles (two sizes, two call sites)
  *   advise_app alltoallv ITERS SIZE HEAVY  ITERS MPI_Alltoallv: rank 0 sends HEAVY x SIZE bytes
  *                                        to every rank, the others SIZE bytes (HEAVY 1: even)
  *   advise_app pipeline  ITERS US        per iteration a forward sweep (rank r: MPI_Recv 8 bytes
@@ -118,6 +120,20 @@ int main(int argc, char **argv)
             MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
             check(y == size * (size + 1) / 2.0, "allreduce", rank);
         }
+    } else if (strcmp(mode, "mixed") == 0) {
+        long n = arg / 8 > 0 ? arg / 8 : 1;
+        double *x = malloc(sizeof(double) * (size_t)n), *y = malloc(sizeof(double) * (size_t)n);
+        for (long i = 0; i < n; i++)
+            x[i] = rank + 1;
+        for (long it = 0; it < iters; it++) {
+            double a = rank + 1, b = 0;
+            MPI_Allreduce(&a, &b, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            check(b == size * (size + 1) / 2.0, "mixed", rank);
+            MPI_Allreduce(x, y, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            check(y[n - 1] == size * (size + 1) / 2.0, "mixed", rank);
+        }
+        free(x);
+        free(y);
     } else if (strcmp(mode, "alltoallv") == 0) {
         long heavy = argc > 4 ? atol(argv[4]) : 1;
         int *sc = malloc(sizeof(int) * (size_t)size), *sd = malloc(sizeof(int) * (size_t)size);

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..report.profile import Profile
+from ..units import fmt_bytes
 from . import kept, machine, netmodel
 from .finding import Context, Finding
 from .rules import RULES
@@ -65,7 +66,16 @@ def model_for(prof: Profile, path: str | None, remeasure: bool = False) -> netmo
 
 def warnings(prof: Profile) -> list[str]:
     """What makes the profile's times doubtful."""
+    from .collectives import FAMILIES
+    from .rules.collective import size_modes
+
     out = []
+    for name in FAMILIES:
+        modes = size_modes(prof.functions.get(name, {}))
+        if modes:
+            out.append(f"{name}'s calls have sizes from {fmt_bytes(modes[0])} to "
+                       f"{fmt_bytes(modes[1])} (its send histogram): rule 3 does not judge "
+                       f"them on their mean size (no profile records their times apart)")
     for r in prof.ranks:
         if float(r["mpi_s"]) > 1.05 * float(r["wall_s"]):
             out.append(f"rank {r['rank']}'s time in MPI ({float(r['mpi_s']):.3g} s) exceeds its "
