@@ -49,3 +49,15 @@ def test_a_rankfile_in_the_syntax_of_the_launcher_given() -> None:
                                           "rank 2=a slot=1\nrank 3=b slot=1\n")
     same = check.placement_change(finding, ["mpiexec.hydra", "-n", "4", "./app"], None, "mpich")
     assert same == {**finding["apply"], "mapping": "hydra"}
+
+
+def test_a_failed_runs_whole_error_is_shown() -> None:
+    """Open MPI frames its messages with rows of dashes: the last line alone said nothing.
+    The error output is shown whole (its last 40 lines), without blank and frame lines."""
+    err = ("-" * 74 + "\nmpirun noticed that process rank 1 with PID 0 on node vm exited on "
+           "signal 9 (Killed).\n\n" + "-" * 74 + "\n")
+    assert check.error_text(err) == ("mpirun noticed that process rank 1 with PID 0 on node vm "
+                                     "exited on signal 9 (Killed).")
+    many = "".join(f"line {i}\n" for i in range(50))
+    assert check.error_text(many).splitlines() == ["[10 earlier lines]",
+                                                   *[f"line {i}" for i in range(10, 50)]]
