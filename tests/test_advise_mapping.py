@@ -1,6 +1,6 @@
-"""`advise --check` of a placement on the job as launched: the launcher line's own
-mapping options give way to the change's, per launcher (python/mpilens/advise/mapping.py).
-Given launcher lines, exact results; no MPI is started."""
+"""`advise --check` on the job as launched: a placement's launcher options merged with
+the line's own mapping options, per launcher (python/mpilens/advise/mapping.py), and a
+failed run's whole error.  Given lines, exact results; no MPI is started."""
 
 from __future__ import annotations
 
