@@ -272,7 +272,7 @@ def test_kept_model_same_output_and_intervals(build: Path, tmp_path: Path) -> No
              "sizes": SIZES, "rtt_s": RTT, "os_s": OS, "or_s": OR, "g_s": G,
              "ci95": ci}
     path.write_text(json.dumps({"format": "mpilens-kept-netmodel", "version": 1, "key": k,
-                                "samples": 20, "model": model}))
+                                "samples": 10, "model": model}))
     outs = [mpilens_inproc("advise", str(prof)) for _ in range(2)]
     assert outs[0].returncode == 0, outs[0].stderr
     assert outs[0].stdout == outs[1].stdout  # byte for byte
