@@ -509,7 +509,9 @@ def test_placement_joins_the_heavy_pairs(build: Path, tmp_path: Path) -> None:
     f = one(res, "placement")
     t_in = (4 * iters * (L / 2 + interp(g_in, size)) - 4 * (L / 2 + interp(g_in, 8))) / 4
     assert_gain(res, f, t - t_in)
-    assert f["confidence"] == "medium"
+    # medium with the intra-node class; low when the ranks' affinities oversubscribe a host
+    # (Intel MPI pins ranks 0 and 2, both "node0", to one CPU: issue 30's rule)
+    assert f["confidence"] == ("low" if res["machine"]["oversubscribed"] else "medium")
 
 
 # per-rank host names need UTS namespaces (root); CI runs as root, so this runs there
