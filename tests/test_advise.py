@@ -181,7 +181,19 @@ def test_collective_algorithm_for_a_forced_slow_alltoall(build: Path, tmp_path: 
     assert f["change"].startswith(f"MPILENS_ALLTOALL={best}")
 
 
-def test_check_applies_the_change_and_measures_the_same_sign(build: Path, tmp_path: Path) -> None:
+def _per_call(path: Path, names: list[str]) -> float:
+    """Time per call of the functions over all ranks, from the profile's rank lines."""
+    _, ranks = lines(path)
+    fs = [r["functions"][n] for r in ranks for n in names if n in r["functions"]]
+    return sum(f["time_s"] for f in fs) / sum(f["calls"] for f in fs)
+
+
+def test_check_decides_on_the_alltoall_time_per_call(build: Path, tmp_path: Path) -> None:
+    """--check --runs 5: the verdict rests on MPI_Alltoall's time per call in each
+    (baseline, changed) pair, recomputed here from the rank lines; the verdict and the
+    exit status are those of the signed-rank interval of those gains (stats.decide,
+    tested on given samples in test_advise_verdict.py).  Which verdict comes out is
+    not asserted: on this shared machine it is not a property of the code."""
     prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
     model = write_model(tmp_path / "m.json", prof)
     proc = mpilens("advise", prof, "--model", model, "--format", "json", "--check", "--runs", RUNS,
@@ -189,7 +201,6 @@ def test_check_applies_the_change_and_measures_the_same_sign(build: Path, tmp_pa
                    "alltoall", A2A_ITERS, A2A_BLOCK,
                    env={**SLOW, "MPILENS_TIMING": "all"})
     chk = json.loads(proc.stdout)["check"]
-    assert proc.returncode == 0, (proc.stderr, chk["walls_baseline_s"], chk["walls_changed_s"])
     runs = [(tmp_path / f"chk-baseline-{i}.prof", tmp_path / f"chk-changed-{i}.prof")
             for i in range(1, RUNS + 1)]
     best = chk["finding"]["figures"]["best"]
@@ -201,13 +212,118 @@ def test_check_applies_the_change_and_measures_the_same_sign(build: Path, tmp_pa
         assert [(r["algorithm"], r["source"], r["calls"]) for r in lines(changed)[0]["alltoall"]] \
             == [(best, "forced", A2A_ITERS)]
         walls[base], walls[changed] = (lines(p)[0]["wall_s"]["mean"] for p in (base, changed))
-    # the pair (baseline i, changed i) with the median difference is compared
+    assert chk["functions"] == ["MPI_Alltoall"]
+    per = [(_per_call(b, ["MPI_Alltoall"]), _per_call(c, ["MPI_Alltoall"])) for b, c in runs]
+    # (the header's totals and the rank lines' sums differ in the last printed digits)
+    assert chk["per_call_baseline_s"] == pytest.approx([b for b, _ in per], rel=1e-6)
+    assert chk["per_call_changed_s"] == pytest.approx([c for _, c in per], rel=1e-6)
+    gains = chk["relative_gains"]
+    assert gains == pytest.approx([(b - c) / b for b, c in per], rel=1e-6, abs=1e-6)
+    # the predicted share: the finding's gain per rank over MPI_Alltoall's time per rank
+    hdr, _ = lines(prof)
+    share = chk["finding"]["gain_s"] * A2A_NP / hdr["functions"]["MPI_Alltoall"]["time_s"]
+    assert chk["predicted_relative"] == pytest.approx(min(share, 1.0), rel=1e-9)
+    from mpilens.advise import stats
+    v = stats.decide(gains, chk["predicted_relative"])
+    assert (chk["verdict"], chk["exit_status"], proc.returncode) == (v.verdict, v.exit_status,
+                                                                     v.exit_status), proc.stderr
+    assert v.interval is not None and chk["measured_interval"] == [v.interval.lo, v.interval.hi]
+    # beside it, not used: the pair (baseline i, changed i) with the median wall difference
     diff, base, changed = sorted((walls[b] - walls[c], str(b), str(c)) for b, c in runs)[RUNS // 2]
     assert (chk["baseline"], chk["changed"]) == (base, changed)
     assert chk["measured_s"] == pytest.approx(diff, rel=1e-9)
     assert chk["predicted_s"] == chk["finding"]["gain_s"] > 0
-    assert chk["same_sign"] and chk["measured_s"] > 0
     assert chk["diff"]["a"]["profile"] == base
+
+
+def _a2a_at(P: int, m: float, lat: float, g: list[float], os_: list[float], or_: list[float]
+            ) -> dict[str, float]:
+    """_a2a_predictions with other parameters (a model at an end of its intervals)."""
+    lg = math.log2(P)
+    gm, g0, g2 = interp(g, m), g[0], interp(g, 2 * m)
+    pair = (lat + gm + min(interp(os_, m), interp(or_, m))) * (P - 1)
+    return {"spread": (lat + gm) * (P - 1), "bruck": (lat + 2 * gm * (lg + 1)) * lg,
+            "recdbl": (lat + 2 * g2 * lg) * lg, "pair": pair,
+            "pair_lb": pair + max(os_[0], or_[0]) * (P - 2),
+            "pair_barrier": pair + (lat + 2 * g0) * lg * (P - 2), "ring": (lat + 2 * gm) * (P // 2)}
+
+
+def test_kept_model_same_output_and_intervals(build: Path, tmp_path: Path) -> None:
+    """Without --model, advise reuses the model kept for the profile's hosts, MPI and
+    ranks per node ($XDG_CACHE_HOME/mpilens/netmodel-<digest>.json): the same output
+    byte for byte, and every gain with its interval — the rule's formula with the model
+    at the low and the high ends of its 95 % intervals (given here)."""
+    from mpilens.advise import kept
+    from mpilens.report.profile import load as load_profile
+
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    header, ranks = lines(prof)
+    lo_f, hi_f = {"rtt_s": 0.9, "os_s": 0.95, "or_s": 0.9, "g_s": 0.8}, \
+        {"rtt_s": 1.1, "os_s": 1.3, "or_s": 1.2, "g_s": 1.5}
+    base = {"rtt_s": RTT, "os_s": OS, "or_s": OR, "g_s": G}
+    ci = {k: [[v * lo_f[k], v * hi_f[k]] for v in base[k]] for k in base}
+    k = kept.key(load_profile(str(prof)))
+    assert k == {"hosts": sorted(header["hosts"]), "mpi_library": header["mpi_library"],
+                 "ranks_per_node": A2A_NP}
+    path = kept.path_for(k)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model = {"format": "mpilens-netmodel", "version": 1, "model": "plogp",
+             "mpi_library": header["mpi_library"], "hosts": header["hosts"], "L_s": L,
+             "sizes": SIZES, "rtt_s": RTT, "os_s": OS, "or_s": OR, "g_s": G,
+             "ci95": ci}
+    path.write_text(json.dumps({"format": "mpilens-kept-netmodel", "version": 1, "key": k,
+                                "samples": 10, "model": model}))
+    outs = [mpilens_inproc("advise", str(prof)) for _ in range(2)]
+    assert outs[0].returncode == 0, outs[0].stderr
+    assert outs[0].stdout == outs[1].stdout  # byte for byte
+    assert f"model: kept {path}" in outs[0].stdout
+    res = advise(prof, None)
+    assert res["model"]["source"] == f"kept {path}" and not res["model"]["measured_now"]
+    f = one(res, "collective-algorithm")
+    measured = min(r["functions"]["MPI_Alltoall"]["time_s"] / r["functions"]["MPI_Alltoall"]["calls"]
+                   for r in ranks)
+
+    def gain(pred: dict[str, float]) -> float:
+        best = min(pred, key=lambda a: (pred[a], a))
+        ratio = pred[best] / pred["pair_barrier"]
+        if ratio * 1.2 > 1:
+            return 0.0  # not worth it at this end: no finding there
+        return min(A2A_ITERS * measured * (1 - ratio), res["mpi_s"])
+
+    ends = [gain(_a2a_at(A2A_NP, A2A_BLOCK, L * f["rtt_s"], [g * f["g_s"] for g in G],
+                         [o * f["os_s"] for o in OS], [o * f["or_s"] for o in OR]))
+            for f in (lo_f, hi_f)]
+    mid = gain(_a2a_predictions(A2A_NP, A2A_BLOCK))
+    assert f["gain_s"] == pytest.approx(mid, rel=1e-12)
+    assert f["gain_interval"] == pytest.approx([min(mid, *ends), max(mid, *ends)], rel=1e-12)
+    assert res["model"]["intervals"]
+    # a model file without intervals (bench logp --model): no interval
+    plain = advise(prof, write_model(tmp_path / "m.json", prof))
+    assert one(plain, "collective-algorithm")["gain_interval"] is None
+
+
+def test_remeasure_keeps_a_model_with_intervals(build: Path) -> None:
+    """--remeasure measures the kept model (bench logp, 2 ranks) with the intervals of
+    its medians; the next advise reuses it: the same text, byte for byte."""
+    from mpilens.advise import kept
+    from mpilens.report.profile import load as load_profile
+
+    prof = profile("p2p", 2, "p2p", 3000, 64)
+    first = mpilens_inproc("advise", str(prof), "--remeasure")
+    assert first.returncode == 0, first.stderr
+    path = kept.path_for(kept.key(load_profile(str(prof))))
+    doc = json.loads(path.read_text())
+    m = doc["model"]
+    assert doc["key"] == kept.key(load_profile(str(prof))) and doc["samples"] == kept.SAMPLES
+    for name in ("rtt_s", "os_s", "or_s", "g_s"):
+        assert len(m["ci95"][name]) == len(m["sizes"])
+        assert all(lo <= hi for lo, hi in m["ci95"][name])
+    assert m["sizes"][-1] >= 1 << 16
+    stamp = path.stat().st_mtime_ns
+    again = mpilens_inproc("advise", str(prof))
+    assert again.stdout == first.stdout
+    assert path.stat().st_mtime_ns == stamp  # reused, not measured again
+    assert mpilens_inproc("advise", str(prof), "--remeasure", "--model", str(path)).returncode == 2
 
 
 # The MPI's own knobs (coll_tuned_<coll>_algorithm, MPIR_CVAR_<COLL>_INTRA_ALGORITHM)
@@ -295,23 +411,27 @@ def test_small_collectives_are_latency_bound(build: Path, tmp_path: Path) -> Non
 
 
 def test_check_text_table_and_exit_status(build: Path, tmp_path: Path) -> None:
-    """Text output of --check against the profile itself (no baseline run): the table,
-    and exit status 0 when the signs agree, 1 when not."""
+    """Text output of --check against the profile itself (no baseline run), one run: the
+    table, and "not resolved" with exit status 3 (one pair gives no interval)."""
     prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
     model = write_model(tmp_path / "m.json", prof)
     (tmp_path / "t-baseline.prof").write_text("not written by this check\n")  # not refused
-    proc = mpilens("advise", prof, "--model", model, "--check", "--no-baseline-run",
+    proc = mpilens("advise", prof, "--model", model, "--check", "--no-baseline-run", "--runs", 1,
                    "--check-output", tmp_path / "t", "--", *launcher(A2A_NP), APP,
                    "alltoall", A2A_ITERS, A2A_BLOCK, env={**SLOW, "MPILENS_TIMING": "all"})
     out = proc.stdout
     assert "Check of the top finding that needs no code edit:" in out, proc.stderr
     table = out.split("Check of the top finding that needs no code edit:\n")[1].split("\n\n")[0]
-    width = len("measured / predicted")  # the longest label; values start 2 columns after
+    width = len("per call, baseline")  # the longest label; values start 2 columns after
     rows = {ln[:width].strip(): ln[width + 2:] for ln in table.splitlines()}
-    assert rows["baseline"].startswith(str(prof))
-    assert rows["with the change"].startswith(str(tmp_path / "t-changed.prof"))
+    assert rows["wall (not used)"].startswith(f"median pair {prof} ")
+    assert f" -> {tmp_path / 't-changed.prof'} " in rows["wall (not used)"]
     assert rows["change applied"].startswith("MPILENS_ALLTOALL=")
-    assert proc.returncode == (0 if rows["same sign"] == "yes" else 1)
+    assert rows["runs"] == "1 with the change, each against the profile (no baseline run)"
+    assert rows["decided on"] == "time per call of MPI_Alltoall"
+    assert rows["verdict"].startswith("not resolved (1 pair(s) of runs give no 90 % interval: "
+                                      "5 are needed (--runs)); exit status 3")
+    assert proc.returncode == 3
     assert (tmp_path / "t-baseline.prof").read_text() == "not written by this check\n"
     assert "Per function" in out  # the diff's table
 
@@ -389,7 +509,9 @@ def test_placement_joins_the_heavy_pairs(build: Path, tmp_path: Path) -> None:
     f = one(res, "placement")
     t_in = (4 * iters * (L / 2 + interp(g_in, size)) - 4 * (L / 2 + interp(g_in, 8))) / 4
     assert_gain(res, f, t - t_in)
-    assert f["confidence"] == "medium"
+    # medium with the intra-node class; low when the ranks' affinities oversubscribe a host
+    # (Intel MPI pins ranks 0 and 2, both "node0", to one CPU: issue 30's rule)
+    assert f["confidence"] == ("low" if res["machine"]["oversubscribed"] else "medium")
 
 
 # per-rank host names need UTS namespaces (root); CI runs as root, so this runs there
@@ -405,14 +527,15 @@ def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
     model = write_model(tmp_path / "m.json", prof, L_s=1.0)
     real = launcher(4)
     kind = "openmpi" if FLAVOUR == "openmpi" else "hydra"
-    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--check",
+    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--check", "--runs", 1,
                    "--launcher", kind, "--check-output", tmp_path / "c", "--",
                    AS_NODE.parent / "as_nodes_launcher.sh", *real[1:], AS_NODE, APP, "pairs",
                    iters, size, env={"LAUNCHER_PROG": real[0], "MPILENS_TEST_NODES": " ".join(rr),
                                      "MPILENS_TIMING": "all"})
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 3, proc.stderr  # one pair: not resolved
     chk = json.loads(proc.stdout)["check"]
     assert chk["finding"]["key"] == "placement"
+    assert chk["functions"] == ["MPI_Sendrecv"]  # what the placement acts on
     after = chk["finding"]["figures"]["mapping_after"]
     assert (tmp_path / "c-rankfile").read_text() == chk["finding"]["apply"]["files"]["rankfile"]
     assert chk["applied"] == " ".join(["--rankfile" if FLAVOUR == "openmpi" else "-f",
@@ -421,7 +544,6 @@ def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
     assert [r["host"] for r in lines(base)[1]] == rr
     assert [r["host"] for r in lines(changed)[1]] == after
     assert (inter_node_bytes(base), inter_node_bytes(changed)) == (4 * iters * size, 4 * 8)
-    assert proc.returncode == (0 if chk["same_sign"] else 1)
 
 
 # ------------------------------------------------------------ rule 1: rails
@@ -444,6 +566,19 @@ def test_rails_for_large_inter_node_messages_not_small_ones(build: Path, tmp_pat
     assert f["figures"]["gain_4x_s"] == pytest.approx(band * 3 / 4, rel=1e-12)
     assert_gain(res, f, f["figures"]["gain_2x_s"])
     assert f["figures"]["model_s"] == pytest.approx(4 * iters * (L + G[3]) / 4, rel=1e-12)
+    # the same profile of a job that already striped over two interfaces (its recorded
+    # settings): the rails finding steps aside (issue 30)
+    rows = prof.read_text().splitlines()
+    head = json.loads(rows[0])
+    head["launch"] = {"line": "mpirun -np 4 ./app",
+                      "settings": {"OMPI_MCA_btl_tcp_if_include": "rail0,rail1"}}
+    striped = tmp_path / "striped.prof"
+    striped.write_text("\n".join([json.dumps(head), *rows[1:]]) + "\n")
+    assert not [x for x in every(advise(striped, tmp_path / "m.json")) if x["key"] == "rails"]
+    head["launch"] = {"line": "mpirun --mca btl_tcp_if_include rail0,rail1 -np 4 ./app",
+                      "settings": {}}
+    striped.write_text("\n".join([json.dumps(head), *rows[1:]]) + "\n")
+    assert not [x for x in every(advise(striped, tmp_path / "m.json")) if x["key"] == "rails"]
     # a latency-bound job across the same nodes (64 B ring): no rails finding
     small = as_nodes("ring-small", rr, "p2p", 200, 64)
     res = advise(small, write_model(tmp_path / "m2.json", small))
@@ -484,7 +619,7 @@ def test_sigterm_to_check_ends_the_job(build: Path, tmp_path: Path) -> None:
     prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
     model = write_model(tmp_path / "m.json", prof)
     proc = subprocess.Popen([sys.executable, "-m", "mpilens.cli", "advise", str(prof),
-                             "--model", str(model), "--check", "--check-output",
+                             "--model", str(model), "--check", "--runs", "1", "--check-output",
                              str(tmp_path / "c"), "--", *launcher(NP),
                              str(build / "tests" / "sig_wait"), str(tmp_path)],
                             env=cli_env(), cwd=tmp_path, stdout=subprocess.PIPE,
@@ -541,7 +676,15 @@ def test_imbalance_counts_only_the_ranks_that_called(build: Path, tmp_path: Path
         parts = found[0]["figures"]["functions"]["MPI_Bcast"]
         assert parts["late_s"] == pytest.approx(late, rel=1e-12)
         assert parts["transfer_s"] == pytest.approx(transfer, rel=1e-12)
-        assert parts["ranks"] == 2 and found[0]["figures"]["last_rank"] in (0, 1)
+        # equally busy ranks: a late rank is named only when it waits at least 1/4 of the
+        # late arrival less than the other (else none: noise, not a late rank)
+        fig = found[0]["figures"]
+        tot = {r["rank"]: sum(r["functions"].get(n, {}).get("time_s", 0.0) for n in fig["functions"])
+               for r in ranks if r["rank"] in t}
+        margin = abs(tot[0] - tot[1])
+        least = min(tot, key=lambda k: (tot[k], k))
+        assert fig["last_rank_margin_s"] == pytest.approx(margin, rel=1e-9, abs=1e-12)
+        assert fig["last_rank"] == (least if margin >= 0.25 * fig["late_s"] else None)
     else:
         assert late < 0.2 * (late + transfer)
     assert not res["imbalance_bound"] or (late >= 0.5 * (late + transfer)
@@ -623,3 +766,130 @@ def test_check_without_an_applicable_finding(build: Path, tmp_path: Path) -> Non
                 *launcher(2), APP, "imbalance", 10, 50000)
     assert "nothing to check" in line
     assert not list(tmp_path.glob("c-*.prof"))  # no job ran
+
+
+# ------------------------------------------------------------ rules 8, 9, 10 (issue 30)
+
+
+def test_alltoallv_count_imbalance(build: Path, tmp_path: Path) -> None:
+    """Rule 8: rank 0 sends 8 x the others' counts in every MPI_Alltoallv: its bytes are
+    8 x 3 / (8 + 1 + 1) = 2.4 x the mean, exactly; even counts: no finding."""
+    iters, size, np_ = 20, 1000, 3
+    prof = profile("a2av-heavy", np_, "alltoallv", iters, size, 8)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "alltoallv-imbalance")
+    _, ranks = lines(prof)
+    sent = {r["rank"]: r["functions"]["MPI_Alltoallv"]["bytes_sent"] for r in ranks}
+    assert sent == {0: iters * np_ * 8 * size, 1: iters * np_ * size, 2: iters * np_ * size}
+    time = sum(r["functions"]["MPI_Alltoallv"]["time_s"] for r in ranks) / np_
+    assert (f["figures"]["rank"], f["figures"]["direction"]) == (0, "sends")
+    assert f["figures"]["ratio"] == pytest.approx(2.4, rel=1e-12)
+    assert f["gain_s"] == pytest.approx(time * (1 - 1 / 2.4), rel=1e-9)
+    assert not f["network"] and f["apply"] is None
+    knob = {"openmpi": "coll_tuned_alltoallv_algorithm", "mpich": "MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM",
+            "intelmpi": "I_MPI_ADJUST_ALLTOALLV"}[FLAVOUR]
+    assert knob in f["change"]
+    even = profile("a2av-even", np_, "alltoallv", iters, size, 1)
+    assert not [x for x in every(advise(even, write_model(tmp_path / "m2.json", even)))
+                if x["key"] == "alltoallv-imbalance"]
+
+
+def test_pipeline_waits_for_the_upstream_neighbour(build: Path, tmp_path: Path) -> None:
+    """Rule 9: a wavefront (forward and backward sweeps of MPI_Recv / sleep / MPI_Send):
+    every rank waits for its upstream neighbour each step.  Each rank's waiting is its
+    receive time minus its receives x T(8 B) of the model; a ring of MPI_Waitall
+    exchanges (no blocking receive) gets no pipeline finding."""
+    iters, us, np_ = 20, 2000, 4
+    prof = profile("pipeline", np_, "pipeline", iters, us)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "pipeline")
+    _, ranks = lines(prof)
+    recv = {r["rank"]: r["functions"]["MPI_Recv"] for r in ranks}
+    # the end ranks receive once per iteration, the middle ones twice (both sweeps)
+    assert {k: v["calls"] for k, v in recv.items()} == {0: iters, 1: 2 * iters, 2: 2 * iters,
+                                                         3: iters}
+    t8 = L + interp(G, 8)
+    waits = {k: max(v["time_s"] - v["calls"] * t8, 0.0) for k, v in recv.items()}
+    got = {int(k): v for k, v in f["figures"]["waits_s"].items()}  # JSON keys are strings
+    assert got == pytest.approx(waits, rel=1e-9)
+    assert f["gain_s"] == pytest.approx(sum(waits.values()) / np_, rel=1e-9)
+    assert f["figures"]["receives_per_rank"] == 6 * iters / 4
+    assert not f["network"]
+    healthy = profile("p2p-ring", np_, "p2p", 200, 64)
+    assert not [x for x in every(advise(healthy, write_model(tmp_path / "m2.json", healthy)))
+                if x["key"] == "pipeline"]
+
+
+def test_polling_loop(build: Path, tmp_path: Path) -> None:
+    """Rule 10: rank 0 spins on MPI_Testany while the others sleep 3 ms before sending:
+    tens of thousands of polls for (P - 1) x ITERS messages.  The exact counts come from
+    the rank lines; a ring of MPI_Waitall exchanges gets no polling finding."""
+    iters, us, np_ = 100, 3000, 3
+    prof = profile("poll", np_, "poll", iters, us)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "polling")
+    _, ranks = lines(prof)
+    polls = ranks[0]["functions"]["MPI_Testany"]["calls"]
+    assert polls >= 10_000  # 300 ms of spinning
+    assert f["figures"]["polls"] == polls and f["figures"]["messages"] == (np_ - 1) * iters
+    assert f["figures"]["ranks"] == [0] and f["figures"]["functions"] == {"MPI_Testany": polls}
+    assert f["gain_s"] == pytest.approx(ranks[0]["functions"]["MPI_Testany"]["time_s"] / np_,
+                                        rel=1e-9)
+    assert "MPI_Waitany" in f["change"] and not f["network"]
+    healthy = profile("p2p-ring", np_, "p2p", 200, 64)
+    assert not [x for x in every(advise(healthy, write_model(tmp_path / "m2.json", healthy)))
+                if x["key"] == "polling"]
+
+
+# ------------------------------------------------------------ the machine (issue 30)
+
+
+def test_profile_records_the_machine_and_advise_sees_oversubscription(build: Path,
+                                                                      tmp_path: Path) -> None:
+    """Every rank line has its host's online CPUs and its affinity; the header the
+    launcher line and the transport settings.  3 ranks on this host's CPUs: advise
+    reports oversubscription exactly when 3 exceeds the CPUs the ranks may run on, and
+    then every network finding is of low confidence."""
+    import os
+
+    from mpilens.advise.machine import cpu_list
+
+    prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    header, ranks = lines(prof)
+    online = os.sysconf("SC_NPROCESSORS_ONLN")
+    union: set[int] = set()
+    for r in ranks:
+        assert r["cpus_online"] == online
+        cpus = cpu_list(r["affinity"])
+        assert r["affinity_cpus"] == len(cpus) and 1 <= len(cpus) <= online
+        union |= cpus
+    line = header["launch"]["line"]
+    assert Path(line.split()[0]).name.startswith(Path(launcher(A2A_NP)[0]).name), line
+    assert header["launch"]["settings"].get("OMPI_MCA_osc") == "sm,rdma,pt2pt"  # tests' env
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    cpus = min(online, len(union))
+    over = [{"host": ranks[0]["host"], "ranks": A2A_NP, "cpus": cpus}] if A2A_NP > cpus else []
+    assert res["machine"]["oversubscribed"] == over
+    assert any(w.startswith("oversubscribed:") for w in res["warnings"]) == bool(over)
+    net = [f for f in every(res) if f["network"]]
+    assert net  # the collective-algorithm finding at least
+    if over:
+        assert all(f["confidence"] == "low" for f in net)
+        assert all("oversubscribed" in f["confidence_why"] for f in net
+                   if f["confidence_why"].startswith("lowered"))
+
+
+def test_calls_of_very_different_sizes_are_not_judged_on_their_mean(build: Path,
+                                                                   tmp_path: Path) -> None:
+    """MPI_Allreduce of 8 B and of 64 KiB, as many calls of each: rule 3 does not advise
+    an algorithm for "32 KiB buffers" (their mean) and says why; the same job's
+    one-size Allreduce (compute mode, 8 B) is judged (test_allreduce_algorithm_knob_of_the_mpi)."""
+    iters, np_ = 100, 2
+    prof = profile("mixed", np_, "mixed", iters, 65536)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    header, _ = lines(prof)
+    hist = header["functions"]["MPI_Allreduce"]["hist_send"]
+    assert [b for b, c in enumerate(hist) if c] == [4, 17] and hist[4] == hist[17] == iters * np_
+    assert not [f for f in every(res) if f["key"] == "collective-algorithm"
+                and f["figures"]["function"] == "MPI_Allreduce"]
+    assert "MPI_Allreduce's calls have sizes from 8 B to 64 KiB" in " ".join(res["warnings"])

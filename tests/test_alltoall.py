@@ -557,6 +557,10 @@ def check_alltoall_report(prof: Path, records: list[dict]) -> None:
             assert row["runner_up_ratio"] == best_other / means[rec["algorithm"]]
         else:
             assert (row["runner_up"], row["time_per_call_s"]) == (None, None)
+        # what learning cost beyond running the choice (issue 30)
+        assert row["learning_extra_s"] == (
+            rec["learning_s"] + rec["grouping_s"] - rec["learning_calls"] * means[rec["algorithm"]]
+            if rec["algorithm"] in means else None)
     calls = sum(r["calls"] for r in records)
     learning = sum(r["learning_calls"] for r in records)
     sentence = (f"{learning:,} of {calls:,} calls ({100.0 * learning / calls:.1f} %) "

@@ -253,7 +253,9 @@ def test_candidates_without_calls_have_no_first_turn_minimum(build: Path, tmp_pa
     # minimum, 0 became the best at the first race point of run 2, every candidate
     # "was 1000 x slower" and left, and the stale first one was saved as learned after
     # 32 calls.  With a race factor of 1000 no real time leaves: run 2 (250 calls)
-    # learns all 8 x 25 - 8 = 192 calls and picks the fastest learned.
+    # learns all 8 x 25 - 8 = 192 calls and picks the fastest learned.  (Run 2 expects 8
+    # calls: few calls per run, turns of one call; with 6 candidates unsampled the field
+    # is not halved, and run 2 is the second run, so it does not decide at MPI_Finalize.)
     env = {"MPILENS_ALLTOALL_LEARN": "25", "MPILENS_ALLTOALL_RACE": "1000",
            "MPILENS_ALLTOALL_PROVISIONAL": "on", "MPILENS_ALLTOALL_CACHE": str(tmp_path / "c.json")}
     rec, per_rank, _ = run(tmp_path, "f1", 8, **env)
@@ -278,7 +280,7 @@ def test_candidates_without_calls_have_no_first_turn_minimum(build: Path, tmp_pa
     assert "learning cache" not in stderr, stderr
     alg = rec["algorithm"]
     assert (rec["source"], rec["calls"], rec["learning_calls"], rec["carried_calls"]) == \
-        ("learned", 250, 192, 8)
+        ("learned", 250, 192, 8), json.dumps(rec)
     assert set(per_rank.values()) == {(alg, 192)}  # every rank agrees
     assert rec["candidates"] == ALGOS and set(rec["learned_mean_s"]) == set(ALGOS)
     assert rec["learned_mean_s"][alg] == min(rec["learned_mean_s"].values())
@@ -291,26 +293,74 @@ def test_candidates_without_calls_have_no_first_turn_minimum(build: Path, tmp_pa
 
 def test_provisional_choice_in_a_10_call_run(build: Path, tmp_path: Path) -> None:
     # N = 10, 8 candidates: 80 learning calls.  Run 1 (10 calls, no history) learns.
-    # Run 2 expects 10 calls (run 1's): 70 left, so it learns for half (5 calls),
-    # then runs the best candidate measured so far for the other 5.  Run 3 likewise.
-    # Run 4 makes 30 calls: past its estimate (10) learning resumes (calls 11-30).
+    # Run 2 expects 10 calls (run 1's): few calls per run, and every candidate has a
+    # sample, so the slower half leave first (4 left); it learns for half its calls (5),
+    # then runs the best candidate measured so far for the other 5.  Run 3 (the third)
+    # halves again (2 left), learns 5 calls, and at MPI_Finalize decides: learned, the
+    # best measured mean.  Run 4 (30 calls) reuses it.
     env = {"MPILENS_ALLTOALL_LEARN": "10", "MPILENS_ALLTOALL_PROVISIONAL": "on"}
-    want = [("learning", 10, 10, 0), ("provisional", 10, 5, 10), ("provisional", 10, 5, 15),
-            ("learning", 30, 25, 20)]
+    want = [("learning", 10, 10, 0), ("provisional", 10, 5, 10), ("learned", 10, 5, 15),
+            ("reused", 30, 0, 0)]
+    learned = None
     for k, (source, calls, lcalls, carried) in enumerate(want, 1):
         rec, per_rank, _ = run(tmp_path, f"p{k}", calls, **env)
         assert (rec["source"], rec["calls"], rec["learning_calls"], rec["carried_calls"]) == \
             (source, calls, lcalls, carried), k
         alg = rec["algorithm"]
         assert set(per_rank.values()) == {(alg or "none", lcalls)}  # every rank agrees
-        if source == "provisional":
-            # the best measured so far: never above the best measured time
+        if source in ("provisional", "learned"):
+            # the best measured so far, dropped candidates included: never above another
             assert alg in ALGOS and set(rec["learned_mean_s"]) == set(ALGOS)
             assert rec["learned_mean_s"][alg] == min(rec["learned_mean_s"].values())
+            # the candidates left: 8 halved to 4 (run 2), to 2 (run 3); a dropped
+            # candidate chosen rejoins them
+            assert len(rec["candidates"]) >= 8
+        if source == "provisional":
             entry = cache_entry(default_cache())
             assert (entry["state"], entry["algorithm"], entry["calls_per_run"],
                     entry["learning_calls"]) == ("learning", alg, 10, carried + lcalls)
-    assert cache_entry(default_cache())["calls_per_run"] == 30
+            # 8 halved to 4; a dropped candidate chosen (lowest mean) rejoins, last
+            left = entry["candidates"]
+            assert len(left) == 4 or (len(left) == 5 and left[-1] == alg), left
+        if source == "learned":
+            learned = alg
+            entry = cache_entry(default_cache())
+            assert (entry["state"], entry["algorithm"], entry["learning_calls"], entry["runs"]) == \
+                ("learned", alg, 20, 3)
+        if source == "reused":
+            assert alg == learned
+
+
+def test_eight_calls_per_run_final_within_three_runs(build: Path, tmp_path: Path) -> None:
+    # The default N = 50 (turns of 5 calls), 8 candidates (model off), 8 calls per run
+    # (an FFT's): run 1 (no history) learns spread 5 and bruck 3 calls.  Run 2 knows
+    # the run makes 8 calls: turns of one call, so the 6 candidates without a sample get
+    # one each (6 learning calls), then the best measured runs (provisional).  Run 3:
+    # every candidate has a sample: the slower half leave (4 left), one call each, then
+    # the best measured runs, and at MPI_Finalize the choice is final (learned).  Run 4
+    # reuses it: no learning call.
+    env = {"MPILENS_ALLTOALL_LEARN": "50", "MPILENS_ALLTOALL_PROVISIONAL": "on"}
+    want = [("learning", 8, 0), ("provisional", 6, 8), ("learned", 4, 14), ("reused", 0, 0)]
+    learned = None
+    for k, (source, lcalls, carried) in enumerate(want, 1):
+        rec, per_rank, _ = run(tmp_path, f"e{k}", 8, **env)
+        assert (rec["source"], rec["learning_calls"], rec["carried_calls"]) == \
+            (source, lcalls, carried), k
+        alg = rec["algorithm"]
+        assert set(per_rank.values()) == {(alg or "none", lcalls)}
+        if k == 1:
+            entry = cache_entry(default_cache())
+            calls = {a: sum(entry["samples"][a]["calls"]) for a in ALGOS}
+            assert calls == {a: {ALGOS[0]: 5, ALGOS[1]: 3}.get(a, 0) for a in ALGOS}
+        if source in ("provisional", "learned"):
+            assert rec["learned_mean_s"][alg] == min(rec["learned_mean_s"].values())
+        if source == "learned":
+            learned = alg
+            entry = cache_entry(default_cache())
+            assert (entry["state"], entry["algorithm"], entry["runs"], entry["learning_calls"]) \
+                == ("learned", alg, 3, 18)
+        if source == "reused":
+            assert alg == learned
 
 
 def test_provisional_choice_applies_the_race(build: Path, tmp_path: Path) -> None:
@@ -412,3 +462,37 @@ def test_fft2d_example_checks_its_spectrum(build: Path, tmp_path: Path, mode: st
     assert m[4] == "ok" and float(m[3]) < 1e-9 and proc.returncode == 0
     header, _ = read_profile(tmp_path / "f.prof")
     assert header["functions"]["MPI_Alltoall"]["calls"] == 8 * np_
+
+
+# ---- issue 30: the choice is consistent with the measured means ----
+
+def test_choice_never_above_a_dropped_candidates_measured_mean(build: Path, tmp_path: Path) -> None:
+    """Given samples (a learning cache written here): spread and pair are left with 3
+    calls each (N = 3: learning ends at once), at 2 ms and 1 ms per call; ring was
+    dropped earlier with a measured 0.5 ms.  The run must not choose pair (the best of
+    those left) over ring, whose measured mean is lower: it runs ring, on every rank,
+    and reports ring's 0.5 ms as the lowest learned mean.  A dropped candidate slower
+    than the best left (4 ms) is not chosen."""
+    path = default_cache()
+    run(tmp_path, "seed", 2)  # a learning entry of this key to rewrite
+    doc = json.loads(path.read_text())
+
+    def sample(per_call: float) -> dict:
+        # time_s is summed over the ranks, per slot: 3 calls in slot 0
+        return {"calls": [3] + [0] * 15, "time_s": [per_call * 3 * NP] + [0.0] * 15,
+                "first_turn_min_s": per_call * NP}
+
+    for dropped, want in (({"ring": 5e-4, "bruck": 4e-3}, "ring"), ({"bruck": 4e-3}, "pair")):
+        entry = doc["entries"][0]
+        entry.update({"state": "learning", "algorithm": None, "candidates": ["spread", "pair"],
+                      "first_candidates": ["spread", "pair", *dropped], "dropped": dropped,
+                      "samples": {"spread": sample(2e-3), "pair": sample(1e-3)},
+                      "race_point": 0})
+        path.write_text(json.dumps(doc))
+        rec, per_rank, stderr = run(tmp_path, f"c-{want}", 4)
+        assert "learning cache" not in stderr, stderr
+        assert (rec["algorithm"], rec["source"]) == (want, "learned"), rec
+        assert set(per_rank.values()) == {(want, 0)}  # every rank, no learning call
+        means = rec["learned_mean_s"]
+        assert means[want] == min(means.values())
+        assert means["pair"] == pytest.approx(1e-3) and means["spread"] == pytest.approx(2e-3)

@@ -115,15 +115,17 @@ def test_check_adds_the_rail_and_measures_the_gain(cluster: Cluster, model: Path
                                                    tmp_path: Path) -> None:
     line = cluster.line(NODES, [1] * NODES, any_rail=True)
     proc = mpilens("advise", big, "--model", model, "--rail-interfaces", "rail0,rail1",
-                   "--format", "json", "--check", "--runs", "3", "--check-output",
+                   "--format", "json", "--check", "--runs", "5", "--check-output",
                    tmp_path / "chk", "--", *line, BUILD / "examples" / "bigexchange", MIB, STEPS,
                    env=ONE_RAIL, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
     chk = json.loads(proc.stdout)["check"]
+    # a large effect: every pair's MPI_Sendrecv per call faster, the interval above 0
+    assert (chk["verdict"], proc.returncode) == ("confirmed", 0), (chk["relative_gains"],
+                                                                   proc.stderr[-3000:])
     assert chk["finding"]["key"] == "rails"
     assert chk["applied"] == ("OMPI_MCA_btl_tcp_if_include=rail0,rail1 UCX_NET_DEVICES=rail0,rail1 "
                               "UCX_MAX_RNDV_RAILS=2")
-    for i in (1, 2, 3):  # every run over all 4 nodes, the same traffic
+    for i in range(1, 6):  # every run over all 4 nodes, the same traffic
         for kind in ("baseline", "changed"):
             header, _ = read_profile(tmp_path / f"chk-{kind}-{i}.prof")
             assert header["nodes"]["count"] == NODES

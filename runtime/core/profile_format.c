@@ -11,6 +11,8 @@
 #include "profile.h"
 
 int ml_slot_count(void);
+void ml_machine_rank(ml_buf_t *b);    /* machine.c */
+void ml_machine_header(ml_buf_t *b);
 
 static void ml_put_hist(ml_buf_t *b, const char *key, const uint64_t *h)
 {
@@ -146,6 +148,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_put_mpi(b);
     ml_buf_printf(b, ",\"nranks\":%d", ml_world_size);
     ml_put_hosts(b, p->hosts);
+    ml_machine_header(b);
     ml_nodes_put_header(b);
     ml_buf_printf(b, ",\"clock\":{\"source\":\"%s\",\"ghz\":%.6g,\"resolution_ns\":%.4g},", ml_clock_source(),
                   ml_clock_ghz(), 1.0 / ml_clock_ghz());
@@ -195,6 +198,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     ml_buf_printf(b, "{\"rank\":%d,\"host\":", ml_world_rank);
     ml_buf_json_str(b, p->host);
     ml_buf_printf(b, ",\"node\":%d", ml_my_node);
+    ml_machine_rank(b);
     ml_buf_printf(b, ",\"pid\":%d,\"wall_s\":%.9g,\"mpi_s\":%.9g,\"threads\":%d,\"untracked_requests\":%llu,\"functions\":{",
                   (int)getpid(), p->wall, p->mpi, ml_slot_count(), (unsigned long long)m->untracked);
     int first = 1;

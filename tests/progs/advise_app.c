@@ -16,6 +16,17 @@
  *                                        microseconds, then MPI_Bcast (1 int) on their
  *                                        sub-communicator; the other ranks call no collective
  *
+ *   advise_app mixed     ITERS SIZE      per iteration MPI_Allreduce of 1 double and of SIZE / 8
+ *                                        doubles (two sizes, two call sites)
+ *   advise_app alltoallv ITERS SIZE HEAVY  ITERS MPI_Alltoallv: rank 0 sends HEAVY x SIZE bytes
+ *                                        to every rank, the others SIZE bytes (HEAVY 1: even)
+ *   advise_app pipeline  ITERS US        per iteration a forward sweep (rank r: MPI_Recv 8 bytes
+ *                                        from r-1, sleep US, MPI_Send to r+1) and a backward
+ *                                        sweep (from r+1, to r-1): a wavefront
+ *   advise_app poll      ITERS US        per iteration rank 0 posts MPI_Irecv from every other
+ *                                        rank and calls MPI_Testany until all arrived; the
+ *                                        others sleep US microseconds, then MPI_Send 8 bytes
+ *
  * Every received byte is checked; a wrong one stops the job with status 3. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -109,6 +120,86 @@ int main(int argc, char **argv)
             MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
             check(y == size * (size + 1) / 2.0, "allreduce", rank);
         }
+    } else if (strcmp(mode, "mixed") == 0) {
+        long n = arg / 8 > 0 ? arg / 8 : 1;
+        double *x = malloc(sizeof(double) * (size_t)n), *y = malloc(sizeof(double) * (size_t)n);
+        for (long i = 0; i < n; i++)
+            x[i] = rank + 1;
+        for (long it = 0; it < iters; it++) {
+            double a = rank + 1, b = 0;
+            MPI_Allreduce(&a, &b, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            check(b == size * (size + 1) / 2.0, "mixed", rank);
+            MPI_Allreduce(x, y, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            check(y[n - 1] == size * (size + 1) / 2.0, "mixed", rank);
+        }
+        free(x);
+        free(y);
+    } else if (strcmp(mode, "alltoallv") == 0) {
+        long heavy = argc > 4 ? atol(argv[4]) : 1;
+        int *sc = malloc(sizeof(int) * (size_t)size), *sd = malloc(sizeof(int) * (size_t)size);
+        int *rc = malloc(sizeof(int) * (size_t)size), *rd = malloc(sizeof(int) * (size_t)size);
+        int mine = (int)(rank == 0 ? heavy * arg : arg), st = 0, rt = 0;
+        for (int p = 0; p < size; p++) {
+            sc[p] = mine;
+            sd[p] = st;
+            st += mine;
+            rc[p] = (int)(p == 0 ? heavy * arg : arg);
+            rd[p] = rt;
+            rt += rc[p];
+        }
+        unsigned char *sb = malloc((size_t)st + 1), *rb = malloc((size_t)rt + 1);
+        for (long it = 0; it < iters; it++) {
+            for (int i = 0; i < st; i++)
+                sb[i] = (unsigned char)(rank + it + i / (mine ? mine : 1));
+            MPI_Alltoallv(sb, sc, sd, MPI_BYTE, rb, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+            for (int p = 0; p < size; p++)
+                for (int i = 0; i < rc[p]; i++)
+                    check(rb[rd[p] + i] == (unsigned char)(p + it + rank), "alltoallv", rank);
+        }
+        free(sb);
+        free(rb);
+        free(sc);
+        free(sd);
+        free(rc);
+        free(rd);
+    } else if (strcmp(mode, "pipeline") == 0) {
+        for (long it = 0; it < iters; it++) {
+            for (int dir = 1; dir >= -1; dir -= 2) {
+                int up = rank - dir, down = rank + dir;
+                long v = it * 2 + (dir < 0);
+                if (up >= 0 && up < size) {
+                    long got = -1;
+                    MPI_Recv(&got, 1, MPI_LONG, up, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    check(got == v, "pipeline", rank);
+                }
+                nap((double)arg);
+                if (down >= 0 && down < size)
+                    MPI_Send(&v, 1, MPI_LONG, down, 9, MPI_COMM_WORLD);
+            }
+        }
+    } else if (strcmp(mode, "poll") == 0) {
+        long *got = malloc(sizeof(long) * (size_t)size);
+        MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)size);
+        for (long it = 0; it < iters; it++) {
+            if (rank == 0) {
+                for (int p = 1; p < size; p++)
+                    MPI_Irecv(&got[p], 1, MPI_LONG, p, 11, MPI_COMM_WORLD, &req[p - 1]);
+                for (int left = size - 1; left > 0;) {
+                    int idx, flag;
+                    MPI_Testany(size - 1, req, &idx, &flag, MPI_STATUS_IGNORE);
+                    if (flag && idx != MPI_UNDEFINED)
+                        left--;
+                }
+                for (int p = 1; p < size; p++)
+                    check(got[p] == it * 100 + p, "poll", rank);
+            } else {
+                nap((double)arg);
+                long v = it * 100 + rank;
+                MPI_Send(&v, 1, MPI_LONG, 0, 11, MPI_COMM_WORLD);
+            }
+        }
+        free(got);
+        free(req);
     } else if (strcmp(mode, "subcomm") == 0) {
         MPI_Comm half;
         int low = rank < size / 2;

@@ -3,12 +3,15 @@ needs no code edit, run the job again under the profiler, and compare predicted 
 measured gain (docs/advise.md, Checking advice).
 
 The job runs as it is (the baseline, so that both meet the same machine) and with the
-change, alternately, --runs times each; the pair of runs (one baseline, the changed run
-after it) whose difference of mean wall time per rank is the median is compared.  Environment changes are set for the
+change, alternately, --runs times each.  The verdict rests on the functions the change
+acts on (the finding's `target`): their time per call in each pair of runs (a baseline,
+the changed run after it) gives a relative gain, and the signed-rank interval of those
+gains (stats.py) decides: confirmed, refuted or not resolved.  Beside it, not used for
+the verdict, the pair whose difference of mean wall time per rank is the median is
+compared by `mpilens diff` (report/comparison.py).  Environment changes are set for the
 launcher (MPILENS_* through the profiler's settings, which Open MPI's ranks get with
 -x; OMPI_MCA_*, MPIR_CVAR_*, I_MPI_* in the launcher's environment, which mpirun and
-mpiexec pass on to the ranks).  The measured gain is the change of mean wall time per
-rank that `mpilens diff` shows (report/comparison.py).
+mpiexec pass on to the ranks).
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from .. import outfile, profiled
 from ..errors import JobStopped, UserError
+from ..report.analysis import OUTSIDE
 from ..report.comparison import compare
 from ..report.profile import Profile, load
+from . import mapping, stats
 from .engine import top_applicable
 
 TIMED_OUT = 124  # exit status of a run stopped by --timeout (as timeout(1))
@@ -48,8 +54,12 @@ def _run(command: list[str], output: Path, change: dict[str, Any] | None,
     settings: dict[str, str] = {}
     env = dict(os.environ)
     for k, v in (change or {}).get("env", {}).items():
+        v = launcher_args({"launcher_args": [v]}, files)[0]  # {file} -> its path
         (settings if profiled.SETTING.fullmatch(k) else env)[k] = v
-    command = command[:1] + launcher_args(change or {}, files) + command[1:]
+    if change and change.get("mapping"):  # the line's own mapping options give way
+        command = mapping.merge(command, launcher_args(change, files), change["mapping"])[0]
+    else:
+        command = command[:1] + launcher_args(change or {}, files) + command[1:]
     try:
         job = profiled.run_profiled(command, str(output), settings=settings, force=True,
                                     env=env, capture=True, timeout=timeout, launcher_kind=kind)
@@ -59,10 +69,23 @@ def _run(command: list[str], output: Path, change: dict[str, Any] | None,
     if job.signals and job.status:
         raise JobStopped(job.status, job.signals[0])
     if job.profile is None or job.status:
-        tail = (job.stderr or "").strip().splitlines()[-1:] or [""]
+        err = error_text(job.stderr or "")
         raise JobFailed(f"the {'changed' if change else 'baseline'} run wrote no profile "
-                        f"({job.why_none()}) {tail[0]}".rstrip(), job.status or 1)
+                        f"({job.why_none()})" + (f"; its error output:\n{err}" if err else ""),
+                        job.status or 1)
     return job.profile
+
+
+ERROR_LINES = 40  # a failed run's error output shown, at most (its last lines)
+
+
+def error_text(stderr: str) -> str:
+    """A failed run's whole error output (its last ERROR_LINES lines), without blank lines
+    and rows of dashes or stars (Open MPI frames its messages with them)."""
+    keep = [ln.rstrip() for ln in stderr.splitlines()
+            if ln.strip() and ln.strip().strip("-*=") != ""]
+    cut = len(keep) - ERROR_LINES
+    return "\n".join(([f"[{cut} earlier lines]"] if cut > 0 else []) + keep[-ERROR_LINES:])
 
 
 def outputs(prefix: str, runs: int, force: bool, baseline: bool = True
@@ -112,6 +135,9 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
         raise UserError(f"--check sets {pinned} for the changed run: remove it from the "
                         f"launcher line (set the baseline's in the environment)")
     pairs = outputs(prefix, runs, force, rerun_baseline)
+    if finding["key"] == "placement":
+        finding = dict(finding, apply=placement_change(finding, command, launcher_kind,
+                                                       str(result.get("mpi_flavour", ""))))
     files = {key: Path(f"{prefix}-{key}") for key in finding["apply"].get("files", {})}
     for key, path in files.items():  # a rankfile the change names
         if path.exists() and not force:
@@ -123,18 +149,111 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
                 if rerun_baseline else prof)
         runs_done.append((base, load(_run(command, changed_path, finding["apply"], timeout,
                                           files, launcher_kind))))
+    return judge(result, finding, prof, runs_done, command, files, rerun_baseline)
+
+
+def placement_change(finding: dict[str, Any], command: list[str], given: str | None,
+                     flavour: str) -> dict[str, Any]:
+    """The placement's change for this launcher line (mapping.py): its own mapping options
+    give way; srun gets --distribution=arbitrary and SLURM_HOSTFILE (one host per rank)."""
+    kind = mapping.kind_of(command, given, flavour)
+    after = finding["figures"]["mapping_after"]
+    if kind == "srun":
+        return {"env": {"SLURM_HOSTFILE": "{hostfile}"}, "mapping": kind,
+                "launcher_args": ["--distribution=arbitrary"],
+                "files": {"hostfile": "".join(f"{h}\n" for h in after)}}
+    apply = dict(finding["apply"], mapping=kind)
+    if kind == "hydra" and apply["launcher_args"][:1] != ["-f"]:
+        apply["launcher_args"] = ["-f", "{rankfile}"]
+        apply["files"] = {"rankfile": "".join(f"{h}:1\n" for h in after)}
+    if kind == "openmpi" and apply["launcher_args"][:1] != ["--rankfile"]:
+        apply["launcher_args"] = ["--rankfile", "{rankfile}"]
+        slots: dict[str, int] = {}
+        lines = []
+        for r, h in enumerate(after):
+            lines.append(f"rank {r}={h} slot={slots.get(h, 0)}\n")
+            slots[h] = slots.get(h, 0) + 1
+        apply["files"] = {"rankfile": "".join(lines)}
+    return apply
+
+
+def targets(finding: dict[str, Any], prof: Profile) -> list[str]:
+    """The functions the finding's change acts on (its `target`); a finding without one:
+    every function the job called outside MPI_Init/Finalize."""
+    names = [n for n in finding.get("target") or [] if n in prof.functions]
+    return names or [n for n in prof.functions if n not in OUTSIDE]
+
+
+def per_call(p: Profile, names: list[str]) -> float | None:
+    """Time per call of the functions, over all ranks: sum of time_s / sum of calls."""
+    calls = sum(int(p.functions.get(n, {}).get("calls", 0)) for n in names)
+    time = sum(float(p.functions.get(n, {}).get("time_s", 0.0)) for n in names)
+    return time / calls if calls else None
+
+
+def per_rank(p: Profile, names: list[str]) -> float:
+    """Time per rank in the functions."""
+    return sum(float(p.functions.get(n, {}).get("time_s", 0.0)) for n in names) / p.nranks
+
+
+def relative_gains(runs: list[tuple[Profile, Profile]], names: list[str]) -> list[float]:
+    """(baseline - changed) / baseline of the functions' time per call, pair by pair."""
+    out = []
+    for base, changed in runs:
+        b, c = per_call(base, names), per_call(changed, names)
+        if b is None or c is None or b <= 0:
+            raise JobFailed(f"{base.path if b is None else changed.path}: the run made no "
+                            f"call of {', '.join(names)}: nothing to compare", 1)
+        out.append((b - c) / b)
+    return out
+
+
+def judge(result: dict[str, Any], finding: dict[str, Any], prof: Profile,
+          runs_done: list[tuple[Profile, Profile]], command: list[str],
+          files: dict[str, Path], rerun_baseline: bool) -> dict[str, Any]:
+    """The verdict on the targeted functions' time per call (stats.decide), and, beside
+    it, the wall time of the median pair (`mpilens diff`'s comparison)."""
+    names = targets(finding, prof)
+    in_profile = per_rank(prof, names)
+    predicted = float(finding["gain_s"])
+    predicted_rel = min(predicted / in_profile, 1.0) if in_profile > 0 else 0.0
+    gains = relative_gains(runs_done, names)
+    verdict = stats.decide(gains, predicted_rel)
+    iv = verdict.interval
+    base_time = median(per_rank(b, names) for b, _ in runs_done)
     baseline, changed = median_pair(runs_done)
     diff = compare(baseline, changed)
     measured = -float(diff["wall_change_s"])
-    predicted = float(finding["gain_s"])
     before = float(diff["a"]["wall_s"])
-    applied = " ".join([f"{k}={v}" for k, v in finding["apply"]["env"].items()]
+    applied = " ".join([f"{k}={launcher_args({'launcher_args': [v]}, files)[0]}"
+                        for k, v in finding["apply"]["env"].items()]
                        + launcher_args(finding["apply"], files))
+    if finding["apply"].get("mapping"):
+        removed = mapping.merge(command, [], finding["apply"]["mapping"])[1]
+        if removed:
+            applied += f" (taken out of the launcher line: {' '.join(removed)})"
     return {
         "finding": finding,
         "applied": applied,
         "command": command,
-        "runs": runs,
+        "runs": len(runs_done),
+        "baseline_rerun": rerun_baseline,
+        "functions": names,
+        "per_call_baseline_s": [per_call(b, names) for b, _ in runs_done],
+        "per_call_changed_s": [per_call(c, names) for _, c in runs_done],
+        "relative_gains": gains,
+        "verdict": verdict.verdict,
+        "verdict_why": verdict.reason,
+        "exit_status": verdict.exit_status,
+        "gain_estimate": iv.estimate if iv else None,
+        "measured_interval": [iv.lo, iv.hi] if iv else None,
+        "interval_coverage": iv.coverage if iv else None,
+        "noise": verdict.noise,
+        "predicted_relative": predicted_rel,
+        # the prediction rescaled to this check's baseline: the same share of the
+        # functions' time per rank in the baseline runs (their median)
+        "predicted_at_baseline_s": predicted_rel * base_time,
+        "functions_baseline_s": base_time,
         "baseline": str(baseline.path),
         "changed": str(changed.path),
         "walls_baseline_s": [wall(b) for b, _ in runs_done],

@@ -7,7 +7,8 @@ from typing import Any
 
 from ..errors import UserError
 from ..report.profile import Profile
-from . import netmodel
+from ..units import fmt_bytes
+from . import kept, machine, netmodel
 from .finding import Context, Finding
 from .rules import RULES
 from .rules.latency import bin_range
@@ -37,9 +38,10 @@ def largest_message(prof: Profile) -> int:
     return top
 
 
-def model_for(prof: Profile, path: str | None) -> netmodel.NetModel:
-    """The model file given, else one measured now on this host (only when the profile
-    ran here and with this MPI)."""
+def model_for(prof: Profile, path: str | None, remeasure: bool = False) -> netmodel.NetModel:
+    """The model file given, else the kept one of the profile's hosts, MPI and ranks per
+    node (kept.py), measured on this host when there is none or with --remeasure (only
+    when the profile ran here and with this MPI)."""
     hosts = list(prof.header.get("hosts", []))
     library = str(prof.header.get("mpi_library", ""))
     if path is not None:
@@ -53,7 +55,9 @@ def model_for(prof: Profile, path: str | None) -> netmodel.NetModel:
     size = 1
     while size < min(max(largest_message(prof), DEFAULT_MAX_SIZE), MEASURE_CAP):
         size <<= 1
-    model = netmodel.measure_here(size)
+    model = None if remeasure else kept.load_kept(prof, size)
+    if model is None:
+        model = kept.measure_and_keep(prof, size)
     if model.mpi_library != library:
         raise UserError(f"{prof.path} ran '{library}', but this mpilens measures with "
                         f"'{model.mpi_library}': give --model FILE measured with that MPI")
@@ -62,7 +66,16 @@ def model_for(prof: Profile, path: str | None) -> netmodel.NetModel:
 
 def warnings(prof: Profile) -> list[str]:
     """What makes the profile's times doubtful."""
+    from .collectives import FAMILIES
+    from .rules.collective import size_modes
+
     out = []
+    for name in FAMILIES:
+        modes = size_modes(prof.functions.get(name, {}))
+        if modes:
+            out.append(f"{name}'s calls have sizes from {fmt_bytes(modes[0])} to "
+                       f"{fmt_bytes(modes[1])} (its send histogram): rule 3 does not judge "
+                       f"them on their mean size (no profile records their times apart)")
     for r in prof.ranks:
         if float(r["mpi_s"]) > 1.05 * float(r["wall_s"]):
             out.append(f"rank {r['rank']}'s time in MPI ({float(r['mpi_s']):.3g} s) exceeds its "
@@ -83,6 +96,27 @@ def bounded(ctx: Context, f: Finding) -> Finding:
     return f
 
 
+def ident(f: Finding) -> tuple[int, str, str]:
+    return f.rule, f.key, f.title
+
+
+def with_intervals(ctx: Context, found: list[Finding]) -> None:
+    """Each finding's gain at the low and high ends of the model's 95 % intervals: the
+    rules again with either bound model; a finding one of them does not make counts 0
+    there.  Without intervals in the model (a file of `bench logp --model`), none."""
+    ends = ctx.model.bounds()
+    if ends is None:
+        return
+    gains = []
+    for end in ends:
+        c = Context(ctx.prof, end, ctx.rails)
+        gains.append({ident(f): f.gain_s for rule in RULES for f in rule.find(c)
+                      for f in [bounded(c, f)]})
+    for f in found:
+        vals = [f.gain_s] + [g.get(ident(f), 0.0) for g in gains]
+        f.gain_interval = [min(vals), max(vals)]
+
+
 def advise(prof: Profile, model: netmodel.NetModel,
            rails: list[str] | None = None) -> dict[str, Any]:
     """Findings, ranked: rule 7 first; when imbalance dominates, it comes next and the
@@ -91,7 +125,17 @@ def advise(prof: Profile, model: netmodel.NetModel,
     check_profile(prof)
     ctx = Context(prof, model, rails)
     found: list[Finding] = [bounded(ctx, f) for rule in RULES for f in rule.find(ctx)]
+    with_intervals(ctx, found)
     found = [f for f in found if not f.network or f.gain_s > 0]  # nothing to gain: no advice
+    over = machine.oversubscribed(prof)
+    if over:  # the timings include waiting for a CPU: the model does not describe them
+        why = "; ".join(f"{o['host']} ran {o['ranks']} ranks on {o['cpus']} CPUs" for o in over)
+        for f in found:
+            if f.network and f.confidence != "low":
+                f.confidence_why = (f"lowered from {f.confidence}: oversubscribed ({why}), the "
+                                    f"measured times include waiting for a CPU; "
+                                    + f.confidence_why)
+                f.confidence = "low"
     imbalance_bound = any(f.key == "imbalance" and f.figures["dominant"] for f in found)
     withheld = [f for f in found if imbalance_bound and f.network]
     minor = [f for f in found if f not in withheld and f.network and f.gain_pct < MINOR_PCT]
@@ -109,10 +153,15 @@ def advise(prof: Profile, model: netmodel.NetModel,
         "model": {"source": model.source, "measured_now": model.measured_now,
                   "mpi_library": model.mpi_library, "L_s": model.L, "g0_s": model.g[0],
                   "hosts": model.hosts, "eager_crossover": model.eager_crossover(),
-                  "latency_crossover": model.latency_crossover()},
+                  "latency_crossover": model.latency_crossover(),
+                  "intervals": model.ci95 is not None},
         "rail_interfaces": rails,
         "timing": prof.header.get("timing", {}).get("mode", "unknown"),
-        "warnings": warnings(prof),
+        "warnings": warnings(prof) + [
+            f"oversubscribed: {o['host']} ran {o['ranks']} ranks on {o['cpus']} CPUs (the "
+            f"profile's cpus_online and affinity): times include waiting for a CPU, so "
+            f"network findings are of low confidence" for o in over],
+        "machine": {"oversubscribed": over, "launch": machine.launch(prof)},
         "imbalance_bound": imbalance_bound,
         "findings": [f.as_dict() for f in shown],
         "withheld": [f.as_dict() for f in withheld],

@@ -61,6 +61,10 @@ class Finding:
     network: bool = True          # a network fix: withheld when imbalance dominates
     apply: dict[str, Any] | None = None  # env / launcher_args when no code edit is needed
     figures: dict[str, Any] = field(default_factory=dict)
+    # the functions the change acts on: --check decides on their time per call
+    target: list[str] = field(default_factory=list)
+    # [lo, hi]: the gain with the model at the ends of its 95 % intervals (kept models)
+    gain_interval: list[float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -14,7 +14,7 @@ import bisect
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,25 @@ class NetModel:
     hosts: list[str] = field(default_factory=list)
     measured_now: bool = False
     intra: NetModel | None = None    # the intra-node class (bench logp --pairs intra,...)
+    # 95 % intervals of the medians per size: {"rtt_s"|"os_s"|"or_s"|"g_s": [[lo, hi], ...]}
+    ci95: dict[str, list[list[float]]] | None = None
+
+    def bounds(self) -> tuple[NetModel, NetModel] | None:
+        """The model at the low and at the high ends of its intervals (os, or, g their
+        bounds; L scaled as RTT(0)'s bound over RTT(0)); None without intervals."""
+        if not self.ci95:
+            return None
+        out = []
+        for end in (0, 1):
+            ci = {k: [float(v[end]) for v in vs] for k, vs in self.ci95.items()}
+            rtt0 = self.rtt[0] if self.rtt else 0.0
+            scale = ci["rtt_s"][0] / rtt0 if "rtt_s" in ci and rtt0 > 0 else 1.0
+            out.append(replace(self, source=f"{self.source} ({'low' if end == 0 else 'high'} "
+                                            f"end of its 95 % intervals)",
+                               L=self.L * scale, os=ci.get("os_s", self.os),
+                               or_=ci.get("or_s", self.or_), g=ci.get("g_s", self.g),
+                               rtt=ci.get("rtt_s", self.rtt), ci95=None))
+        return out[0], out[1]
 
     def at(self, key: str, m: float) -> float:
         """os_s, or_s or g_s at m bytes (netmodel.c's interpolation)."""
@@ -144,11 +163,20 @@ def parse(doc: Any, source: str) -> NetModel:
         raise UserError(f"{where}: classes must be an object of per-class models")
     intra = parse(classes["intra"], f"{source} (intra-node class)") \
         if "intra" in classes else None
+    ci95 = doc.get("ci95")
+    if ci95 is not None:
+        ok = isinstance(ci95, dict) and all(
+            k in ARRAYS + ("rtt_s",) and isinstance(v, list) and len(v) == len(sizes)
+            and all(isinstance(b, list) and len(b) == 2 and all(_num(x) for x in b)
+                    and b[0] <= b[1] for b in v) for k, v in ci95.items())
+        if not ok:
+            raise UserError(f"{where}: ci95 must map os_s, or_s, g_s, rtt_s to a [lo, hi] "
+                            f"pair per size")
     return NetModel(source=source, mpi_library=doc["mpi_library"], L=float(doc["L_s"]),
                     sizes=list(sizes), os=[float(v) for v in doc["os_s"]],
                     or_=[float(v) for v in doc["or_s"]], g=[float(v) for v in doc["g_s"]],
                     rtt=[float(v) for v in doc["rtt_s"]] if "rtt_s" in doc else None,
-                    hosts=list(hosts), intra=intra)
+                    hosts=list(hosts), intra=intra, ci95=ci95)
 
 
 def load(path: str | Path) -> NetModel:
@@ -181,20 +209,3 @@ def check_fits(model: NetModel, mpi_library: str, hosts: list[str]) -> None:
         raise UserError(f"network model {model.source} was measured on "
                         f"{', '.join(model.hosts)}, the profile ran on {', '.join(hosts)}: "
                         f"measure one on that machine (`mpilens bench logp --model FILE`)")
-
-
-def measure_here(max_size: int) -> NetModel:
-    """Measure the model now on this host: `mpilens-bench logp` on 2 ranks of the MPI
-    mpilens was built with, sizes 0 .. max_size, few samples (about a second)."""
-    from ..bench.launch import BenchFailed, default_launcher, run_bench
-
-    opts = ["--max-size", str(max_size), "--samples", "5", "--iters", "5", "--train", "16"]
-    try:
-        doc = run_bench(default_launcher(2), "logp", opts, progress=False, timeout=300)
-    except BenchFailed as exc:
-        raise UserError(f"measuring the network model on this host failed ({exc}): give "
-                        f"--model FILE") from None
-    model = parse(doc.get("model"), "measured now on this host (bench logp, 2 ranks)")
-    model.hosts = list(doc.get("env", {}).get("hosts", []))
-    model.measured_now = True
-    return model

@@ -16,7 +16,9 @@ def _wrap(label: str, text: str, width: int) -> list[str]:
 
 
 def _gain(f: dict[str, Any]) -> str:
-    return f"gain {fmt_time(f['gain_s'])} ({f['gain_pct']:.1f} % of wall)"
+    iv = f.get("gain_interval")
+    span = f", {fmt_time(iv[0])} .. {fmt_time(iv[1])} over the model's intervals" if iv else ""
+    return f"gain {fmt_time(f['gain_s'])} ({f['gain_pct']:.1f} % of wall{span})"
 
 
 def finding_lines(i: int, f: dict[str, Any], width: int) -> list[str]:
@@ -68,18 +70,37 @@ def text(result: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.1f} %"
+
+
 def check_text(check: dict[str, Any]) -> str:
     f = check["finding"]
+    names = ", ".join(check["functions"])
+    iv = check["measured_interval"]
+    runs = (f"{check['runs']} of each, alternating" if check["baseline_rerun"] else
+            f"{check['runs']} with the change, each against the profile (no baseline run)")
     rows = [("finding", f"[rule {f['rule']}] {f['title']}"),
             ("change applied", check["applied"]),
-            ("runs", f"{check['runs']} of each, alternating; the median pair compared"),
-            ("baseline", f"{check['baseline']} (wall {fmt_time(check['wall_before_s'])})"),
-            ("with the change", f"{check['changed']} (wall {fmt_time(check['wall_after_s'])})"),
-            ("predicted gain", (f"{fmt_time(check['predicted_s'])} "
-                                f"({check['predicted_pct']:.1f} % of wall)")),
-            ("measured gain", (f"{fmt_time(check['measured_s'])} "
-                               f"({check['measured_pct']:.1f} % of wall)")),
-            ("same sign", "yes" if check["same_sign"] else "NO"),
-            ("measured / predicted", "-" if check["ratio"] is None else f"{check['ratio']:.2f}")]
+            ("runs", runs),
+            ("decided on", f"time per call of {names}"),
+            ("per call, baseline", ", ".join(fmt_time(x) for x in check["per_call_baseline_s"])),
+            ("per call, changed", ", ".join(fmt_time(x) for x in check["per_call_changed_s"])),
+            ("gain per pair", ", ".join(_pct(x) for x in check["relative_gains"])),
+            ("measured gain", ("-" if iv is None else
+                               f"{_pct(check['gain_estimate'])}, "
+                               f"{100 * check['interval_coverage']:.1f} % interval "
+                               f"{_pct(iv[0])} .. {_pct(iv[1])}")),
+            ("predicted gain", (f"{_pct(check['predicted_relative'])} of {names}: "
+                                f"{fmt_time(check['predicted_s'])} per rank in the profile, "
+                                f"{fmt_time(check['predicted_at_baseline_s'])} at this "
+                                f"check's baseline")),
+            ("verdict", (f"{check['verdict']} ({check['verdict_why']}); exit status "
+                         f"{check['exit_status']}")),
+            ("wall (not used)", (f"median pair {check['baseline']} "
+                                 f"{fmt_time(check['wall_before_s'])} -> {check['changed']} "
+                                 f"{fmt_time(check['wall_after_s'])}: "
+                                 f"{fmt_time(check['measured_s'])} "
+                                 f"({check['measured_pct']:.1f} % of wall)"))]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows) + "\n"

@@ -209,6 +209,12 @@ def alltoall_rows(prof: Profile) -> list[dict[str, Any]]:
             "candidates": list(rec.get("candidates", [])),
             "runner_up": runner,
             "runner_up_ratio": ratio,
+            # what learning cost beyond running the choice: the learning calls' time
+            # minus what the chosen algorithm's learned mean gives for as many calls,
+            # plus Grouping (None without a learned mean of the choice)
+            "learning_extra_s": (float(rec["learning_s"]) + float(rec["grouping_s"])
+                                 - int(rec["learning_calls"]) * means[alg]
+                                 if alg in means else None),
         })
     rows.sort(key=lambda r: (r["comm_size"], r["ranks_per_node"], r["bytes"], r["source"],
                              r["algorithm"] or ""))
@@ -243,6 +249,9 @@ def alltoall_sentence(rows: list[dict[str, Any]]) -> str:
     cost = sum(r["learning_s"] + r["grouping_s"] for r in rows)
     reused = sum(r["calls"] for r in rows if r["source"] in ("reused", "tuning-file"))
     pct = 100.0 * lc / calls if calls else 0.0
+    extra = [r["learning_extra_s"] for r in rows if r.get("learning_extra_s") is not None]
+    beyond = (f" ({fmt_time(sum(extra))} more than the chosen algorithms would have taken "
+              f"for those calls)" if extra and lc else "")
     return (f"Adaptive MPI_Alltoall: {lc:,} of {calls:,} calls ({pct:.1f} %) were learning, "
-            f"{fmt_time(cost)} per rank in Grouping and Learning; {reused:,} calls ran a "
-            f"choice reused from this run, an earlier one or the tuning file")
+            f"{fmt_time(cost)} per rank in Grouping and Learning{beyond}; {reused:,} calls ran "
+            f"a choice reused from this run, an earlier one or the tuning file")

@@ -229,6 +229,9 @@ typedef struct {
     long long budget;              /* this run's learning calls before a provisional choice
                                       (<0: no limit; cache.c) */
     long long expect;              /* calls per run at this key in the last run (cache), <0 unknown */
+    int few;                       /* few calls per run (expect <= ML_A2A_FEW_CALLS): turns of
+                                      one call, the field halved between runs (learn.c) */
+    int final_run;                 /* few, and the third run or later: decide at MPI_Finalize */
     long long carried;             /* learning calls carried over from earlier runs */
     long long round0;              /* learn_calls when this run's learning round began */
     double mean[ML_A2A_NALG];      /* agreed mean per call per algorithm (last learning), <0 unknown */
@@ -332,6 +335,8 @@ int ml_a2a_adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
                     MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype);
 extern __thread int ml_a2a_learning;               /* this thread's last call learned */
 int ml_a2a_learn_block(void);                      /* calls per turn */
+int ml_a2a_block_of(const size_state *e);          /* ... of this size (1 with few calls) */
+#define ML_A2A_FEW_CALLS 10 /* calls per run at or below which learning converges in 3 runs */
 int ml_a2a_learn_alloc(comm_state *cs, size_state *e); /* samples, phase Learning */
 /* MPI_Finalize, entries with samples (learning, provisional): collective over
  * cs; agrees the times so far; S (NULL or ML_A2A_NALG * (NSLOT + 1)) gets

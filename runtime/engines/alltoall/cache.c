@@ -501,7 +501,11 @@ void ml_a2a_cache_plan(const comm_state *cs, size_state *e)
     e->round0 = e->learn_calls;
     if (!ml_a2a.cfg.provisional || e->expect < 0)
         return;
-    long long left = 0, b = ml_a2a_learn_block();
+    /* few calls per run: turns of one call, and from the third run on the choice
+     * is made at MPI_Finalize (learn.c, "Few calls per run") */
+    e->few = e->expect <= ML_A2A_FEW_CALLS;
+    e->final_run = e->few && k->runs >= 2;
+    long long left = 0, b = ml_a2a_block_of(e);
     for (int i = 0; i < e->ncand; i++)
         if (e->lr[i].done < ml_a2a.cfg.learn_n)
             left += ml_a2a.cfg.learn_n - e->lr[i].done;

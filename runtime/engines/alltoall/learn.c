@@ -124,7 +124,71 @@ int ml_a2a_learn_block(void)
     return CFG.learn_n >= 25 && CFG.learn_n % 5 == 0 ? 5 : 1;
 }
 
+/* Turns of one call when a run makes few calls at this size (few): every
+ * candidate gets a sample in a run of ten calls. */
+int ml_a2a_block_of(const size_state *e)
+{
+    return e->few ? 1 : ml_a2a_learn_block();
+}
+
 static int end_of_turn(comm_state *cs, size_state *e);
+static int cmp_dbl(const void *a, const void *b);
+
+/* A candidate's time from the carried samples only (the median over its slots
+ * of the slot means, as agreed_times): identical on every rank, since the
+ * cache is broadcast, so no reduction is needed; 1e300 without samples. */
+static double carried_time(const comm_state *cs, const cand_learn *l)
+{
+    double m[NSLOT];
+    int used = 0;
+    for (int j = 0; j < NSLOT; j++)
+        if (l->ctn[j] > 0)
+            m[used++] = l->cts[j] / cs->P / l->ctn[j];
+    if (used == 0)
+        return 1e300;
+    qsort(m, (size_t)used, sizeof *m, cmp_dbl);
+    return used % 2 ? m[used / 2] : (m[used / 2 - 1] + m[used / 2]) / 2;
+}
+
+/* Few calls per run: when a resumed learning has a sample of every candidate
+ * left, the slower half leave before this run learns (their carried time is
+ * kept), so that the few calls of a run go to fewer candidates. */
+static void halve_field(const comm_state *cs, size_state *e)
+{
+    double t[ML_A2A_NALG];
+    int order[ML_A2A_NALG], n = e->ncand;
+    if (n <= 2)
+        return;
+    for (int i = 0; i < n; i++) {
+        if (e->lr[i].done0 < 1)
+            return; /* a candidate without a sample: not yet */
+        t[i] = carried_time(cs, &e->lr[i]);
+        order[i] = i;
+    }
+    for (int i = 1; i < n; i++) /* by time, ties by position: the same on every rank */
+        for (int j = i; j > 0 && (t[order[j]] < t[order[j - 1]] ||
+                                  (t[order[j]] == t[order[j - 1]] && order[j] < order[j - 1])); j--) {
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    int keep = (n + 1) / 2, stay[ML_A2A_NALG] = {0};
+    for (int i = 0; i < keep; i++)
+        stay[order[i]] = 1;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!stay[i]) {
+            e->mean[e->cand[i]] = t[i];
+            continue;
+        }
+        e->cand[m] = e->cand[i];
+        if (m != i)
+            e->lr[m] = e->lr[i];
+        m++;
+    }
+    e->ncand = m;
+    e->cur = -1;
+}
 
 static int grouping(comm_state *cs, size_state *e)
 {
@@ -156,6 +220,8 @@ static int grouping(comm_state *cs, size_state *e)
             return rc;
     }
     ml_a2a_cache_plan(cs, e);
+    if (resumed && e->few)
+        halve_field(cs, e);
     return resumed ? end_of_turn(cs, e) : MPI_SUCCESS; /* races the carried samples passed */
 }
 
@@ -163,18 +229,22 @@ static int grouping(comm_state *cs, size_state *e)
  * race[j] x the best leave (0: no such point).  Points sit after one turn,
  * at N/5 and at N/2 calls, in whole turns, at least one, strictly increasing
  * and before N; a point that coincides with an earlier one is dropped (the
- * earlier, looser factor stands). */
-static int race_calls(int j)
+ * earlier, looser factor stands).  With few calls per run (turns of one call)
+ * there is no point after one turn: its fastest call would be a single call,
+ * which one preemption makes 1000 x slow; the halving between runs does its
+ * work. */
+static int race_calls(const size_state *e, int j)
 {
     static const int frac[ML_A2A_RACE_POINTS] = {0, 5, 2}; /* 0: one turn */
-    int N = CFG.learn_n, b = ml_a2a_learn_block(), prev = 0;
+    int N = CFG.learn_n, b = ml_a2a_block_of(e), prev = 0;
     for (int i = 0; i <= j; i++) {
         int k = frac[i] ? N / frac[i] / b * b : b;
+        double f = i == 0 && e->few ? 0 : CFG.race[i];
         if (k < b)
             k = b;
         if (i == j)
-            return CFG.race[j] > 0 && k > prev && k < N ? k : 0;
-        if (CFG.race[i] > 0 && k > prev && k < N)
+            return f > 0 && k > prev && k < N ? k : 0;
+        if (f > 0 && k > prev && k < N)
             prev = k;
     }
     return 0;
@@ -188,9 +258,9 @@ static int cmp_dbl(const void *a, const void *b)
 
 /* Whether candidate c's first turn had calls in this run (the same on every
  * rank: the counts are): its local fastest call then counts. */
-static int first_turn_here(const cand_learn *c)
+static int first_turn_here(const size_state *e, const cand_learn *c)
 {
-    return c->done0 < ml_a2a_learn_block() && c->done > c->done0;
+    return c->done0 < ml_a2a_block_of(e) && c->done > c->done0;
 }
 
 /* Agreed learned time per call of each candidate left (into t: the median
@@ -280,14 +350,14 @@ static int race(comm_state *cs, size_state *e, double factor, int by_fastest)
 {
     double t[ML_A2A_NALG], x[ML_A2A_NALG];
     for (int i = 0; i < e->ncand; i++) /* no first-turn call here: 0, the carried sum counts */
-        x[i] = first_turn_here(&e->lr[i]) ? e->lr[i].tmin : 0;
+        x[i] = first_turn_here(e, &e->lr[i]) ? e->lr[i].tmin : 0;
     int rc = agreed_times(cs, e, t, x, by_fastest ? e->ncand : 0, NULL);
     if (rc != MPI_SUCCESS)
         return rc;
     for (int i = 0; by_fastest && i < e->ncand; i++) { /* x: summed over ranks, one scale for all */
         const cand_learn *c = &e->lr[i];
         double carried = c->ctmin;
-        if (first_turn_here(c))
+        if (first_turn_here(e, c))
             x[i] = carried > 0 && carried < x[i] ? carried : x[i];
         else
             x[i] = carried > 0 ? carried : -1; /* no first-turn minimum: not compared */
@@ -305,7 +375,12 @@ static void add_times(comm_state *cs, size_state *e, const double x[2])
     e->learn_local = e->group_local = 0;
 }
 
-/* Running the candidate with the lowest agreed time t (the times kept). */
+/* Running the candidate with the lowest measured time: the lowest agreed time t
+ * of the candidates left, or a dropped candidate's kept time if that is lower
+ * (a race judges on early samples or fastest calls, so a candidate it dropped
+ * can end with a lower measured mean than the winner's; the choice is never
+ * one whose measured time is above another's).  A dropped candidate chosen so
+ * rejoins the candidates (with no samples of its own while learning goes on). */
 static void run_best(size_state *e, const double *t, int source)
 {
     int best = 0;
@@ -314,7 +389,29 @@ static void run_best(size_state *e, const double *t, int source)
         if (t[i] < t[best])
             best = i;
     }
-    e->alg = e->cand[best];
+    int alg = e->cand[best];
+    double tb = t[best];
+    for (int a = 0; a < ML_A2A_NALG; a++) {
+        int left = 0;
+        for (int i = 0; i < e->ncand; i++)
+            left |= e->cand[i] == a;
+        if (!left && measured(e->mean[a]) && e->mean[a] < tb) {
+            alg = a;
+            tb = e->mean[a];
+        }
+    }
+    int in = 0;
+    for (int i = 0; i < e->ncand; i++)
+        in |= e->cand[i] == alg;
+    if (!in) {
+        if (e->lr) {
+            memset(&e->lr[e->ncand], 0, sizeof e->lr[e->ncand]);
+            e->lr[e->ncand].tmin = 1e300;
+            e->lr[e->ncand].ctmin = -1;
+        }
+        e->cand[e->ncand++] = alg;
+    }
+    e->alg = alg;
     e->ref = e->mean[e->alg];
     e->source = source;
     e->phase = PH_RUN;
@@ -390,7 +487,7 @@ static int end_of_turn(comm_state *cs, size_state *e)
 {
     int rc, lo = min_done(e);
     while (e->rp < ML_A2A_RACE_POINTS) {
-        int k = race_calls(e->rp);
+        int k = race_calls(e, e->rp);
         if (k > 0 && lo < k)
             break; /* this point is still ahead */
         int j = e->rp++;
@@ -404,7 +501,7 @@ static int end_of_turn(comm_state *cs, size_state *e)
     }
     if (lo >= CFG.learn_n)
         return finish_learning(cs, e);
-    if (e->budget >= 0 && e->learn_calls - e->round0 >= e->budget && lo >= ml_a2a_learn_block())
+    if (e->budget >= 0 && e->learn_calls - e->round0 >= e->budget && lo >= ml_a2a_block_of(e))
         return provisional(cs, e);
     return MPI_SUCCESS;
 }
@@ -419,7 +516,7 @@ int ml_a2a_agree_partial(comm_state *cs, size_state *e, double *S)
     double t[ML_A2A_NALG], x[ML_A2A_NALG + 2];
     int n = e->ncand;
     for (int i = 0; i < n; i++)
-        x[i] = first_turn_here(&e->lr[i]) ? e->lr[i].tmin : 0;
+        x[i] = first_turn_here(e, &e->lr[i]) ? e->lr[i].tmin : 0;
     x[n] = e->learn_local;
     x[n + 1] = e->group_local;
     int rc = agreed_times(cs, e, t, x, n + 2, S);
@@ -427,10 +524,12 @@ int ml_a2a_agree_partial(comm_state *cs, size_state *e, double *S)
         return rc;
     for (int i = 0; S && i < n; i++) { /* the first turn's fastest calls, carried ones included */
         const cand_learn *c = &e->lr[i];
-        int here = first_turn_here(c);
+        int here = first_turn_here(e, c);
         S[n * NSLOT + i] = here && c->ctmin > 0 && c->ctmin < x[i] ? c->ctmin : here ? x[i] : c->ctmin;
     }
     add_times(cs, e, x + n);
+    if (e->final_run && min_done(e) >= 1)
+        return finish_learning(cs, e); /* few calls, third run: the best measured, final */
     if (e->phase == PH_LEARN) /* still learning: what the times so far say, for the profile */
         for (int i = 0; i < n; i++)
             if (t[i] < 1e300)
@@ -508,7 +607,7 @@ int ml_a2a_adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
         back_to_learning(e);
     ml_a2a_learning = e->phase != PH_RUN; /* after Grouping: a tuned or single candidate runs at once */
     if (e->phase == PH_LEARN) {           /* the next candidate's turn, timed */
-        int b = ml_a2a_learn_block();
+        int b = ml_a2a_block_of(e);
         if (e->cur < 0 || e->lr[e->cur].done % b == 0)
             e->cur = next_candidate(e);
         cand_learn *c = &e->lr[e->cur];

@@ -18,6 +18,24 @@ from ..finding import FIT_RANGE, Context, Finding, fit_confidence
 
 RULE = 3
 WORTH = 1.2  # the engine's re-learning threshold: 20 % slower is worth changing
+SPREAD = 8   # size classes this far apart, each with MODE_SHARE of the calls: no mean size
+MODE_SHARE = 0.1
+
+
+def size_modes(f: dict[str, Any]) -> tuple[float, float] | None:
+    """(smallest, largest) lower bound of the size classes holding at least MODE_SHARE of
+    the function's calls, when they lie SPREAD or more apart: calls of such different
+    sizes have no meaningful mean (8 B and 64 KiB Allreduces are not "32 KiB buffers");
+    None otherwise."""
+    from .latency import bin_range
+
+    hist = f.get("hist_send") or []
+    total = sum(hist)
+    big = [max(bin_range(b)[0], 1.0) for b, c in enumerate(hist)
+           if total and c >= MODE_SHARE * total]
+    if len(big) >= 2 and max(big) >= SPREAD * min(big):
+        return min(big), max(big)
+    return None
 
 
 def sizes(name: str, f: dict[str, Any], nranks: int) -> tuple[float, int, list[str]]:
@@ -64,8 +82,8 @@ def find(ctx: Context) -> list[Finding]:
         if not f or not int(f.get("calls", 0)):
             continue
         m, P, assume = sizes(name, f, ctx.nranks)
-        if P < 2:
-            continue
+        if P < 2 or size_modes(f):
+            continue  # one rank; or calls of very different sizes (engine.py warns)
         finding = _judge(ctx, name, f, m, P, assume)
         if finding:
             out.append(finding)
@@ -156,7 +174,7 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
                "model": [model.describe()]
                         + [f"{a.name}: {a.formula} = {pred[a.name]:.6g} s" for a in algs],
                "assumptions": assume + ["the calls are spread evenly over the ranks"]},
-        apply={"env": ch["env"], "launcher_args": []},
+        apply={"env": ch["env"], "launcher_args": []}, target=[name],
         figures={"function": name, "size": m, "comm_size": P, "calls_per_rank": per_rank,
                  "measured_per_call_s": measured, "measured_rank": fastest, "ran": ran, "after_per_call_s": after,
                  "best": best.name, "predicted_s": pred})

@@ -49,6 +49,14 @@ def p2p_senders(ctx: Context) -> dict[str, dict]:
             if is_p2p(n, f) and sum(f.get("hist_send", [])) > 0}
 
 
+def p2p_functions(ctx: Context) -> list[str]:
+    """The point-to-point functions the job called (senders, receives, waits, tests,
+    probes): what a change of the network or the placement acts on."""
+    called = {n for n, f in ctx.functions().items()
+              if int(f.get("calls", 0)) > 0 and n in RECEIVES}
+    return sorted(called | set(p2p_senders(ctx)))
+
+
 def representative(f: dict, b: int) -> float:
     """The size taken for the messages of class b of function f: the function's mean
     message size, clamped into the class (exact when it sends one class only)."""

@@ -17,6 +17,7 @@ from ...report.commpattern import matrix, pairs_of
 from ...units import fmt_bytes, fmt_time
 from ..finding import Context, Finding
 from ..nodes import hosts_of, sent
+from .latency import p2p_functions
 
 RULE = 4
 SEARCH_SECONDS = 10.0  # the swap search stops after this long (it is about n^3)
@@ -178,6 +179,7 @@ def find(ctx: Context) -> list[Finding]:
                                *([(f"the swap search was cut short after {SEARCH_SECONDS:g} "
                                    f"s: a better mapping may exist")] if cut else [])]},
         apply={"env": {}, "launcher_args": args, "files": {"rankfile": content}},
+        target=p2p_functions(ctx),
         figures={"inter_bytes_before": before, "inter_bytes_after": after,
                  "inter_bytes_node_matrix": recorded,
                  "total_bytes": total, "mapping_before": node, "mapping_after": after_map,

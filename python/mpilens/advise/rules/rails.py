@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from ...units import fmt_bytes, fmt_time
 from ..finding import Context, Finding
+from ..machine import rails_in_use
 from ..nodes import flows, node_count, p2p_split, spanning_collectives
-from .latency import representative
+from .latency import p2p_functions, representative
 
 RULE = 1
 FACTORS = (2, 4)
@@ -52,8 +53,8 @@ def change_text(ctx: Context, k: int) -> tuple[str, dict | None]:
 
 
 def find(ctx: Context) -> list[Finding]:
-    if node_count(ctx) < 2:
-        return []
+    if node_count(ctx) < 2 or rails_in_use(ctx.prof):
+        return []  # one node; or the job already striped over two or more interfaces
     model = ctx.model
     cross = model.latency_crossover()
     crossover = float(cross if cross is not None else model.sizes[-1])
@@ -117,7 +118,7 @@ def find(ctx: Context) -> list[Finding]:
                                 "the bandwidth, L and g(0) unchanged"),
                                ("a collective call spanning nodes moves its send buffer "
                                 "between nodes once per rank")]},
-        apply=apply,
+        apply=apply, target=sorted({*p2p_functions(ctx), *colls}),
         figures={"crossover_bytes": crossover, "messages": p2p_msgs_big,
                  "inter_messages": msgs_p2p, "bytes": p2p_bytes_big,
                  "collective_messages": colls, "model_s": total, "bandwidth_s": band,
