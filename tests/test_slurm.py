@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BUILD, FLAVOUR, mpi_env, read_profile, run_line
+from mpilens.launch import wrap
 from profmodel import check_node_header, check_nodes, check_rank
 from test_cli_support import mpilens
 from test_cluster import VCLUSTER, leftovers, make_cluster, vc
@@ -202,6 +203,20 @@ def test_launch_srun_needs_slurm_and_blocks(slurm: Slurm) -> None:
 
 
 # ---------------------------------------------------------------- srun launches profiled jobs
+
+@pytest.mark.parametrize("argv, app_at", [
+    # flags whose value is optional (-K, --kill-on-bad-exit, --propagate) take no word
+    (["srun", "-K", "--mpi=pmix", "-N", "3", "-n", "4", "-m", "block", "./app", "x"], 9),
+    (["srun", "--kill-on-bad-exit", "--propagate", "-l", "./app"], 4),
+    # options with a value srun requires
+    (["srun", "--hint", "nomultithread", "-B", "2:4:1", "--mem-bind", "local", "-M", "c1", "./app"], 9),
+    (["srun", "--cpus-per-gpu", "2", "--threads-per-core", "1", "--open-mode", "append", "./app"], 7),
+])
+def test_srun_line_parsing(argv: list[str], app_at: int) -> None:
+    """mpilens-exec goes right before the application of an srun line (launch.wrap)."""
+    out = wrap(argv, "EXEC").argv
+    assert out == argv[:app_at] + ["EXEC"] + argv[app_at:]
+
 
 def check_prof_c(slurm: Slurm, path: Path, per_node: list[int]) -> str:
     """prof_c's exact profile (test_profiler's checks), its hosts and ranks per host;
