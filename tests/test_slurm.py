@@ -19,14 +19,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import BUILD, FLAVOUR, mpi_env, read_profile, run_line
+from conftest import BUILD, FLAVOUR, REPO, mpi_env, read_profile, run_line
 from mpilens.launch import wrap
 from profmodel import check_node_header, check_nodes, check_rank
 from test_cli_support import mpilens
@@ -96,8 +98,9 @@ class Slurm:
         out = self.tool("scontrol", "-o", "show", "job", job_id).stdout
         return dict(re.findall(r"(\w+)=(\S*)", out))
 
-    def sbatch(self, script: Path, *opts: str, env: dict[str, str] | None = None) -> str:
-        proc = subprocess.run(["sbatch", "--parsable", *opts, str(script)], env=self.env(env),
+    def sbatch(self, script: Path, *opts: str, env: dict[str, str] | None = None,
+               args: tuple[str, ...] = ()) -> str:
+        proc = subprocess.run(["sbatch", "--parsable", *opts, str(script), *args], env=self.env(env),
                               cwd=script.parent, capture_output=True, text=True, timeout=DEADLINE,
                               check=False)
         assert proc.returncode == 0, proc.stderr
@@ -276,6 +279,62 @@ def test_mpirun_inside_sbatch(slurm: Slurm, tmp_path: Path) -> None:
     assert check_prof_c(slurm, path, [2, 1, 1]) == job_id
 
 
+# ---------------------------------------------------------------- docs/slurm.md's scripts
+
+def doc_block(first_line: str) -> str:
+    """The fenced block of docs/slurm.md that starts with first_line."""
+    text = (REPO / "docs" / "slurm.md").read_text()
+    for block in re.findall(r"```sh\n(.*?)```", text, re.DOTALL):
+        if block.startswith(first_line):
+            return block
+    raise AssertionError(f"no block starting with {first_line!r} in docs/slurm.md")
+
+
+def test_docs_show_the_scripts_as_they_are() -> None:
+    for name, first in (("profile.sbatch", "#!/bin/sh\n# Profile an MPI program"),
+                        ("mpilens-task-prolog", "#!/bin/sh\n# Slurm TaskProlog")):
+        path = REPO / "examples" / "slurm" / name
+        assert doc_block(first) == path.read_text() and os.access(path, os.X_OK), name
+
+
+def test_sbatch_script_from_the_docs(slurm: Slurm, tmp_path: Path) -> None:
+    """examples/slurm/profile.sbatch as docs/slurm.md prints it: `mpilens run -- srun`
+    in a batch job; the profile in the submit directory under the job's id."""
+    env = {"SRUN_MPI": "pmix" if FLAVOUR == "openmpi" else "pmi2",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "MPILENS_PREFIX": str(BUILD)}
+    script = tmp_path / "profile.sbatch"
+    shutil.copy(REPO / "examples" / "slurm" / "profile.sbatch", script)
+    job_id = slurm.sbatch(script, "--wait", "--nodes=3", "--ntasks=4", "--time=10", env=env,
+                          args=(str(PROGS / "prof_c"), str(tmp_path / "io.dat")))
+    out = (tmp_path / f"mpilens-{job_id}.out").read_text()
+    path = tmp_path / f"mpilens-{job_id}.prof"
+    assert f"mpilens: profile {path}: 4 ranks" in out, out
+    assert check_prof_c(slurm, path, [2, 1, 1]) == job_id
+
+
+def test_task_prolog_from_the_docs(slurm: Slurm, tmp_path: Path) -> None:
+    """examples/slurm/mpilens-task-prolog as srun --task-prolog: the application runs
+    unchanged (no mpilens-exec) and is profiled; MPILENS_PROFILE=off: not profiled; a
+    task that is no MPI program runs as before."""
+    prolog = f"--task-prolog={REPO / 'examples' / 'slurm' / 'mpilens-task-prolog'}"
+    line = slurm.srun_line(NODES)
+    env = {"SLURM_CONF": slurm.conf, "MPILENS_PREFIX": str(BUILD)}
+    run_line([line[0], prolog, *line[1:], str(PROGS / "prof_c"), str(tmp_path / "io.dat")], env,
+             timeout=DEADLINE, cwd=tmp_path)
+    [path] = tmp_path.glob("mpilens-*.prof")
+    check_prof_c(slurm, path, [1, 1, 1])
+    off = tmp_path / "off"
+    off.mkdir()
+    run_line([line[0], prolog, *line[1:], str(PROGS / "prof_c"), str(off / "io.dat")],
+             {**env, "MPILENS_PROFILE": "off"}, timeout=DEADLINE, cwd=off)
+    assert not list(off.glob("mpilens-*"))
+    proc = run_line(["srun", prolog, "-N", str(NODES), "-n", str(NODES), "sh", "-c",
+                     'echo "$(hostname) $LD_PRELOAD"'], env, cwd=tmp_path)
+    lib = BUILD / "lib" / "libmpilens.so"
+    assert sorted(proc.stdout.splitlines()) == [f"{n} {lib}" for n in slurm.nodes]
+
+
 # ---------------------------------------------------------------- jobs the batch system ends
 
 def test_scancel_leaves_a_partial_profile(slurm: Slurm, tmp_path: Path) -> None:
@@ -289,21 +348,32 @@ def test_scancel_leaves_a_partial_profile(slurm: Slurm, tmp_path: Path) -> None:
     while not (out.exists() and len(before := printed(out)) == NODES and min(before.values()) >= 10):
         assert time.monotonic() < end, f"the ranks did not print: {slurm.job(job_id)}"
         time.sleep(0.2)
+    d = tmp_path / f"job-{job_id}.prof.partial"
+    # first a snapshot: scancel --signal=USR1 reaches the ranks, the job goes on
+    slurm.tool("scancel", "--signal=USR1", job_id)
+    while not all((d / f"rank-{r}").exists() for r in range(NODES)):
+        assert time.monotonic() < end, f"no SIGUSR1 snapshot: {slurm.job(job_id)}"
+        time.sleep(0.2)
+    snap = printed(out)
+    time.sleep(0.5)
+    assert slurm.job(job_id)["JobState"] == "RUNNING"
     slurm.tool("scancel", job_id)
     info = slurm.wait_ended(job_id)
     assert info["JobState"] == "CANCELLED", info
     after = printed(out)
-    d = tmp_path / f"job-{job_id}.prof.partial"
     for r in range(NODES):
+        first, first_lines = read_profile(d / f"rank-{r}.prev")
         head, lines = read_profile(d / f"rank-{r}")
+        assert (first["reason"], first["signal"], first["dump"]) == ("signal", "SIGUSR1", 1)
         assert (head["rank"], head["nranks"], head["reason"], head["signal"], head["dump"]) == \
-            (r, NODES, "signal", "SIGTERM", 1)
+            (r, NODES, "signal", "SIGTERM", 2)
         assert head["job_id"] == job_id and head["host"] == slurm.nodes[r]
-        f = lines[0]["functions"]
-        assert f["MPI_Barrier"]["calls"] == 3
+        f1, f = first_lines[0]["functions"], lines[0]["functions"]
+        assert f1["MPI_Barrier"]["calls"] == f["MPI_Barrier"]["calls"] == 3
         # counted when a call returns, printed after: between what was printed before the
-        # signal and one more than what was printed in the end
-        assert before[r] <= f["MPI_Allreduce"]["calls"] <= after[r] + 1
+        # signal and one more than what was printed by the time the dump was seen
+        assert before[r] <= f1["MPI_Allreduce"]["calls"] <= snap[r] + 1
+        assert snap[r] <= f["MPI_Allreduce"]["calls"] <= after[r] + 1
     assert not (tmp_path / f"job-{job_id}.prof").exists()
 
 
