@@ -184,6 +184,12 @@ def test_slurm_daemons_on_the_nodes(slurm: Slurm) -> None:
     assert "pmix" in plugins and "pmi2" in plugins
     conf = Path(slurm.conf).read_text()
     assert "ProctrackType=proctrack/linuxproc" in conf and "TaskPlugin=task/none" in conf
+    # up again with the same settings keeps the running daemons
+    ctld = (d / "slurmctld.pid").read_text()
+    again = subprocess.run([str(VCLUSTER), "up", "--nodes", str(NODES), "--rails", "1", "--slurm",
+                            "--id", str(CLUSTER_ID)], capture_output=True, text=True, timeout=60,
+                           check=True)
+    assert json.loads(again.stdout) == slurm.state and (d / "slurmctld.pid").read_text() == ctld
     line = subprocess.run([str(VCLUSTER), "launch", "--id", str(CLUSTER_ID), "--srun", FLAVOUR, "4"],
                           capture_output=True, text=True, timeout=30, check=True).stdout.split()
     assert line == ["srun", f"--mpi={'pmix' if FLAVOUR == 'openmpi' else 'pmi2'}", "-N", "3", "-n", "4",
