@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 from conftest import BUILD, FLAVOUR, REPO, mpi_env, read_profile, run_line
 from mpilens.launch import wrap
+from mpilens.slurm import end_time_env as slurm_end_time_env
 from profmodel import check_node_header, check_nodes, check_rank
 from test_cli_support import mpilens
 from test_cluster import VCLUSTER, leftovers, make_cluster, vc
@@ -117,13 +118,18 @@ class Slurm:
         raise AssertionError(f"job {job_id} did not end within {timeout:.0f} s: {self.job(job_id)}")
 
 
+END_TIME_LINE = next(ln for ln in (REPO / "docs" / "slurm.md").read_text().splitlines()
+                     if ln.startswith("export SLURM_JOB_END_TIME="))
+
+
 def flight_script(slurm: Slurm, d: Path, end_time: bool = False) -> Path:
     """A batch script: tests/progs/flight loop on one rank per node under srun (an
     MPI_Allreduce every 20 ms, each printed), the ranks' pids in d; with end_time
-    it first exports SLURM_JOB_END_TIME, which Slurm 22.05 does not set (docs/slurm.md)."""
+    it first exports SLURM_JOB_END_TIME, which Slurm 22.05 does not set, with
+    docs/slurm.md's line."""
     lines = ["#!/bin/sh"]
     if end_time:
-        lines.append('export SLURM_JOB_END_TIME=$(date -d "$(squeue -h -j "$SLURM_JOB_ID" -o %e)" +%s)')
+        lines.append(END_TIME_LINE)  # as docs/slurm.md prints it
         lines.append('echo "end time $SLURM_JOB_END_TIME"')
     line = " ".join(slurm.srun_line(NODES))
     lines.append(f"exec {line} {EXEC} {PROGS / 'flight'} loop {d}")
@@ -278,8 +284,9 @@ def test_mpirun_inside_sbatch(slurm: Slurm, tmp_path: Path) -> None:
                 else "mpiexec.mpich")
     script = tmp_path / "job.sh"
     script.write_text(f"#!/bin/sh\n{launcher} {EXEC} {PROGS / 'prof_c'} {tmp_path / 'io.dat'}\n")
-    job_id = slurm.sbatch(script, "--wait", "-N", "3", "-n", "4", "-o", str(tmp_path / "out.txt"),
+    job_id = slurm.sbatch(script, "-N", "3", "-n", "4", "-o", str(tmp_path / "out.txt"),
                           env={"MPILENS_OUTPUT": str(tmp_path / "job-%j.prof")})
+    assert slurm.wait_ended(job_id)["JobState"] == "COMPLETED", (tmp_path / "out.txt").read_text()
     path = tmp_path / f"job-{job_id}.prof"
     assert path.exists(), (tmp_path / "out.txt").read_text()
     assert check_prof_c(slurm, path, [2, 1, 1]) == job_id
@@ -311,8 +318,9 @@ def test_sbatch_script_from_the_docs(slurm: Slurm, tmp_path: Path) -> None:
            "MPILENS_PREFIX": str(BUILD)}
     script = tmp_path / "profile.sbatch"
     shutil.copy(REPO / "examples" / "slurm" / "profile.sbatch", script)
-    job_id = slurm.sbatch(script, "--wait", "--nodes=3", "--ntasks=4", "--time=10", env=env,
+    job_id = slurm.sbatch(script, "--nodes=3", "--ntasks=4", "--time=10", env=env,
                           args=(str(PROGS / "prof_c"), str(tmp_path / "io.dat")))
+    slurm.wait_ended(job_id)  # (sbatch --wait polls slurmctld at growing intervals: 30 s and more)
     out = (tmp_path / f"mpilens-{job_id}.out").read_text()
     path = tmp_path / f"mpilens-{job_id}.prof"
     assert str(path) in out, out  # mpilens run's summary in the job's output
@@ -379,6 +387,43 @@ def test_scancel_leaves_a_partial_profile(slurm: Slurm, tmp_path: Path) -> None:
         # the signals, at most one more than the job printed in all
         assert before[r] <= f1["MPI_Allreduce"]["calls"] < f["MPI_Allreduce"]["calls"] <= after[r] + 1
     assert not (tmp_path / f"job-{job_id}.prof").exists()
+
+
+def test_mpilens_run_gives_the_job_end_time(slurm: Slurm, tmp_path: Path) -> None:
+    """`mpilens run -- srun` in a batch job of --time=1: run asks squeue for the job's
+    end (Slurm 22.05 sets no SLURM_JOB_END_TIME), so every rank dumps MPILENS_DUMP_MARGIN
+    (55 s) before it; then scancel."""
+    line = " ".join(slurm.srun_line(NODES))
+    script = tmp_path / "job.sh"
+    script.write_text(f"#!/bin/sh\nexec mpilens run -o {tmp_path}/job-%j.prof -e MPILENS_DUMP_MARGIN=55 "
+                      f"-- {line} {PROGS / 'flight'} loop {tmp_path}\n")
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "MPILENS_PREFIX": str(BUILD)}
+    job_id = slurm.sbatch(script, "--time=1", "-N", str(NODES), "-n", str(NODES),
+                          "-o", str(tmp_path / "out.txt"), env=env)
+    d = tmp_path / f"job-{job_id}.prof.partial"
+    end, stop = "", time.monotonic() + DEADLINE
+    while not all((d / f"rank-{r}").exists() for r in range(NODES)):
+        assert time.monotonic() < stop, f"no time-limit dumps: {slurm.job(job_id)}"
+        if not end.isdigit():
+            end = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%e"], capture_output=True,
+                                 text=True, timeout=30, check=False,
+                                 env=slurm.env({"SLURM_TIME_FORMAT": "%s"})).stdout.strip()
+        time.sleep(0.2)
+    heads = [partial_head(d / f"rank-{r}") for r in range(NODES)]
+    slurm.tool("scancel", job_id)
+    assert slurm.wait_ended(job_id)["JobState"] == "CANCELLED"
+    assert end.isdigit(), end
+    for r, head in enumerate(heads):
+        assert (head["rank"], head["reason"], head["dump"], head["job_id"]) == (r, "time_limit", 1, job_id)
+        assert int(end) - 56 <= _epoch(head["created"]) < int(end)
+        # the scancel's SIGTERM: the second dump
+        assert partial_head(d / f"rank-{r}")["signal"] == "SIGTERM"
+    # outside an allocation, with an end time already, for a job squeue does not know: nothing
+    assert slurm_end_time_env({"PATH": os.environ["PATH"], "SLURM_CONF": slurm.conf}) == {}
+    assert slurm_end_time_env({"SLURM_JOB_ID": job_id, "SLURM_JOB_END_TIME": "5"}) == {}
+    assert slurm_end_time_env({"PATH": os.environ["PATH"], "SLURM_CONF": slurm.conf,
+                               "SLURM_JOB_ID": "99999999"}) == {}
 
 
 def test_time_limit_dump_before_sigterm(slurm: Slurm) -> None:
