@@ -79,6 +79,7 @@ class Slurm:
         self.nodes: list[str] = state["nodes"]
         self.conf: str = state["slurm"]["conf"]
         self.limit: LimitJob | None = None
+        self.profiled: list[str] = []  # ids of the jobs check_prof_c saw completed
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The job environment of the tests (mpi_env) with the cluster's slurm.conf."""
@@ -252,6 +253,7 @@ def check_prof_c(slurm: Slurm, path: Path, per_node: list[int]) -> str:
     assert int(job_id) > CLUSTER_ID * 100000  # FirstJobId of this cluster: a real Slurm job id
     info = slurm.job(job_id)
     assert info["JobState"] == "COMPLETED" and info["NumNodes"] == str(len(per_node))
+    slurm.profiled.append(job_id)
     return job_id
 
 
@@ -455,6 +457,11 @@ def test_time_limit_dump_before_sigterm(slurm: Slurm) -> None:
     assert proc.returncode == 0, proc.stderr
     w = json.loads(proc.stdout)["partial"]
     assert w["progress"]["moved"] == list(range(NODES)) and w["verdict"]["kind"] == "progressing"
+    # several jobs at once: the profiled jobs of the other tests ran on the same nodes
+    # while this one ran (the times are Slurm's, ISO 8601 in the same time zone)
+    for other in slurm.profiled:
+        o = slurm.job(other)
+        assert info["StartTime"] <= o["StartTime"] <= o["EndTime"] <= info["EndTime"], (other, o)
 
 
 def _epoch(created: str) -> int:
