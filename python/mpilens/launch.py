@@ -54,9 +54,16 @@ SRUN_ONE = {
     "--cpu-bind", "--mpi", "--reservation", "--mail-type", "--mail-user", "--comment",
     "--jobid", "--het-group", "--gpus-per-task", "--gpus-per-node", "--cpu-freq",
     "--begin", "--deadline", "--signal", "--switches", "--network", "--nice",
-    "--profile", "--propagate", "--task-epilog", "--task-prolog", "--epilog", "--prolog",
-    "--kill-on-bad-exit", "-K",
+    "--profile", "--task-epilog", "--task-prolog", "--epilog", "--prolog",
+    "-B", "--extra-node-info", "-M", "--clusters", "--mem-bind", "--hint", "--gpu-bind",
+    "--gpus-per-socket", "--cpus-per-gpu", "--ntasks-per-gpu", "--tres-per-task",
+    "--mcs-label", "--acctg-freq", "--bb", "--bbf", "--cores-per-socket",
+    "--sockets-per-node", "--threads-per-core", "--delay-boot", "--gres-flags", "--mincpus",
+    "--tmp", "--uid", "--gid", "--slurmd-debug", "--time-min", "--wckey", "--power",
+    "--priority", "--open-mode", "--container", "--cluster-constraint",
 }
+# srun options whose value is optional are given as --opt=value only (-K, --kill-on-bad-exit,
+# --propagate, -I/--immediate, --resv-ports, --bcast...): as flags they take no word.
 
 KINDS = ("openmpi", "hydra", "srun")  # accepted by `mpilens run --launcher`
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import launch, mpi_env, paths
+from . import launch, mpi_env, paths, slurm
 from .errors import UserError
 
 DEFAULT_OUTPUT = "mpilens-%j.prof"
@@ -122,6 +122,7 @@ def run_profiled(command: list[str], output: str = DEFAULT_OUTPUT, *,
                   launcher_kind=launcher_kind, cwd=cwd)
     job_env = dict(os.environ if env is None else env)
     job_env.update(job.settings)
+    job_env.update(slurm.end_time_env(job_env))  # Slurm 22.05 sets none (docs/slurm.md)
     start = time.time()
     done = mpi_env.run_job(job.argv, env=job_env, timeout=timeout, cwd=cwd,
                            capture_output=capture, text=True)

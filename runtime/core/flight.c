@@ -199,6 +199,8 @@ static int ml_fl_hanging(uint64_t now, uint64_t limit)
     return found;
 }
 
+static uint64_t ml_fl_ended[65]; /* when the dump for an ending signal was written (recorder thread) */
+
 static void *ml_fl_main(void *arg)
 {
     (void)arg;
@@ -220,7 +222,18 @@ static void *ml_fl_main(void *arg)
                 if (buf[i] == 0) done = 1;
                 else if (buf[i] < 65 && !seen[buf[i]]) { /* several of one signal: one dump */
                     seen[buf[i]] = 1;
-                    ml_fl_dump(ml_fl_is_crash(buf[i]) ? ML_DUMP_CRASH : ML_DUMP_SIGNAL, buf[i], 0);
+                    int sig = buf[i], ending = sig != SIGUSR1 && sig != SIGUSR2 && !ml_fl_is_crash(sig);
+                    /* An ending signal again within the wait of its first dump is the same end
+                     * (under Slurm each task gets SIGTERM from slurmd and from srun, which a
+                     * second thread may take): no second dump, which would push the dump
+                     * before it (the time limit's) out of rank-N.prev.  Its handler's wait ends. */
+                    if (ending && ml_fl_ended[sig] &&
+                        now - ml_fl_ended[sig] < ml_ns_to_ticks(ML_FL_SIGNAL_WAIT_S * 2000000000ull)) {
+                        __atomic_add_fetch(&ml_fl_dumps, 1, __ATOMIC_RELEASE);
+                        continue;
+                    }
+                    ml_fl_dump(ml_fl_is_crash(sig) ? ML_DUMP_CRASH : ML_DUMP_SIGNAL, sig, 0);
+                    if (ending) ml_fl_ended[sig] = ml_now();
                 }
             }
             if (done) break;
