@@ -176,7 +176,7 @@ static void ml_fl_dump(int reason, int sig, int code)
     pthread_mutex_lock(&ml_fl_mu);
     if (ml_dump_write(ml_fl_dir, reason, sig, code) != 0)
         fprintf(stderr, "mpilens: rank %d: cannot write its partial profile in %s: %s\n", ml_world_rank, ml_fl_dir,
-                strerror(errno));
+                errno == ELOOP ? "it is a symbolic link (refused)" : strerror(errno));
     else if (reason == ML_DUMP_SIGNAL && sig != SIGUSR1 && sig != SIGUSR2)
         ml_fl_wait_peers(&since);
     __atomic_add_fetch(&ml_fl_dumps, 1, __ATOMIC_RELEASE);
@@ -307,7 +307,9 @@ void ml_flight_abort(int fid, MPI_Comm comm, int errorcode)
     ml_fl_out(ml_slot());
 }
 
-/* Removes this rank's partial files, and the directory once empty. */
+/* Removes this rank's partial files -- only those this process wrote (job id and pid
+ * in the file: another job writing to the same MPILENS_OUTPUT keeps its own) -- and the
+ * directory once empty. */
 static void ml_fl_remove(void)
 {
     static const char *const names[] = {"rank-%d", "rank-%d.prev", ".rank-%d.tmp", ".rank-%d.prev.tmp"};
@@ -315,7 +317,7 @@ static void ml_fl_remove(void)
     for (int i = 0; i < 4; i++) {
         int k = snprintf(f, sizeof f, "%s/", ml_fl_dir);
         snprintf(f + k, sizeof f - (size_t)k, names[i], ml_world_rank);
-        unlink(f);
+        if (ml_dump_is_mine(f)) unlink(f);
     }
     rmdir(ml_fl_dir); /* the last rank's succeeds */
 }

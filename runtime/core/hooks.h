@@ -75,6 +75,7 @@ static inline void ml_tl_add(ml_tltab_t *t, int fid, int tm, uint64_t t0, uint64
 typedef struct ml_cm_rec {
     uint64_t calls, timed, ticks, bytes_s, bytes_r;
     uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
+    uint64_t colls;          /* collectives entered on it (flight.h: their order, for dumps) */
 } ml_cm_rec_t;
 typedef struct { MPI_Comm comm; int id; unsigned epoch; } ml_cm_cache_t;
 extern int ml_cm_max;                 /* MPILENS_COMMS (0: off) */

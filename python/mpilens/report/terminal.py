@@ -195,6 +195,8 @@ def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
                   "" if r["since_s"] is None else fmt_time(r["since_s"]),
                   waitsfor.ranges(r["waits_for"]))
     out.append(t)
+    for line in part.get("skipped", []):
+        out.append(Text(f"Left out: {line}", style="yellow"))
     for i, f in enumerate(w["findings"]):
         out.append(Text(("Verdict: " if i == 0 else "Also: ") + f["text"],
                         style="bold" if i == 0 else ""))
