@@ -90,6 +90,9 @@ def _env(mpi: str, extra: dict[str, str]) -> dict[str, str]:
     e = menv.job_env(mpi, allow_root=True)
     e.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     e.setdefault("OMPI_MCA_osc", "sm,rdma,pt2pt")
+    if mpi == "intelmpi":  # one node, no fabric: the shared-memory transport
+        e.setdefault("I_MPI_FABRICS", "shm")
+        e.setdefault("FI_PROVIDER", "shm")
     e.update(extra)
     return e
 
@@ -213,7 +216,7 @@ def names_right(sc: Scenario, res: dict[str, Any]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mpi", choices=("openmpi", "mpich"), required=True)
+    ap.add_argument("--mpi", choices=("openmpi", "mpich", "intelmpi"), required=True)
     ap.add_argument("--prefix", type=Path, required=True, help="build/<mpi>")
     ap.add_argument("-n", type=int, default=1, help="runs of each scenario and kill moment")
     ap.add_argument("--only", default="", help="scenarios, comma-separated")

@@ -226,9 +226,9 @@ def load_partial(paths: list[str | Path]) -> Profile:
     """The partial profile in paths (a directory, or rank files)."""
     latest: dict[int, tuple[dict[str, Any], dict[str, Any], Path]] = {}
     prev: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
-    nranks = None
     skipped: list[str] = []  # one line per file left out
     files = _files(paths)
+    read: list[tuple[Path, dict[str, Any], dict[str, Any]]] = []
     for p in files:
         try:
             head, rank = _read_dump(p)
@@ -237,23 +237,31 @@ def load_partial(paths: list[str | Path]) -> Profile:
                 raise
             skipped.append(str(exc))
             continue
-        if nranks is not None and head["nranks"] != nranks:
+        m = _RANK_FILE.match(p.name)
+        if m and int(m.group(1)) != head["rank"]:
+            skipped.append(f"{p}: corrupted partial profile: the dump of rank {head['rank']} "
+                           f"under the name of rank {m.group(1)}: left out")
+            continue
+        read.append((p, head, rank))
+    sizes = [h["nranks"] for _, h, _ in read]
+    nranks = max(set(sizes), key=lambda k: (sizes.count(k), -k)) if sizes else None
+    for p, head, rank in read:
+        if head["nranks"] != nranks:
             skipped.append(f"{p}: a dump of a job of {head['nranks']} ranks, the others are "
                            f"of {nranks} ranks: left out")
             continue
-        nranks = head["nranks"]
         r = head["rank"]
         if p.name.endswith(".prev"):
             prev[r] = (head, rank)
         elif r in latest and latest[r][2] != p:
-            raise UserError(f"{p}: rank {r} given twice (also {latest[r][2]})")
+            skipped.append(f"{p}: rank {r} given twice (also {latest[r][2]}): left out")
         else:
             latest[r] = (head, rank, p)
     for r, (head, rank) in list(prev.items()):  # no rank-N given: its .prev is its last dump
         if r not in latest:
             latest[r] = (head, rank, Path(paths[0]))
             del prev[r]
-    if nranks is None:
+    if nranks is None or not latest:
         raise UserError(skipped[0] + (f" (and {len(skipped) - 1} more files: none usable)"
                                       if len(skipped) > 1 else ""))
     lines = [latest[r][1] for r in sorted(latest)]
