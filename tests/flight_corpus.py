@@ -2,7 +2,8 @@
 and the verdict `mpilens report` gives each (docs/flight-recorder.md, "How the verdicts
 were checked").
 
-    python tests/flight_corpus.py --mpi openmpi --prefix build/openmpi [-n 3] [--only a,b]
+    .venv/bin/python tests/flight_corpus.py --mpi openmpi --prefix build/openmpi [-n 3] \
+        [--only a,b] [--keep DIR]
 
 runs every scenario n times (the healthy ones at each of their kill moments) and prints
 the confusion matrix: expected class x verdict.  tests/test_flight_corpus.py runs a few

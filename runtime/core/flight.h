@@ -60,8 +60,9 @@ static inline void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int 
     if (kind == ML_FL_COLL) {
         /* its place in the communicator's order of collectives (one increment; kind is a
          * constant of each wrapper, so other calls pay nothing) */
-        int id = S->cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_cm_max;
-        f->cseq = id < ml_cm_max ? ++S->cm[id].colls : 0;
+        ml_cm_rec_t *cm = S->cm;
+        int id = comm == MPI_COMM_WORLD ? 0 : cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_cm_max;
+        f->cseq = cm && id < ml_cm_max ? ++cm[id].colls : 0;
         /* a collective on a new communicator: its members known to the recorder (sem.c's table) */
         if (comm != MPI_COMM_WORLD && comm != MPI_COMM_NULL) ml_peer_world_slow(comm, 0);
     }
