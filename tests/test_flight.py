@@ -166,9 +166,10 @@ def test_rank_that_never_arrives(build: Path, tmp_path: Path) -> None:
     assert some["missing"] == [2, 3]
     assert [r["state"] for r in some["ranks"]] == ["in_mpi", "in_mpi", "no_dump", "no_dump"]
     assert [(f["kind"], f["text"].split(":")[0]) for f in some["findings"]] == \
-        [("stuck_on_missing", "stuck on rank 2"), ("stuck_on_missing", "stuck on rank 3")]
-    assert some["verdict"]["text"].endswith("which left no dump (stopped, killed or ended "
-                                            "before it could write one); 2 of 4 ranks left a dump")
+        [("stuck_on_missing", "stuck on ranks 2-3")]
+    assert some["verdict"]["text"].endswith("for ranks 2-3, which left no dump (stopped, killed "
+                                            "or ended before they could write one); 2 of 4 "
+                                            "ranks left a dump")
 
 
 def test_communicator_members_and_finalize(build: Path, tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ from ..units import fmt_bytes, fmt_time
 from .profile import Profile
 
 SETTLED_S = 1.0  # a call inside this long is not a message still on its way
+WAITS_SHOWN = 64  # ranks listed per wait (the table, JSON): more are counted, not listed
 STALE_S = 2.0  # a dump this much older than the newest one: the rank stopped dumping
 ANY_TAG = -1
 _OR_WAITS = ("MPI_Waitany", "MPI_Waitsome", "MPI_Testany", "MPI_Testsome")
@@ -207,59 +208,78 @@ def _cycles(edges: dict[int, set[int]]) -> list[list[int]]:
 # ---- what each rank has posted (for matching) ----
 
 class _Posted:
-    """Per rank: the receives it has posted and the sends it has pending."""
+    """The receives each rank has posted, and the pending sends by destination."""
 
     def __init__(self) -> None:
-        self.recvs: dict[int, list[tuple[Any, Any, int]]] = {}  # rank -> (comm key, source, tag)
-        self.sends: dict[int, list[tuple[Any, Any, int]]] = {}  # rank -> (comm key, dest, tag)
+        self.recvs: dict[int, list[tuple[Any, Any, int]]] = {}  # owner -> (comm, source, tag)
+        self.sends_to: dict[int, list[tuple[int, Any, int]]] = {}  # dest -> (sender, comm, tag)
 
     def add(self, r: int, obj: dict[str, Any], kind: str) -> None:
         ck = _ckey(obj.get("comm"))
         if kind in ("recv", "sendrecv"):
             tag = obj.get("recv_tag" if kind == "sendrecv" else "tag", ANY_TAG)
             self.recvs.setdefault(r, []).append((ck, obj.get("source"), tag))
-        if kind in ("send", "sendrecv"):
-            self.sends.setdefault(r, []).append((ck, obj.get("dest"), obj.get("tag", ANY_TAG)))
+        if kind in ("send", "sendrecv") and isinstance(obj.get("dest"), int):
+            self.sends_to.setdefault(obj["dest"], []).append((r, ck, obj.get("tag", ANY_TAG)))
 
     def recv_matches(self, owner: int, sender: int, ck: Any, tag: Any) -> bool:
         """owner has a receive posted that a send of sender (comm ck, tag) matches."""
         return any(c == ck and (s == sender or s == "any") and (t == tag or t == ANY_TAG)
                    for c, s, t in self.recvs.get(owner, ()))
 
-    def send_matches(self, owner: int, receiver: int, ck: Any, source: Any, tag: Any) -> bool:
-        """owner has a send pending that a receive of receiver (ck, source, tag) matches."""
-        return (source == owner or source == "any") and any(
-            c == ck and d == receiver and (tag == ANY_TAG or t == tag)
-            for c, d, t in self.sends.get(owner, ()))
+    def send_matches(self, receiver: int, ck: Any, source: Any, tag: Any) -> bool:
+        """Some rank has a send pending that a receive of receiver (ck, source, tag) matches."""
+        return any(c == ck and (source == "any" or s == source) and (tag == ANY_TAG or t == tag)
+                   for s, c, t in self.sends_to.get(receiver, ()))
 
 
-def _need_p2p(r: int, obj: dict[str, Any], kind: str, posted: _Posted, n: int,
-              untracked: set[int]) -> list[dict[str, Any]]:
+class _Shared:
+    """Member lists per communicator, made once (a need of every rank of a collective or
+    of an MPI_ANY_SOURCE receive refers to one list: nothing quadratic in ranks)."""
+
+    def __init__(self, n: int, untracked: set[int]) -> None:
+        self.n = n
+        self.untracked = untracked
+        self.members: dict[Any, list[int] | None] = {}
+        self.has_untracked: dict[Any, bool] = {}
+
+    def of(self, comm: Any) -> list[int] | None:
+        ck = _ckey(comm)
+        if ck not in self.members:
+            m = _members(comm, self.n)
+            self.members[ck] = m
+            self.has_untracked[ck] = m is not None and any(x in self.untracked for x in m)
+        return self.members[ck]
+
+
+def _need_p2p(r: int, obj: dict[str, Any], kind: str, posted: _Posted, sh: _Shared,
+              ) -> list[dict[str, Any]]:
     """What a send or receive of rank r (a call or a request) needs: [] when in flight."""
     ck = _ckey(obj.get("comm"))
+    n = sh.n
     out: list[dict[str, Any]] = []
     if kind in ("send", "sendrecv"):
         d = obj.get("dest")
         if isinstance(d, int) and 0 <= d < n and d != r:
             if not posted.recv_matches(d, r, ck, obj.get("tag", ANY_TAG)):
                 out.append({"any": False, "ranks": [d],
-                            "certain": ck is not None and d not in untracked,
+                            "certain": ck is not None and d not in sh.untracked,
                             "what": f"a matching receive on rank {d}"})
     if kind in ("recv", "sendrecv"):
         s = obj.get("source")
         tag = obj.get("recv_tag" if kind == "sendrecv" else "tag", ANY_TAG)
         if isinstance(s, int) and 0 <= s < n and s != r:
-            if not posted.send_matches(s, r, ck, s, tag):
+            if not posted.send_matches(r, ck, s, tag):
                 out.append({"any": False, "ranks": [s],
-                            "certain": ck is not None and s not in untracked,
+                            "certain": ck is not None and s not in sh.untracked,
                             "what": f"a matching send from rank {s}"})
         elif s == "any":
-            members = _members(obj.get("comm"), n)
+            members = sh.of(obj.get("comm"))
             if members is not None:
-                cands = [m for m in members if m != r]
-                if not any(posted.send_matches(m, r, ck, "any", tag) for m in cands):
-                    out.append({"any": True, "ranks": cands,
-                                "certain": ck is not None and not untracked & set(cands),
+                if not posted.send_matches(r, ck, "any", tag):
+                    # any one of the members (r itself included: r cannot, and waits anyway)
+                    out.append({"any": True, "ranks": members,
+                                "certain": ck is not None and not sh.has_untracked[ck],
                                 "what": "a matching send from any rank"})
             else:
                 out.append({"any": True, "ranks": [], "certain": False,
@@ -345,7 +365,8 @@ def analyse(prof: Profile) -> dict[str, Any]:
                 continue
             if min(float(byrank[r].get("since_s") or 0) for r in rs) < SETTLED_S:
                 continue
-            others = [m for m in members if m not in rs]
+            rset = set(rs)
+            others = [m for m in members if m not in rset]
             if not others or not all(_passed(m, ck, seq, in_coll, world_colls) for m in others):
                 continue
             (fn, root), = ops
@@ -354,24 +375,25 @@ def analyse(prof: Profile) -> dict[str, Any]:
                                           {"function": None, "root": None,
                                            "ranks": sorted(others)}]})
 
-    # what each blocked rank needs
+    # what each blocked rank needs (need objects shared by the ranks of one collective)
+    sh = _Shared(n, untracked)
     needs: dict[int, list[dict[str, Any]]] = {}
     never: dict[Any, dict[str, Any]] = {}
+    coll_needs: dict[Any, list[dict[str, Any]]] = {}
     for r, c in calls.items():
         kind = c.get("kind")
         nd: list[dict[str, Any]] = []
         if kind in ("send", "recv", "sendrecv"):
-            nd = _need_p2p(r, c, kind, posted, n, untracked)
+            nd = _need_p2p(r, c, kind, posted, sh)
         elif kind == "wait":
             reqs = c.get("waits_on", [])
             sub: list[dict[str, Any]] = []
             complete = c.get("requests", len(reqs)) == len(reqs) and r not in untracked
             for q in reqs:
                 if q.get("kind") in ("send", "recv"):
-                    sub += _need_p2p(r, q, q["kind"], posted, n, untracked)
+                    sub += _need_p2p(r, q, q["kind"], posted, sh)
                 elif q.get("kind") == "coll":
-                    members = _members(q.get("comm"), n) or []
-                    sub.append({"any": False, "ranks": [m for m in members if m != r],
+                    sub.append({"any": False, "ranks": sh.of(q.get("comm")) or [],
                                 "certain": False, "what": f"the other ranks of {q['function']}"})
             if c["function"] in _OR_WAITS:
                 if sub and len(sub) == len(reqs):  # no request in flight: any one of them
@@ -381,26 +403,31 @@ def analyse(prof: Profile) -> dict[str, Any]:
             else:
                 nd = [{**s, "certain": s["certain"] and complete} for s in sub]
         elif kind == "coll":
-            nd = _need_coll(r, c, n, in_coll, world_colls, rows, never)
+            nd = _need_coll(r, c, sh, in_coll, world_colls, rows, never, coll_needs)
         needs[r] = nd
-        rows[r]["waits_for"] = sorted({x for s in nd for x in s["ranks"] if x != r})
+        wf: list[int] = []
+        for s in nd:
+            for x in s["ranks"]:
+                if x != r and x not in wf:
+                    wf.append(x)
+                if len(wf) > WAITS_SHOWN:
+                    break
+        rows[r]["waits_for"] = sorted(wf[:WAITS_SHOWN])
+        rows[r]["waits_for_more"] = len(wf) > WAITS_SHOWN
 
     # the deadlocked: settled, every thread inside MPI, certain needs only ranks of the set meet
     settled = {r for r, c in calls.items()
                if rows[r]["state"] == "in_mpi" and float(c.get("since_s") or 0) >= SETTLED_S}
     sure = {r: [s for s in needs.get(r, []) if s["certain"] and s["ranks"]] for r in settled}
-    cand = {r for r in settled if all_in.get(r) and sure[r]}
-    changed = True
-    while changed:  # shrink to the greatest set in which every rank has a need none outside meet
-        changed = False
-        for r in sorted(cand):
-            if not any(all(x in cand for x in s["ranks"]) if s["any"] else
-                       any(x in cand for x in s["ranks"]) for s in sure[r]):
-                cand.discard(r)
-                changed = True
-    dead = cand
-    cyc_edges = {r: {x for s in sure[r] for x in s["ranks"] if x in dead} for r in dead}
+    dead = _greatest_dead({r for r in settled if all_in.get(r) and sure[r]}, sure)
+    sample: dict[int, list[int]] = {}  # per need: a few of its ranks that are deadlocked
+    for r in dead:
+        for s in sure[r]:
+            if id(s) not in sample:
+                sample[id(s)] = [x for x in _first_in(s["ranks"], dead, 8)]
+    cyc_edges = {r: {x for s in sure[r] for x in sample[id(s)]} for r in dead}
     cycles = _cycles(cyc_edges) if dead else []
+    blockers = _blockers(rows, settled - dead, needs)
 
     # progress between each rank's last two dumps
     compared = sorted(r for r in prev if r in lines)
@@ -408,7 +435,7 @@ def analyse(prof: Profile) -> dict[str, Any]:
     progress = {"compared": compared, "moved": moved} if compared else None
 
     findings = _findings(rows, dumps, calls, needs, settled, dead, cycles, mismatched,
-                         progress, n, part)
+                         progress, n, part, blockers)
     never_list = [{**v, "waiting": [{"function": fn, "ranks": sorted(rs)}
                                     for fn, rs in v["waiting"].items()],
                    "away": sorted(v["away"], key=lambda a: a["rank"])}
@@ -449,36 +476,41 @@ def _passed(m: int, ck: Any, seq: int, in_coll: dict[Any, dict[int, dict[str, An
     return ck == "world" and isinstance(wc, int) and wc >= seq
 
 
-def _need_coll(r: int, c: dict[str, Any], n: int, in_coll: dict[Any, dict[int, dict[str, Any]]],
-               world_colls: dict[int, Any], rows: list[dict[str, Any]],
-               never: dict[Any, dict[str, Any]]) -> list[dict[str, Any]]:
-    """A collective's needs: the members that have neither arrived at it nor passed it."""
-    members = _members(c.get("comm"), n)
+def _need_coll(r: int, c: dict[str, Any], sh: _Shared,
+               in_coll: dict[Any, dict[int, dict[str, Any]]], world_colls: dict[int, Any],
+               rows: list[dict[str, Any]], never: dict[Any, dict[str, Any]],
+               cache: dict[Any, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A collective's needs: the members that have neither arrived at it nor passed it
+    (worked out once per communicator, place and operation; the need objects are shared
+    by the ranks inside it)."""
+    members = sh.of(c.get("comm"))
     ck = _ckey(c.get("comm"))
     if members is None or ck is None:
         return []
     seq = c.get("coll_seq")
     fn, root = c["function"], c.get("root")
+    key = (ck, seq, fn, root)
+    role = "root" if r == root else "other"
+    if (key, role) in cache:
+        e = never.get(key)
+        if e is not None:
+            e["waiting"].setdefault(fn, []).append(r)
+        return cache[(key, role)]
     byrank = in_coll.get(ck, {})
     away: list[int] = []
     certain_away: list[int] = []
     for m in members:
-        if m == r:
-            continue
         mc = byrank.get(m)
         if mc is not None:
             ms = mc.get("coll_seq")
+            same = (mc["function"], mc.get("root")) == (fn, root)
             if isinstance(seq, int) and isinstance(ms, int):
-                if ms > seq or (ms == seq and (mc["function"], mc.get("root")) == (fn, root)):
-                    continue  # passed it, or arrived
-                if ms == seq:
-                    continue  # a mismatch: reported as such, not as a wait
+                if ms > seq or ms == seq:
+                    continue  # passed it, arrived, or a mismatch (reported as such)
                 away.append(m)
                 certain_away.append(m)
-            elif (mc["function"], mc.get("root")) == (fn, root):
-                continue  # the same operation: arrived (order not recorded)
-            else:
-                away.append(m)
+            elif not same:
+                away.append(m)  # another collective, order not recorded
             continue
         wc = world_colls.get(m)
         if ck == "world" and isinstance(seq, int) and isinstance(wc, int):
@@ -488,37 +520,142 @@ def _need_coll(r: int, c: dict[str, Any], n: int, in_coll: dict[Any, dict[int, d
             certain_away.append(m)
         else:
             away.append(m)
-    if away:
-        e = never.setdefault((ck, seq, fn), {"comm": comm_label(c.get("comm")), "coll_seq": seq,
-                                             "waiting": {}, "away": []})
-        e["waiting"].setdefault(fn, []).append(r)
-        have = {a["rank"] for a in e["away"]}
-        e["away"] += [{"rank": a, "state": rows[a]["state"], "call": rows[a]["call"]}
-                      for a in away if a not in have]
+    if away and key not in never:
+        never[key] = {"comm": comm_label(c.get("comm")), "coll_seq": seq, "waiting": {fn: [r]},
+                      "away": [{"rank": a, "state": rows[a]["state"], "call": rows[a]["call"]}
+                               for a in away[:WAITS_SHOWN]], "away_n": len(away)}
+    elif key in never:
+        never[key]["waiting"].setdefault(fn, []).append(r)
     # whom the operation cannot complete without, on this rank
     if fn in _ROOT_SENDS and isinstance(root, int):
         if r == root:  # the root may finish once its data is out: no certain need
             strict, loose = [], away
         else:
-            strict, loose = [x for x in certain_away if x == root], [x for x in away if x == root]
+            strict = [root] if root in certain_away else []
+            loose = [root] if root in away else []
     elif fn in _ROOT_GETS and isinstance(root, int) and r != root:
         strict, loose = [], []  # may finish once its data is out
     else:
         strict, loose = certain_away, away
     out: list[dict[str, Any]] = []
     if strict:
-        out.append({"any": False, "ranks": sorted(strict), "certain": True,
-                    "what": f"ranks {ranges(strict)} to reach {fn}"})
-    rest = sorted(set(loose) - set(strict))
-    if rest:
+        out.append({"any": False, "ranks": strict, "certain": True,
+                    "what": f"{_ranks_word(strict[:WAITS_SHOWN])} to reach {fn}"})
+    if len(loose) > len(strict):
+        rest = [x for x in loose if x not in set(strict)]
         out.append({"any": False, "ranks": rest, "certain": False,
-                    "what": f"ranks {ranges(rest)} to reach {fn}"})
+                    "what": f"{_ranks_word(rest[:WAITS_SHOWN])} to reach {fn}"})
+    cache[(key, role)] = out
     return out
 
 
-def _state_words(row: dict[str, Any]) -> str:
+def _first_in(ranks: list[int], group: set[int], k: int) -> list[int]:
+    out = []
+    for x in ranks:
+        if x in group:
+            out.append(x)
+            if len(out) == k:
+                break
+    return out
+
+
+def _greatest_dead(cand: set[int], sure: dict[int, list[dict[str, Any]]]) -> set[int]:
+    """The largest subset of cand in which every rank has a certain need that no rank
+    outside it can meet (an AND need with one of its ranks inside, an OR need with all of
+    them inside).  Linear: counters per need object, a rank leaves once all its needs are
+    meetable, and that updates only the needs it is in."""
+    objs: dict[int, dict[str, Any]] = {}
+    holders: dict[int, list[int]] = {}
+    for r in cand:
+        for s in sure[r]:
+            objs[id(s)] = s
+            holders.setdefault(id(s), []).append(r)
+    inside: dict[int, list[int]] = {}  # rank -> the needs listing it
+    count: dict[int, int] = {}
+    for i, s in objs.items():
+        rs = set(s["ranks"])
+        for x in rs:
+            inside.setdefault(x, []).append(i)
+        k = sum(1 for x in rs if x in cand)
+        count[i] = k if not s["any"] else len(rs) - k  # AND: ranks inside; OR: outside
+
+    def unmeetable(i: int) -> bool:
+        return count[i] > 0 if not objs[i]["any"] else count[i] == 0
+
+    left = {r: sum(1 for s in sure[r] if unmeetable(id(s))) for r in cand}
+    dead = set(cand)
+    todo = [r for r in cand if left[r] == 0]
+    while todo:
+        x = todo.pop()
+        if x not in dead:
+            continue
+        dead.discard(x)
+        for i in inside.get(x, ()):
+            was = unmeetable(i)
+            count[i] += -1 if not objs[i]["any"] else 1
+            if was and not unmeetable(i):
+                for h in holders[i]:
+                    if h in dead:
+                        left[h] -= 1
+                        if left[h] == 0:
+                            todo.append(h)
+    return dead
+
+
+_TERMINAL = ("no_dump", "stale", "crashed", "aborted", "not_in_mpi")
+
+
+def _blockers(rows: list[dict[str, Any]], waiting: set[int],
+              needs: dict[int, list[dict[str, Any]]]) -> dict[tuple[int, ...], list[int]]:
+    """Settled ranks that wait, directly or through other waiting ranks, for ranks outside
+    MPI, without a dump, stopped or dead: {those ranks (a few): the waiting ranks}."""
+    objs: dict[int, dict[str, Any]] = {}
+    holders: dict[int, list[int]] = {}
+    for r in waiting:
+        for s in needs.get(r, []):
+            objs[id(s)] = s
+            holders.setdefault(id(s), []).append(r)
+    label: dict[int, tuple[int, ...]] = {}
+    todo: list[int] = []
+    inside: dict[int, list[int]] = {}
+    for i, s in objs.items():
+        term = []
+        for x in s["ranks"]:
+            inside.setdefault(x, []).append(i)
+            if rows[x]["state"] in _TERMINAL and len(term) < 8:
+                term.append(x)
+        if term:
+            for h in holders[i]:
+                if h not in label:
+                    label[h] = tuple(sorted(term))
+                    todo.append(h)
+    seen: set[int] = set()
+    while todo:  # through the waiting ranks: holders of needs listing a labelled rank
+        x = todo.pop(0)
+        for i in inside.get(x, ()):
+            if i in seen:
+                continue
+            seen.add(i)
+            for h in holders[i]:
+                if h not in label:
+                    label[h] = label[x]
+                    todo.append(h)
+    out: dict[tuple[int, ...], list[int]] = {}
+    for h, t in sorted(label.items()):
+        out.setdefault(t, []).append(h)
+    return out
+
+
+def _state_words(row: dict[str, Any], plural: bool = False) -> str:
     st = row["state"]
-    last = f" (its last MPI call: {row['last_call']})" if row.get("last_call") else ""
+    last = f" (its last MPI call: {row['last_call']})" if row.get("last_call") and not plural \
+        else ""
+    if plural:
+        return {"no_dump": "left no dump (stopped, killed or ended before they could write one)",
+                "crashed": "crashed", "aborted": "called MPI_Abort",
+                "stale": "stopped dumping (their last dumps are older than the others': "
+                         "stopped or unresponsive)",
+                "not_in_mpi": "are outside MPI (computing, or waiting outside MPI)"}[st]
     return {"no_dump": "left no dump (stopped, killed or ended before it could write one)",
             "crashed": "crashed", "aborted": "called MPI_Abort",
             "stale": "stopped dumping (its last dump is older than the others': stopped or "
@@ -531,7 +668,8 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
               calls: dict[int, dict[str, Any]], needs: dict[int, list[dict[str, Any]]],
               settled: set[int], dead: set[int], cycles: list[list[int]],
               mismatched: list[dict[str, Any]], progress: dict[str, Any] | None, n: int,
-              part: dict[str, Any]) -> list[dict[str, str]]:
+              part: dict[str, Any], blockers: dict[tuple[int, ...], list[int]],
+              ) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     have = len(dumps)
     of = f"{have} of {n} ranks left a dump"
@@ -589,37 +727,45 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
                     "rests_on": "each rank's count of collectives per communicator"})
     # stuck on someone outside MPI, dead, or without a dump
     blocked = sorted(r for r in settled if r not in dead and needs.get(r))
-    blockers: dict[int, list[int]] = {}
-    for r in blocked:
-        seen, todo = {r}, [x for s in needs[r] for x in s["ranks"]]
-        while todo:
-            x = todo.pop()
-            if x in seen:
-                continue
-            seen.add(x)
-            if rows[x]["state"] in ("no_dump", "crashed", "aborted", "stale", "not_in_mpi"):
-                blockers.setdefault(x, []).append(r)
-            elif x in settled:
-                todo += [y for s in needs.get(x, []) for y in s["ranks"]]
     kinds = {"no_dump": "stuck_on_missing", "stale": "stuck_on_stopped",
              "crashed": "stuck_on_crashed", "aborted": "stuck_on_crashed",
              "not_in_mpi": "stuck_on_computing"}
-    for x in sorted(blockers, key=lambda x: (list(kinds).index(rows[x]["state"]), x)):
-        waiting = blockers[x]
+    order = list(kinds)
+    for term in sorted(blockers, key=lambda t: (min(order.index(rows[x]["state"]) for x in t), t)):
+        waiting = blockers[term]
         longest = max(float(calls[w].get("since_s") or 0) for w in waiting)
         fns = sorted({rows[w]["function"] for w in waiting})
-        out.append({"kind": kinds[rows[x]["state"]], "text":
-                    f"stuck on rank {x}: {_ranks_word(waiting)} (in {', '.join(fns)}, up to "
-                    f"{fmt_time(longest)}) wait, directly or through others, for rank {x}, "
-                    f"which {_state_words(rows[x])}; {of}",
+        first = min(term, key=lambda x: (order.index(rows[x]["state"]), x))
+        states = {rows[x]["state"] for x in term}
+        if len(term) == 1:
+            what = f"rank {term[0]}, which {_state_words(rows[term[0]])}"
+        elif len(states) == 1:
+            what = f"{_ranks_word(list(term))}, which {_state_words(rows[term[0]], True)}"
+        else:
+            what = "; ".join(f"rank {x}, which {_state_words(rows[x])}" for x in term)
+        out.append({"kind": kinds[rows[first]["state"]], "text":
+                    f"stuck on {_ranks_word(list(term))}: {_ranks_word(waiting)} (in "
+                    f"{', '.join(fns)}, up to {fmt_time(longest)}) wait, directly or through "
+                    f"others, for {what}; {of}",
                     "rests_on": "MPI's matching rules, calls inside for >= "
-                                f"{fmt_time(SETTLED_S)}, and rank {x}'s dump (or its absence)"})
+                                f"{fmt_time(SETTLED_S)}, and the dumps (or their absence) of "
+                                f"{_ranks_word(list(term))}"})
     if progress and progress["moved"]:
         out.append({"kind": "progressing", "text":
                     f"still progressing: {_ranks_word(progress['moved'])} completed MPI calls "
                     "between their last two dumps",
                     "rests_on": "the call counts of each rank's last two dumps"})
-    stuck_unknown = [r for r in blocked if not any(r in w for w in blockers.values())]
+    labelled = {r for w in blockers.values() for r in w}
+    active: dict[int, bool] = {}  # per need: one of its ranks is active (in MPI, not settled)
+
+    def waits_on_active(r: int) -> bool:
+        for s in needs.get(r, []):
+            if id(s) not in active:
+                active[id(s)] = any(x in calls and x not in settled for x in s["ranks"])
+            if active[id(s)]:
+                return True
+        return False
+    stuck_unknown = [r for r in blocked if r not in labelled and not waits_on_active(r)]
     inside = sorted(calls)
     if stuck_unknown and not any(f["kind"] in ("deadlock", "mismatch") for f in out):
         out.append({"kind": "stuck", "text":
@@ -635,8 +781,9 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
         longest = max(float(calls[r].get("since_s") or 0) for r in inside)
         out.append({"kind": "communicating", "text":
                     f"no sign of a hang: {_ranks_word(inside)} inside MPI calls (the longest "
-                    f"for {fmt_time(longest)}), each one either matched by its peers or "
-                    f"waiting for less than {fmt_time(SETTLED_S)}; {of}",
+                    f"for {fmt_time(longest)}), each one matched by its peers, waiting for "
+                    f"ranks that are active, or waiting for less than {fmt_time(SETTLED_S)}; "
+                    f"{of}",
                     "rests_on": "MPI's matching rules and the calls' times in the dumps"})
     if progress and not progress["moved"] and not any(f["kind"] == "progressing" for f in out):
         out.append({"kind": "stuck" if not out else "no_progress", "text":
