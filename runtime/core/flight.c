@@ -88,7 +88,10 @@ static void ml_fl_on_signal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
     int d0 = __atomic_load_n(&ml_fl_dumps, __ATOMIC_ACQUIRE);
-    unsigned char c = (unsigned char)sig;
+    /* a crash signal sent (kill, raise: si_code <= 0) rather than a fault: flagged 0x80,
+     * its dump then waits for the other ranks' as a terminating signal's does (a signal
+     * sent to a job reaches every rank) */
+    unsigned char c = (unsigned char)(sig | (ml_fl_is_crash(sig) && (si == NULL || si->si_code <= 0) ? 0x80 : 0));
     int snapshot = sig == SIGUSR1 || sig == SIGUSR2;
     const struct sigaction *old = &ml_fl_old[sig];
     int handler = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
@@ -177,7 +180,8 @@ static void ml_fl_dump(int reason, int sig, int code)
     if (ml_dump_write(ml_fl_dir, reason, sig, code) != 0)
         fprintf(stderr, "mpilens: rank %d: cannot write its partial profile in %s: %s\n", ml_world_rank, ml_fl_dir,
                 errno == ELOOP ? "it is a symbolic link (refused)" : strerror(errno));
-    else if (reason == ML_DUMP_SIGNAL && sig != SIGUSR1 && sig != SIGUSR2)
+    else if ((reason == ML_DUMP_SIGNAL && sig != SIGUSR1 && sig != SIGUSR2) ||
+             (reason == ML_DUMP_CRASH && code)) /* code: a crash signal sent, not a fault */
         ml_fl_wait_peers(&since);
     __atomic_add_fetch(&ml_fl_dumps, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&ml_fl_mu);
@@ -217,10 +221,11 @@ static void *ml_fl_main(void *arg)
             int done = 0;
             unsigned char seen[65] = {0};
             for (ssize_t i = 0; i < k; i++) {
+                int sig = buf[i] & 0x7f, sent = (buf[i] & 0x80) != 0;
                 if (buf[i] == 0) done = 1;
-                else if (buf[i] < 65 && !seen[buf[i]]) { /* several of one signal: one dump */
-                    seen[buf[i]] = 1;
-                    ml_fl_dump(ml_fl_is_crash(buf[i]) ? ML_DUMP_CRASH : ML_DUMP_SIGNAL, buf[i], 0);
+                else if (sig < 65 && !seen[sig]) { /* several of one signal: one dump */
+                    seen[sig] = 1;
+                    ml_fl_dump(ml_fl_is_crash(sig) ? ML_DUMP_CRASH : ML_DUMP_SIGNAL, sig, sent);
                 }
             }
             if (done) break;
