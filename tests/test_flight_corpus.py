@@ -170,28 +170,17 @@ def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
     return out
 
 
-def test_mutated_partial_dumps_never_trace_back(tmp_path: Path) -> None:
-    """100 value mutations of one rank's dump (header and rank line, a fixed seed): the
-    report goes on with the other files (the bad one left out with one line) or shows
-    what the file now says; never a traceback."""
-    irecv = {"function": "MPI_Irecv", "kind": "recv", "persistent": False, "comm": "world",
-             "source": 2, "tag": 9, "bytes": 8, "since_s": 4.0}
-    wait = {"function": "MPI_Waitall", "kind": "wait", "comm": None, "tag": -1, "bytes": 0,
-            "since_s": 4.0, "requests": 1, "waits_on": [irecv]}
-    coll = {"function": "MPI_Bcast", "kind": "coll", "comm": {"size": 2, "ranks": [1, 3]},
-            "root": 3, "coll_seq": 2, "tag": -1, "bytes": 8, "since_s": 4.0}
-    base = {0: _dump(0, 4, wait, requests=[irecv]), 1: _dump(1, 4, coll),
-            2: _dump(2, 4, _p2p("MPI_Ssend", "send", 0, 3, 4.0)), 3: _dump(3, 4, None)}
-    d = tmp_path / "job.prof.partial"
-    d.mkdir()
-    for r, text in base.items():
-        (d / f"rank-{r}").write_text(text)
-    rng = random.Random(20261126)
+def _mutate_all(d: Path, base: dict[int, str], count: int, seed: int, line2: float,
+                tmp: Path) -> dict[str, int]:
+    """count value mutations of the rank files in d (one file at a time, then put back):
+    every report is a report (the bad file left out with one line) or shows what the file
+    now says; never a traceback."""
+    rng = random.Random(seed)
     outcomes = {"report": 0, "left out": 0}
-    for i in range(100):
-        r = rng.randrange(4)
+    for i in range(count):
+        r = rng.choice(sorted(base))
         lines = [json.loads(x) for x in base[r].splitlines()]
-        k = 0 if rng.random() < 0.7 else 1
+        k = 1 if rng.random() < line2 else 0
         doc = copy.deepcopy(lines[k])
         path = rng.choice([p for p in _paths(doc) if p])
         target = doc
@@ -208,7 +197,7 @@ def test_mutated_partial_dumps_never_trace_back(tmp_path: Path) -> None:
         if i % 5 == 0:  # the text tables are slower: every 5th
             cmds.append(("report", d))
         if i < 3:  # drawing is slower still: the first few
-            cmds.append(("html", d, "-o", tmp_path / "p.html", "--force"))
+            cmds.append(("html", d, "-o", tmp / "p.html", "--force"))
         for args in cmds:
             try:
                 proc = mpilens_inproc(*args)
@@ -220,7 +209,39 @@ def test_mutated_partial_dumps_never_trace_back(tmp_path: Path) -> None:
                           mpilens_inproc("report", d, "--format", "json").stdout)
         outcomes["left out" if data["partial"]["skipped"] else "report"] += 1
         (d / f"rank-{r}").write_text(base[r])
-    assert outcomes["left out"] >= 40 and outcomes["report"] >= 10, outcomes
+    return outcomes
+
+
+def test_mutated_partial_dumps_never_trace_back(tmp_path: Path) -> None:
+    """50 value mutations of hand-made dumps (mostly their headers: calls, requests, waits,
+    communicators)."""
+    irecv = {"function": "MPI_Irecv", "kind": "recv", "persistent": False, "comm": "world",
+             "source": 2, "tag": 9, "bytes": 8, "since_s": 4.0}
+    wait = {"function": "MPI_Waitall", "kind": "wait", "comm": None, "tag": -1, "bytes": 0,
+            "since_s": 4.0, "requests": 1, "waits_on": [irecv]}
+    coll = {"function": "MPI_Bcast", "kind": "coll", "comm": {"size": 2, "ranks": [1, 3]},
+            "root": 3, "coll_seq": 2, "tag": -1, "bytes": 8, "since_s": 4.0}
+    base = {0: _dump(0, 4, wait, requests=[irecv]), 1: _dump(1, 4, coll),
+            2: _dump(2, 4, _p2p("MPI_Ssend", "send", 0, 3, 4.0)), 3: _dump(3, 4, None)}
+    d = tmp_path / "job.prof.partial"
+    d.mkdir()
+    for r, text in base.items():
+        (d / f"rank-{r}").write_text(text)
+    outcomes = _mutate_all(d, base, 50, 20261126, 0.3, tmp_path)
+    assert outcomes["left out"] >= 20 and outcomes["report"] >= 5, outcomes
+
+
+def test_mutated_real_dumps_never_trace_back(build: Path, tmp_path: Path) -> None:
+    """50 value mutations of a real job's dumps (mostly their rank lines: functions, peers,
+    call sites, time line, communicators -- 13 of 120 such mutations once traced back)."""
+    res = run_one(SCENARIOS["colls"], FLAVOUR, build, 1.0, keep=tmp_path)
+    assert res["verdict"] in HEALTHY_OK, res
+    (d,) = tmp_path.glob("*/job.prof.partial")
+    base = {r: (d / f"rank-{r}").read_text() for r in range(4)}
+    assert all('"timeline"' in t and '"callsites"' in t and '"comms"' in t
+               for t in base.values())
+    outcomes = _mutate_all(d, base, 50, 20261127, 0.7, tmp_path)
+    assert outcomes["left out"] >= 20 and outcomes["report"] >= 5, outcomes
 
 
 def test_bad_file_costs_one_line(tmp_path: Path) -> None:
