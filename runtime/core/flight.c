@@ -91,7 +91,8 @@ static void ml_fl_on_signal(int sig, siginfo_t *si, void *uc)
     /* a crash signal sent (kill, raise: si_code <= 0) rather than a fault: flagged 0x80,
      * its dump then waits for the other ranks' as a terminating signal's does (a signal
      * sent to a job reaches every rank) */
-    unsigned char c = (unsigned char)(sig | (ml_fl_is_crash(sig) && (si == NULL || si->si_code <= 0) ? 0x80 : 0));
+    int sent = ml_fl_is_crash(sig) && (si == NULL || si->si_code <= 0);
+    unsigned char c = (unsigned char)(sig | (sent ? 0x80 : 0));
     int snapshot = sig == SIGUSR1 || sig == SIGUSR2;
     const struct sigaction *old = &ml_fl_old[sig];
     int handler = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL

@@ -159,6 +159,7 @@ void ml_hooks_rank_json(ml_buf_t *b);   /* rank-line members: call sites, region
 extern ML_TLS int ml_in_dump;
 int ml_pcontrol(int level, const char *label); /* MPI_Pcontrol (core.c); 1 if it was a region */
 extern int ml_paused;               /* MPI_Pcontrol(0): recording off until MPI_Pcontrol(1) */
+extern int ml_ever_paused;          /* MPI_Pcontrol(0) was called once */
 
 void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br);
 void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br);
