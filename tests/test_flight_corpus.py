@@ -31,6 +31,11 @@ CI = [("pipeline", 1.3), ("ring", 0.4), ("colls", 2.5), ("ssend2", None), ("recv
 
 @pytest.mark.parametrize("name,at", CI, ids=[f"{n}@{a}" if a else n for n, a in CI])
 def test_corpus_verdict(build: Path, name: str, at: float | None) -> None:
+    if FLAVOUR == "intelmpi" and name == "bcast_allreduce":
+        # Intel MPI returns from the mismatched MPI_Bcast and MPI_Allreduce of one double
+        # on every rank, and the job then waits in MPI_Finalize (every rank there, its 5th
+        # collective): no rank is inside the mismatched calls, so no dump can show them
+        pytest.skip("Intel MPI completes this mismatch: nothing left to see in the dumps")
     sc = SCENARIOS[name]
     res = run_one(sc, FLAVOUR, build, at)
     assert res["verdict"] not in ("deadlock", "mismatch") or sc.label not in ("healthy",), res
