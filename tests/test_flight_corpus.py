@@ -39,7 +39,10 @@ def test_corpus_verdict(build: Path, name: str, at: float | None) -> None:
     sc = SCENARIOS[name]
     res = run_one(sc, FLAVOUR, build, at)
     assert res["verdict"] not in ("deadlock", "mismatch") or sc.label not in ("healthy",), res
-    assert res["verdict"] in sc.ok, (res["verdict"], res["text"], res["note"])
+    # a healthy job may lose a rank's dump on a loaded machine (mpirun's SIGKILL comes 1 s
+    # after its SIGTERM): "missing" then says so, and accuses no one
+    ok = sc.ok + (("missing",) if sc.label == "healthy" else ())
+    assert res["verdict"] in ok, (res["verdict"], res["text"], res["note"])
     if sc.label != "healthy":
         assert names_right(sc, res), res["text"]
 
