@@ -108,17 +108,50 @@ static void ml_put_request(ml_buf_t *b, const ml_req_view_t *v, uint64_t now)
                   ml_since(now, v->t0));
 }
 
-/* A consistent copy of a thread's in-flight state: 1 if it is inside a call. */
+/* A consistent copy of a thread's in-flight state: 1 if it is inside a call, else 0
+ * (out->fid then names its last call, 0 if none). */
 static int ml_snap(const ml_slot_t *s, ml_fl_t *out)
 {
+    out->fid = 0;
     for (int tries = 0; tries < 4; tries++) {
         uint64_t a = __atomic_load_n(&s->fl.seq, __ATOMIC_ACQUIRE);
-        if (!(a & 1)) return 0;
+        if (!(a & 1)) {
+            int fid = s->fl.fid;
+            out->fid = a && fid > 0 && fid < ML_NFUNC ? fid : 0;
+            return 0;
+        }
         memcpy(out, (const void *)&s->fl, sizeof *out);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&s->fl.seq, __ATOMIC_ACQUIRE) == a) return 1;
     }
     return 0;
+}
+
+/* A collective's place in its communicator's order on this rank: the calling thread's
+ * count (this call included) plus the other threads' (MPI orders a communicator's
+ * collectives across threads); null if not counted. */
+static void ml_put_coll_seq(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f)
+{
+    /* not counted while recording was off (MPI_Pcontrol(0)): the place is unknown */
+    int id = f->cseq && !ml_ever_paused && f->comm != MPI_COMM_NULL ? ml_cm_find(f->comm) : ml_cm_max;
+    if (id < 0 || id >= ml_cm_max) {
+        ml_buf_printf(b, ",\"coll_seq\":null");
+        return;
+    }
+    uint64_t n = f->cseq;
+    for (const ml_slot_t *t = ml_first_slot(); t; t = t->next)
+        if (t != s && t->cm) n += __atomic_load_n(&t->cm[id].colls, __ATOMIC_RELAXED);
+    ml_buf_printf(b, ",\"coll_seq\":%llu", (unsigned long long)n);
+}
+
+/* This rank's collectives on MPI_COMM_WORLD so far (entered, the current ones included), -1 if not counted */
+static long long ml_world_colls(void)
+{
+    if (!ml_cm_max || ml_ever_paused) return -1;
+    uint64_t n = 0;
+    for (const ml_slot_t *t = ml_first_slot(); t; t = t->next)
+        if (t->cm) n += __atomic_load_n(&t->cm[0].colls, __ATOMIC_RELAXED);
+    return (long long)n;
 }
 
 static void ml_put_call(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f, uint64_t now)
@@ -133,7 +166,10 @@ static void ml_put_call(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f, uint6
         ml_put_peer(b, "source", f->peer2);
         ml_buf_printf(b, ",\"recv_tag\":%d", f->tag2);
         break;
-    case ML_FL_COLL: ml_put_peer(b, "root", f->peer); break;
+    case ML_FL_COLL:
+        ml_put_peer(b, "root", f->peer);
+        ml_put_coll_seq(b, s, f);
+        break;
     default: break;
     }
     ml_buf_printf(b, ",\"tag\":%d,\"bytes\":%lld,\"since_s\":%.6f", f->tag, (long long)f->bytes, ml_since(now, f->t0));
@@ -175,12 +211,17 @@ static void ml_dump_header(ml_buf_t *b, int reason, int sig, int code, uint64_t 
     ml_buf_json_str(b, ml_d_host);
     ml_buf_printf(b, ",\"pid\":%d,\"mpi_library\":", (int)getpid());
     ml_buf_json_str(b, ml_d_lib);
-    ml_buf_printf(b, ",\"hang_after_s\":%.6g,\"threads\":[", ml_fl_cfg.hang_after);
+    long long wc = ml_world_colls();
+    ml_buf_printf(b, ",\"hang_after_s\":%.6g,\"world_collectives\":", ml_fl_cfg.hang_after);
+    if (wc >= 0) ml_buf_printf(b, "%lld", wc);
+    else ml_buf_printf(b, "null");
+    ml_buf_printf(b, ",\"threads\":[");
     int i = 0, live = 0, shown = 0;
     for (const ml_slot_t *s = ml_first_slot(); s; s = s->next, i++) {
         ml_fl_t f;
         ml_buf_printf(b, "%s{\"thread\":%d,\"call\":", i ? "," : "", i);
         if (ml_snap(s, &f)) ml_put_call(b, s, &f, now);
+        else if (f.fid) ml_buf_printf(b, "null,\"last_call\":\"%s\"", ml_func_name[f.fid]);
         else ml_buf_printf(b, "null");
         ml_buf_printf(b, "}");
     }
@@ -212,6 +253,30 @@ static int ml_write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+/* 1 if path is a dump (or its temporary) of this very process: its header names this
+ * job id and this pid (another job with the same MPILENS_OUTPUT keeps its files). */
+int ml_dump_is_mine(const char *path)
+{
+    static char head[1 << 15];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return 0;
+    ssize_t k = read(fd, head, sizeof head - 1);
+    close(fd);
+    if (k <= 0) return 0;
+    head[k] = 0;
+    char *nl = strchr(head, '\n');
+    if (nl) *nl = 0;
+    char want[64];
+    snprintf(want, sizeof want, ",\"pid\":%d,", (int)getpid());
+    if (!strstr(head, want)) return 0;
+    ml_buf_t jb = {0}; /* (at MPI_Finalize: allocating is fine) */
+    ml_buf_printf(&jb, "\"job_id\":");
+    ml_buf_json_str(&jb, ml_d_job);
+    int mine = jb.p && strstr(head, jb.p) != NULL;
+    ml_buf_free(&jb);
+    return mine;
+}
+
 int ml_dump_write(const char *dir, int reason, int sig, int code)
 {
     uint64_t now = ml_now();
@@ -236,7 +301,13 @@ int ml_dump_write(const char *dir, int reason, int sig, int code)
     snprintf(ptmp, sizeof ptmp, "%s/.rank-%d.prev.tmp", dir, ml_world_rank);
     snprintf(prev, sizeof prev, "%s/rank-%d.prev", dir, ml_world_rank);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    struct stat st; /* a symbolic link (or a file) at the partial path is not followed */
+    if (lstat(dir, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) return -1;
     int bad = ml_write_all(fd, b->p, b->n);
     if (!bad && fsync(fd) != 0) bad = -1; /* on disk before it takes the name */

@@ -88,7 +88,11 @@ static void ml_fl_on_signal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
     int d0 = __atomic_load_n(&ml_fl_dumps, __ATOMIC_ACQUIRE);
-    unsigned char c = (unsigned char)sig;
+    /* a crash signal sent (kill, raise: si_code <= 0) rather than a fault: flagged 0x80,
+     * its dump then waits for the other ranks' as a terminating signal's does (a signal
+     * sent to a job reaches every rank) */
+    int sent = ml_fl_is_crash(sig) && (si == NULL || si->si_code <= 0);
+    unsigned char c = (unsigned char)(sig | (sent ? 0x80 : 0));
     int snapshot = sig == SIGUSR1 || sig == SIGUSR2;
     const struct sigaction *old = &ml_fl_old[sig];
     int handler = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
@@ -176,8 +180,9 @@ static void ml_fl_dump(int reason, int sig, int code)
     pthread_mutex_lock(&ml_fl_mu);
     if (ml_dump_write(ml_fl_dir, reason, sig, code) != 0)
         fprintf(stderr, "mpilens: rank %d: cannot write its partial profile in %s: %s\n", ml_world_rank, ml_fl_dir,
-                strerror(errno));
-    else if (reason == ML_DUMP_SIGNAL && sig != SIGUSR1 && sig != SIGUSR2)
+                errno == ELOOP ? "it is a symbolic link (refused)" : strerror(errno));
+    else if ((reason == ML_DUMP_SIGNAL && sig != SIGUSR1 && sig != SIGUSR2) ||
+             (reason == ML_DUMP_CRASH && code)) /* code: a crash signal sent, not a fault */
         ml_fl_wait_peers(&since);
     __atomic_add_fetch(&ml_fl_dumps, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&ml_fl_mu);
@@ -219,10 +224,11 @@ static void *ml_fl_main(void *arg)
             int done = 0;
             unsigned char seen[65] = {0};
             for (ssize_t i = 0; i < k; i++) {
+                int sig = buf[i] & 0x7f, sent = (buf[i] & 0x80) != 0;
                 if (buf[i] == 0) done = 1;
-                else if (buf[i] < 65 && !seen[buf[i]]) { /* several of one signal: one dump */
-                    seen[buf[i]] = 1;
-                    int sig = buf[i], ending = sig != SIGUSR1 && sig != SIGUSR2 && !ml_fl_is_crash(sig);
+                else if (sig < 65 && !seen[sig]) { /* several of one signal: one dump */
+                    seen[sig] = 1;
+                    int ending = sig != SIGUSR1 && sig != SIGUSR2 && !ml_fl_is_crash(sig);
                     /* An ending signal again within the wait of its first dump is the same end
                      * (under Slurm each task gets SIGTERM from slurmd and from srun, which a
                      * second thread may take): no second dump, which would push the dump
@@ -232,7 +238,7 @@ static void *ml_fl_main(void *arg)
                         __atomic_add_fetch(&ml_fl_dumps, 1, __ATOMIC_RELEASE);
                         continue;
                     }
-                    ml_fl_dump(ml_fl_is_crash(sig) ? ML_DUMP_CRASH : ML_DUMP_SIGNAL, sig, 0);
+                    ml_fl_dump(ml_fl_is_crash(sig) ? ML_DUMP_CRASH : ML_DUMP_SIGNAL, sig, sent);
                     if (ending) ml_fl_ended[sig] = ml_now();
                 }
             }
@@ -320,7 +326,9 @@ void ml_flight_abort(int fid, MPI_Comm comm, int errorcode)
     ml_fl_out(ml_slot());
 }
 
-/* Removes this rank's partial files, and the directory once empty. */
+/* Removes this rank's partial files -- only those this process wrote (job id and pid
+ * in the file: another job writing to the same MPILENS_OUTPUT keeps its own) -- and the
+ * directory once empty. */
 static void ml_fl_remove(void)
 {
     static const char *const names[] = {"rank-%d", "rank-%d.prev", ".rank-%d.tmp", ".rank-%d.prev.tmp"};
@@ -328,7 +336,7 @@ static void ml_fl_remove(void)
     for (int i = 0; i < 4; i++) {
         int k = snprintf(f, sizeof f, "%s/", ml_fl_dir);
         snprintf(f + k, sizeof f - (size_t)k, names[i], ml_world_rank);
-        unlink(f);
+        if (ml_dump_is_mine(f)) unlink(f);
     }
     rmdir(ml_fl_dir); /* the last rank's succeeds */
 }

@@ -57,8 +57,15 @@ static inline void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int 
     f->rq = rq;
     f->nrq = nrq;
     f->t0 = t0;
-    /* a collective on a new communicator: its members known to the recorder (sem.c's table) */
-    if (kind == ML_FL_COLL && comm != MPI_COMM_WORLD && comm != MPI_COMM_NULL) ml_peer_world_slow(comm, 0);
+    if (kind == ML_FL_COLL) {
+        /* its place in the communicator's order of collectives (one increment; kind is a
+         * constant of each wrapper, so other calls pay nothing) */
+        ml_cm_rec_t *cm = S->cm;
+        int id = comm == MPI_COMM_WORLD ? 0 : cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_cm_max;
+        f->cseq = cm && id < ml_cm_max ? ++cm[id].colls : 0;
+        /* a collective on a new communicator: its members known to the recorder (sem.c's table) */
+        if (comm != MPI_COMM_WORLD && comm != MPI_COMM_NULL) ml_peer_world_slow(comm, 0);
+    }
     __atomic_store_n(&f->seq, f->seq + 1, __ATOMIC_RELEASE);
 #else
     (void)S; (void)fid; (void)kind; (void)comm; (void)peer; (void)tag; (void)bytes;
@@ -97,6 +104,7 @@ enum { ML_DUMP_SIGNAL, ML_DUMP_TIME_LIMIT, ML_DUMP_HANG, ML_DUMP_ABORT, ML_DUMP_
 /* Writes <dir>/rank-N atomically (the previous one kept as rank-N.prev).  0 ok. */
 int ml_dump_write(const char *dir, int reason, int sig, int code);
 void ml_dump_prepare(void); /* at start: fixed facts and buffers (no allocation later, normally) */
+int ml_dump_is_mine(const char *path); /* 1: a dump of this process (job id and pid) */
 
 /* req.c: a tracked request as the recorder reads it */
 typedef struct {

@@ -75,6 +75,7 @@ static inline void ml_tl_add(ml_tltab_t *t, int fid, int tm, uint64_t t0, uint64
 typedef struct ml_cm_rec {
     uint64_t calls, timed, ticks, bytes_s, bytes_r;
     uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
+    uint64_t colls;          /* collectives entered on it (flight.h: their order, for dumps) */
 } ml_cm_rec_t;
 typedef struct { MPI_Comm comm; int id; unsigned epoch; } ml_cm_cache_t;
 extern int ml_cm_max;                 /* MPILENS_COMMS (0: off) */
@@ -158,6 +159,7 @@ void ml_hooks_rank_json(ml_buf_t *b);   /* rank-line members: call sites, region
 extern ML_TLS int ml_in_dump;
 int ml_pcontrol(int level, const char *label); /* MPI_Pcontrol (core.c); 1 if it was a region */
 extern int ml_paused;               /* MPI_Pcontrol(0): recording off until MPI_Pcontrol(1) */
+extern int ml_ever_paused;          /* MPI_Pcontrol(0) was called once */
 
 void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br);
 void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br);

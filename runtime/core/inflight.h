@@ -28,6 +28,9 @@ typedef struct {
     int peer, tag;          /* world rank of the destination, source or root; tag */
     int peer2, tag2;        /* Sendrecv: the source and receive tag */
     int nrq;
+    uint64_t cseq;          /* a collective: this thread's count of collectives on comm, this one
+                             * included (comms.c's record; 0: not counted, MPILENS_COMMS=0 or
+                             * a communicator beyond it) */
     uint64_t hang_seq;      /* the recorder's: seq of the last call it dumped as hanging */
 } ml_fl_t;
 

@@ -29,6 +29,7 @@
 
 int ml_rg_max = 16;
 int ml_paused = 0;
+int ml_ever_paused = 0; /* the flight recorder's collective counts then miss the paused calls */
 volatile int ml_region_cur = 0;
 
 static struct {
@@ -241,6 +242,7 @@ int ml_pcontrol(int level, const char *label)
     }
     if (level == 0 && ml_active) { /* mpiP: recording off */
         ml_paused = 1;
+        ml_ever_paused = 1;
         ml_active = 0;
     } else if (level == 1 && ml_paused) {
         ml_paused = 0;

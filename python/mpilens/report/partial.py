@@ -14,7 +14,6 @@ work on it) and whose `partial` holds the dumps, for the waits-for analysis
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from ..errors import UserError
 from . import limits
 from .profile import Profile, _check_fields, _check_function, load
 from .schema import FORMAT, HIST_LABELS, NBINS, RANK_KEYS, VERSION
-from .validate import check_rank_line
+from .validate import _Checker
 
 PARTIAL_FORMAT = "mpilens-partial"
 PARTIAL_VERSION = 1
@@ -59,64 +58,6 @@ def load_any(paths: list[str]) -> Profile:
     return load_partial(list(paths))
 
 
-_CALL_INTS = ("tag", "bytes", "requests")
-_CALL_PEERS = ("dest", "source", "root", "recv_tag")
-
-
-def _check_call(p: Path, where: str, c: Any, nested: bool = False) -> None:
-    """A CALL or REQUEST of a dump (docs/flight-recorder.md) holds what the waits-for
-    analysis reads, of the right types, or the file is refused with one line."""
-    def bad(key: str) -> UserError:
-        return UserError(f"{p}: corrupted partial profile: {where} has a bad '{key}' value")
-
-    if not isinstance(c, dict):
-        raise UserError(f"{p}: corrupted partial profile: {where} is not an object")
-    if not isinstance(c.get("function"), str):
-        raise bad("function")
-    if not isinstance(c.get("kind"), (str, type(None))):
-        raise bad("kind")
-    comm = c.get("comm")
-    if isinstance(comm, dict):
-        ranks = comm.get("ranks", [])
-        if not isinstance(ranks, list) or \
-                not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
-            raise bad("comm")
-    elif not isinstance(comm, (str, type(None))):
-        raise bad("comm")
-    for key in _CALL_INTS:
-        v = c.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < -1):
-            raise bad(key)
-    for key in _CALL_PEERS:
-        if not isinstance(c.get(key), (int, str, type(None))) or isinstance(c.get(key), bool):
-            raise bad(key)
-    t = c.get("since_s")
-    if t is not None and (not isinstance(t, (int, float)) or isinstance(t, bool)
-                          or not math.isfinite(t) or t < 0):
-        raise bad("since_s")
-    waits = c.get("waits_on", [])
-    if nested and "waits_on" in c or not isinstance(waits, list):
-        raise bad("waits_on")
-    for i, q in enumerate(waits):
-        _check_call(p, f"{where} waits_on[{i}]", q, nested=True)
-
-
-def _check_dump(p: Path, head: dict[str, Any]) -> None:
-    for key in ("created", "job_id", "command", "host", "mpi_library", "signal"):
-        if not isinstance(head.get(key, ""), (str, type(None)) if key == "signal" else str):
-            raise UserError(f"{p}: corrupted partial profile: dump header has a bad '{key}' value")
-    for i, t in enumerate(head["threads"]):
-        if not isinstance(t, dict):
-            raise UserError(f"{p}: corrupted partial profile: threads[{i}] is not an object")
-        if t.get("call") is not None:
-            _check_call(p, f"threads[{i}] call", t["call"])
-    for i, q in enumerate(head["requests"]):
-        _check_call(p, f"requests[{i}]", q, nested=True)
-    v = head["elapsed_s"]
-    if not math.isfinite(v) or v < 0:
-        raise UserError(f"{p}: corrupted partial profile: elapsed_s is {v!r}")
-
-
 def _read_dump(p: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         text = limits.read_bytes(p).decode("utf-8")  # regular files only, bounded (limits.py)
@@ -148,12 +89,92 @@ def _read_dump(p: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     _check_fields(p, "line 2", rank, RANK_KEYS)
     for name, frec in rank["functions"].items():
         _check_function(p, f"rank {rank['rank']}", name, frec)
-    if rank["rank"] != head["rank"] or not 0 <= head["rank"] < head["nranks"]:
+    if not 1 <= head["nranks"] < 2**31 or isinstance(head["nranks"], bool) or \
+            rank["rank"] != head["rank"] or not 0 <= head["rank"] < head["nranks"]:
         raise UserError(f"{p}: corrupted partial profile: rank {head['rank']} of "
                         f"{head['nranks']} with a rank line of rank {rank['rank']}")
-    check_rank_line(p, head["nranks"], rank)  # every value in range (validate.py)
-    _check_dump(p, head)
-    return head, rank
+    c = _Checker(p, head["nranks"])
+    c.rank_line(rank)  # every count, time and rank in range, as in a profile (validate.py)
+    return _clean_head(c, head), rank
+
+
+_KINDS = ("other", "send", "recv", "sendrecv", "coll", "wait")
+_PEER_WORDS = ("any", "proc_null", "unknown")
+
+
+def _clean_comm(c: _Checker, w: str, v: Any) -> Any:
+    if v is None or v in ("world", "unknown"):
+        return v
+    o = c.obj(w, v)
+    ranks = [c.rank(f"{w}.ranks[{i}]", x)
+             for i, x in enumerate(c.seq(f"{w}.ranks", o.get("ranks")))]
+    return {"size": c.count(f"{w}.size", o.get("size", len(ranks))), "ranks": ranks}
+
+
+def _clean_call(c: _Checker, w: str, v: Any, top: bool) -> dict[str, Any]:
+    """A CALL or REQUEST of a dump (docs/flight-recorder.md), checked field by field."""
+    o = c.obj(w, v)
+    out: dict[str, Any] = {"function": c.text(f"{w}.function", o.get("function"))}
+    kind = o.get("kind", "other")
+    if kind not in _KINDS:
+        raise c.fail(f"{w}.kind", kind, "one of " + ", ".join(_KINDS))
+    out["kind"] = kind
+    out["comm"] = _clean_comm(c, f"{w}.comm", o.get("comm"))
+    for key in ("dest", "source", "root"):
+        if key in o:
+            x = o[key]
+            if x is not None and x not in _PEER_WORDS:
+                x = c.rank(f"{w}.{key}", x)
+            out[key] = x
+    for key in ("tag", "recv_tag"):
+        if key in o:
+            out[key] = c.count(f"{w}.{key}", o[key], -(2**31), 2**31 - 1)
+    out["bytes"] = c.count(f"{w}.bytes", o.get("bytes", 0))
+    out["since_s"] = c.time(f"{w}.since_s", o.get("since_s", 0.0))
+    if "persistent" in o:
+        c.flag(f"{w}.persistent", o["persistent"])
+        out["persistent"] = o["persistent"]
+    if o.get("coll_seq") is not None:
+        out["coll_seq"] = c.count(f"{w}.coll_seq", o["coll_seq"])
+    if top and kind == "wait":
+        out["requests"] = c.count(f"{w}.requests", o.get("requests", 0), 0, 2**31 - 1)
+        out["waits_on"] = [_clean_call(c, f"{w}.waits_on[{i}]", q, False)
+                           for i, q in enumerate(c.seq(f"{w}.waits_on", o.get("waits_on", [])))]
+    return out
+
+
+def _clean_head(c: _Checker, head: dict[str, Any]) -> dict[str, Any]:
+    """The dump header with every field the analysis reads checked (one line if not)."""
+    h = dict(head)
+    for key in ("reason", "created", "job_id", "command", "host", "mpi_library"):
+        if h.get(key) is not None:
+            c.text(f"dump header {key}", h[key])
+    if h["reason"] not in ("signal", "time_limit", "hang", "abort", "crash"):
+        raise c.fail("dump header reason", h["reason"],
+                     "one of signal, time_limit, hang, abort, crash")
+    if h.get("signal") is not None:
+        c.text("dump header signal", h["signal"])
+    if h.get("errorcode") is not None:
+        c.count("dump header errorcode", h["errorcode"], -(2**31), 2**31 - 1)
+    c.count("dump header dump", h["dump"], 1)
+    c.time("dump header elapsed_s", h["elapsed_s"])
+    if h.get("world_collectives") is not None:
+        c.count("dump header world_collectives", h["world_collectives"])
+    for key in ("requests_live", "untracked_requests"):
+        h[key] = c.count(f"dump header {key}", h.get(key, 0))
+    threads = []
+    for i, t in enumerate(h["threads"]):
+        t = c.obj(f"dump header threads[{i}]", t)
+        call = t.get("call")
+        ct: dict[str, Any] = {"thread": i, "call": None if call is None else
+                              _clean_call(c, f"dump header threads[{i}].call", call, True)}
+        if t.get("last_call") is not None:
+            ct["last_call"] = c.text(f"dump header threads[{i}].last_call", t["last_call"])
+        threads.append(ct)
+    h["threads"] = threads
+    h["requests"] = [_clean_call(c, f"dump header requests[{i}]", q, False)
+                     for i, q in enumerate(h["requests"])]
+    return h
 
 
 def _files(paths: list[str | Path]) -> list[Path]:
@@ -185,7 +206,7 @@ def _aggregate(nranks: int, lines: list[dict[str, Any]]) -> dict[str, dict[str, 
             "time_s": sum(times),
             "time_min_s": min((float(r.get("time_min_s", 0.0)) for r in called), default=0.0),
             "time_max_s": max((float(r.get("time_max_s", 0.0)) for r in called), default=0.0),
-            "rank_time_s": {"min": min(times), "mean": sum(times) / nranks, "max": tmax,
+            "rank_time_s": {"min": min(times), "mean": sum(times) / len(times), "max": tmax,
                             "max_rank": lines[times.index(tmax)]["rank"]},
             "calls_per_rank": {"min": min(int(r.get("calls", 0)) for r in recs),
                                "max": max(int(r.get("calls", 0)) for r in recs)},
@@ -200,33 +221,53 @@ def _aggregate(nranks: int, lines: list[dict[str, Any]]) -> dict[str, dict[str, 
     return funcs
 
 
-def _stat(values: list[float], nranks: int) -> dict[str, float]:
-    return {"min": min(values), "mean": sum(values) / nranks, "max": max(values)}
+def _stat(values: list[float]) -> dict[str, float]:
+    """Over the ranks that left a dump only (a missing rank is not a rank at 0 s)."""
+    return {"min": min(values), "mean": sum(values) / len(values), "max": max(values)}
 
 
 def load_partial(paths: list[str | Path]) -> Profile:
     """The partial profile in paths (a directory, or rank files)."""
     latest: dict[int, tuple[dict[str, Any], dict[str, Any], Path]] = {}
     prev: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
-    nranks = None
-    for p in _files(paths):
-        head, rank = _read_dump(p)
-        if nranks is not None and head["nranks"] != nranks:
-            raise UserError(f"{p}: a dump of a job of {head['nranks']} ranks, the others are "
-                            f"of {nranks} ranks: give the files of one job")
-        nranks = head["nranks"]
+    skipped: list[str] = []  # one line per file left out
+    files = _files(paths)
+    read: list[tuple[Path, dict[str, Any], dict[str, Any]]] = []
+    for p in files:
+        try:
+            head, rank = _read_dump(p)
+        except UserError as exc:
+            if len(files) == 1:
+                raise
+            skipped.append(str(exc))
+            continue
+        m = _RANK_FILE.match(p.name)
+        if m and int(m.group(1)) != head["rank"]:
+            skipped.append(f"{p}: corrupted partial profile: the dump of rank {head['rank']} "
+                           f"under the name of rank {m.group(1)}: left out")
+            continue
+        read.append((p, head, rank))
+    sizes = [h["nranks"] for _, h, _ in read]
+    nranks = max(set(sizes), key=lambda k: (sizes.count(k), -k)) if sizes else None
+    for p, head, rank in read:
+        if head["nranks"] != nranks:
+            skipped.append(f"{p}: a dump of a job of {head['nranks']} ranks, the others are "
+                           f"of {nranks} ranks: left out")
+            continue
         r = head["rank"]
         if p.name.endswith(".prev"):
             prev[r] = (head, rank)
         elif r in latest and latest[r][2] != p:
-            raise UserError(f"{p}: rank {r} given twice (also {latest[r][2]})")
+            skipped.append(f"{p}: rank {r} given twice (also {latest[r][2]}): left out")
         else:
             latest[r] = (head, rank, p)
     for r, (head, rank) in list(prev.items()):  # no rank-N given: its .prev is its last dump
         if r not in latest:
             latest[r] = (head, rank, Path(paths[0]))
             del prev[r]
-    assert nranks is not None
+    if nranks is None or not latest:
+        raise UserError(skipped[0] + (f" (and {len(skipped) - 1} more files: none usable)"
+                                      if len(skipped) > 1 else ""))
     lines = [latest[r][1] for r in sorted(latest)]
     first = latest[min(latest)][0]
     present = sorted(latest)
@@ -236,8 +277,8 @@ def load_partial(paths: list[str | Path]) -> Profile:
         "mpi_library": first.get("mpi_library", "unknown"), "nranks": nranks,
         "hosts": sorted({str(ln.get("host", "")) for ln in lines}),
         "hist_labels": list(HIST_LABELS), "overhead_ns": 0.0, "detail": True,
-        "wall_s": _stat([float(ln["wall_s"]) for ln in lines], len(lines)),
-        "mpi_s": _stat([float(ln["mpi_s"]) for ln in lines], len(lines)),
+        "wall_s": _stat([float(ln["wall_s"]) for ln in lines]),
+        "mpi_s": _stat([float(ln["mpi_s"]) for ln in lines]),
         "functions": _aggregate(nranks, lines),
     }
     ranks = [latest[r][1] if r in latest else
@@ -247,6 +288,6 @@ def load_partial(paths: list[str | Path]) -> Profile:
     partial = {"ranks_dumped": present, "missing": [r for r in range(nranks) if r not in latest],
                "dumps": {r: latest[r][0] for r in present},
                "rank_lines": {r: latest[r][1] for r in present},
-               "prev": {r: prev[r] for r in prev}}
+               "prev": {r: prev[r] for r in prev}, "skipped": skipped}
     src = Path(paths[0]) if len(paths) == 1 else Path(paths[0]).parent
     return Profile(path=src, header=header, ranks=ranks, partial=partial)

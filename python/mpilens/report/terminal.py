@@ -213,8 +213,10 @@ def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
                   state or Text(r["call"] + (f" (+{r['threads_in_mpi'] - 1} thread(s))"
                                              if r["threads_in_mpi"] > 1 else "")),
                   "" if r["since_s"] is None else fmt_time(r["since_s"]),
-                  waitsfor.ranges(r["waits_for"]))
+                  waitsfor.ranges(r["waits_for"]) + (" ..." if r.get("waits_for_more") else ""))
     out.append(t)
+    for line in part.get("skipped", []):
+        out.append(Text(f"Left out: {line}", style="yellow"))
     for i, f in enumerate(w["findings"]):
         out.append(Text(("Verdict: " if i == 0 else "Also: ") + f["text"],
                         style="bold" if i == 0 else ""))

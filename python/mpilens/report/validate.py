@@ -343,7 +343,3 @@ def check_values(path: Path, header: dict[str, Any], ranks: list[dict[str, Any]]
     for r in ranks:
         c.rank_line(r)
 
-
-def check_rank_line(path: Path, nranks: int, rank: dict[str, Any]) -> None:
-    """The same for one rank line alone (a partial profile's dump, report/partial.py)."""
-    _Checker(path, nranks).rank_line(rank)

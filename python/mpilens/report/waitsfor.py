@@ -1,19 +1,38 @@
 """Who waits for whom in a partial profile (docs/flight-recorder.md), and the verdict.
 
-From each rank's last dump (partial.py): the call each rank is inside and the ranks it
-waits for -
-- a blocking send: its destination; a receive: its source (none for MPI_ANY_SOURCE);
-  MPI_Sendrecv: both; MPI_Wait*: the peers of the requests it waits on;
-- a collective: the members of its communicator that are not in the same collective
-  (same function and root) on that communicator.
-Then, in this order, the verdict:
-- "progressing": some rank completed MPI calls between its last two dumps (rank-N.prev);
-- "deadlock": a cycle of ranks each waiting for the next (the shortest through the
-  lowest rank of every strongly connected group);
-- "mismatch": ranks of one communicator inside different collectives;
-- "never_arrived": ranks in a collective wait for members that are elsewhere (in
-  another call, outside MPI, or without a dump);
-- "stuck": blocked ranks without any of the above, "none": no rank is blocked.
+Each rank's last dump (partial.py, validated) says which call each thread is inside and
+which non-blocking requests are outstanding.  A blocked call *needs* something from other
+ranks, judged by MPI's matching rules:
+
+- a blocking send to X is *in flight* (needs nothing) when X has a matching receive
+  posted: its blocking receive, `MPI_Sendrecv` or a pending `MPI_Irecv` on the same
+  communicator, with source = the sender or `MPI_ANY_SOURCE` and tag = the send's tag or
+  `MPI_ANY_TAG`; otherwise it needs X;
+- a receive from X likewise needs X unless X has a matching send pending (a blocking
+  send, `MPI_Sendrecv`, or a pending `MPI_Isend`); from `MPI_ANY_SOURCE` it needs any
+  one of the communicator's ranks;
+- `MPI_Wait`/`MPI_Waitall` on requests: one need per tracked request (`MPI_Waitany`/
+  `MPI_Waitsome`: any one of them);
+- a collective is matched by communicator *and* place in that communicator's order of
+  collectives (`coll_seq`, counted by the runtime on every rank): ranks inside the same
+  place and operation have arrived; a member at a later place (or, on MPI_COMM_WORLD,
+  with more collectives made: `world_collectives`) has passed it; a member behind is
+  needed.  Two ranks at the same place in different operations are a *proven mismatch*.
+
+A need is *certain* when both sides could be judged (communicators known, no untracked
+requests, the operation cannot complete without that rank); a rank is *settled* when it
+has been inside its call for SETTLED_S or more.  A **deadlock** is claimed only for ranks
+that are settled, all of whose threads are inside MPI, and none of whose certain needs
+can be met: computed as the greatest set in which every rank has a need that only ranks
+of the set could meet (any rank outside it -- computing, missing, crashed, uncertain,
+in flight -- might still meet it).  A completed eager send leaves no trace, so a snapshot
+of a healthy exchange can look like a cycle for microseconds: the settling time is what
+tells them apart.
+
+Verdicts, each with what it rests on, the first that applies first:
+aborted, crashed, deadlock, mismatch, stuck (on a rank computing, stopped, crashed or
+without a dump), progressing (two dumps, calls completed between them), communicating
+(killed while inside MPI calls, no sign of a hang), stuck (cannot tell why), none.
 Plain data: the terminal, JSON and HTML reports show the same.
 """
 
@@ -23,6 +42,16 @@ from typing import Any
 
 from ..units import fmt_bytes, fmt_time
 from .profile import Profile
+
+SETTLED_S = 1.0  # a call inside this long is not a message still on its way
+WAITS_SHOWN = 64  # ranks listed per wait (the table, JSON): more are counted, not listed
+STALE_S = 2.0  # a dump this much older than the newest one: the rank stopped dumping
+ANY_TAG = -1
+_OR_WAITS = ("MPI_Waitany", "MPI_Waitsome", "MPI_Testany", "MPI_Testsome")
+_ROOT_SENDS = ("MPI_Bcast", "MPI_Scatter", "MPI_Scatterv", "MPI_Ibcast", "MPI_Iscatter",
+               "MPI_Iscatterv")
+_ROOT_GETS = ("MPI_Reduce", "MPI_Gather", "MPI_Gatherv", "MPI_Ireduce", "MPI_Igather",
+              "MPI_Igatherv")
 
 
 def ranges(ranks: list[int]) -> str:
@@ -40,14 +69,28 @@ def ranges(ranks: list[int]) -> str:
 
 
 def _ranks_word(ranks: list[int]) -> str:
-    return f"rank{'s' if len(ranks) > 1 else ''} {ranges(ranks)}"
+    return f"rank{'s' if len(set(ranks)) > 1 else ''} {ranges(ranks)}"
+
+
+def _ordinal(n: int) -> str:
+    suf = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suf}"
 
 
 def _members(comm: Any, nranks: int) -> list[int] | None:
     if comm == "world":
         return list(range(nranks))
     if isinstance(comm, dict) and isinstance(comm.get("ranks"), list):
-        return [int(r) for r in comm["ranks"] if isinstance(r, int) and r >= 0]
+        return [r for r in comm["ranks"] if isinstance(r, int) and 0 <= r < nranks]
+    return None
+
+
+def _ckey(comm: Any) -> tuple[int, ...] | str | None:
+    """A communicator's identity across ranks: 'world', its member list, or None."""
+    if comm == "world":
+        return "world"
+    if isinstance(comm, dict) and isinstance(comm.get("ranks"), list):
+        return tuple(comm["ranks"])
     return None
 
 
@@ -61,10 +104,6 @@ def comm_label(comm: Any) -> str:
 
 def _peer(v: Any) -> str:
     return str(v) if isinstance(v, int) else {"any": "any source"}.get(str(v), str(v))
-
-
-def _peers_of(obj: dict[str, Any]) -> list[int]:
-    return [v for k in ("dest", "source") if isinstance(v := obj.get(k), int)]
 
 
 def describe(call: dict[str, Any]) -> str:
@@ -84,14 +123,11 @@ def describe(call: dict[str, Any]) -> str:
         return f"{fn} on {comm_label(call.get('comm'))}{root}{size}"
     if kind == "wait":
         reqs = call.get("waits_on", [])
-        what = "; ".join(describe({**q, "kind": q.get("kind")}) for q in reqs[:4])
+        what = "; ".join(describe(q) for q in reqs[:4])
         more = f"; {len(reqs) - 4} more" if len(reqs) > 4 else ""
-        return f"{fn} on {call.get('requests', len(reqs))} request(s)" + (f": {what}{more}" if what else "")
+        head = f"{fn} on {call.get('requests', len(reqs))} request(s)"
+        return head + (f": {what}{more}" if what else "")
     return fn
-
-
-def _coll_key(call: dict[str, Any]) -> tuple[str, Any]:
-    return (call["function"], call.get("root"))
 
 
 def _total_calls(line: dict[str, Any]) -> int:
@@ -99,38 +135,47 @@ def _total_calls(line: dict[str, Any]) -> int:
 
 
 def _cycles(edges: dict[int, set[int]]) -> list[list[int]]:
-    """The shortest cycle through the lowest rank of each strongly connected group."""
+    """The shortest cycle through the lowest rank of each strongly connected group
+    (iterative Tarjan: no recursion limit at many ranks)."""
     index: dict[int, int] = {}
     low: dict[int, int] = {}
     stack: list[int] = []
     on: set[int] = set()
     groups: list[list[int]] = []
-    counter = [0]
-
-    def strong(v: int) -> None:  # Tarjan (ranks are few: recursion is fine)
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(edges.get(v, ())):
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            g = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                g.append(w)
-                if w == v:
-                    break
-            groups.append(sorted(g))
-
-    for v in sorted(edges):
-        if v not in index:
-            strong(v)
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                g = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    g.append(x)
+                    if x == v:
+                        break
+                groups.append(sorted(g))
     out = []
     for g in groups:
         start = g[0]
@@ -160,123 +205,592 @@ def _cycles(edges: dict[int, set[int]]) -> list[list[int]]:
     return sorted(out)
 
 
+# ---- what each rank has posted (for matching) ----
+
+class _Posted:
+    """The receives each rank has posted, and the pending sends by destination."""
+
+    def __init__(self) -> None:
+        self.recvs: dict[int, list[tuple[Any, Any, int]]] = {}  # owner -> (comm, source, tag)
+        self.sends_to: dict[int, list[tuple[int, Any, int]]] = {}  # dest -> (sender, comm, tag)
+
+    def add(self, r: int, obj: dict[str, Any], kind: str) -> None:
+        ck = _ckey(obj.get("comm"))
+        if kind in ("recv", "sendrecv"):
+            tag = obj.get("recv_tag" if kind == "sendrecv" else "tag", ANY_TAG)
+            self.recvs.setdefault(r, []).append((ck, obj.get("source"), tag))
+        if kind in ("send", "sendrecv") and isinstance(obj.get("dest"), int):
+            self.sends_to.setdefault(obj["dest"], []).append((r, ck, obj.get("tag", ANY_TAG)))
+
+    def recv_matches(self, owner: int, sender: int, ck: Any, tag: Any) -> bool:
+        """owner has a receive posted that a send of sender (comm ck, tag) matches."""
+        return any(c == ck and (s == sender or s == "any") and (t == tag or t == ANY_TAG)
+                   for c, s, t in self.recvs.get(owner, ()))
+
+    def send_matches(self, receiver: int, ck: Any, source: Any, tag: Any) -> bool:
+        """Some rank has a send pending that a receive of receiver (ck, source, tag) matches."""
+        return any(c == ck and (source == "any" or s == source) and (tag == ANY_TAG or t == tag)
+                   for s, c, t in self.sends_to.get(receiver, ()))
+
+
+class _Shared:
+    """Member lists per communicator, made once (a need of every rank of a collective or
+    of an MPI_ANY_SOURCE receive refers to one list: nothing quadratic in ranks)."""
+
+    def __init__(self, n: int, untracked: set[int]) -> None:
+        self.n = n
+        self.untracked = untracked
+        self.members: dict[Any, list[int] | None] = {}
+        self.has_untracked: dict[Any, bool] = {}
+
+    def of(self, comm: Any) -> list[int] | None:
+        ck = _ckey(comm)
+        if ck not in self.members:
+            m = _members(comm, self.n)
+            self.members[ck] = m
+            self.has_untracked[ck] = m is not None and any(x in self.untracked for x in m)
+        return self.members[ck]
+
+
+def _need_p2p(r: int, obj: dict[str, Any], kind: str, posted: _Posted, sh: _Shared,
+              ) -> list[dict[str, Any]]:
+    """What a send or receive of rank r (a call or a request) needs: [] when in flight."""
+    ck = _ckey(obj.get("comm"))
+    n = sh.n
+    out: list[dict[str, Any]] = []
+    if kind in ("send", "sendrecv"):
+        d = obj.get("dest")
+        if isinstance(d, int) and 0 <= d < n and d != r:
+            if not posted.recv_matches(d, r, ck, obj.get("tag", ANY_TAG)):
+                out.append({"any": False, "ranks": [d],
+                            "certain": ck is not None and d not in sh.untracked,
+                            "what": f"a matching receive on rank {d}"})
+    if kind in ("recv", "sendrecv"):
+        s = obj.get("source")
+        tag = obj.get("recv_tag" if kind == "sendrecv" else "tag", ANY_TAG)
+        if isinstance(s, int) and 0 <= s < n and s != r:
+            if not posted.send_matches(r, ck, s, tag):
+                out.append({"any": False, "ranks": [s],
+                            "certain": ck is not None and s not in sh.untracked,
+                            "what": f"a matching send from rank {s}"})
+        elif s == "any":
+            members = sh.of(obj.get("comm"))
+            if members is not None:
+                if not posted.send_matches(r, ck, "any", tag):
+                    # any one of the members (r itself included: r cannot, and waits anyway)
+                    out.append({"any": True, "ranks": members,
+                                "certain": ck is not None and not sh.has_untracked[ck],
+                                "what": "a matching send from any rank"})
+            else:
+                out.append({"any": True, "ranks": [], "certain": False,
+                            "what": "a matching send from any rank"})
+    return out
+
+
 def analyse(prof: Profile) -> dict[str, Any]:
     part = prof.partial or {}
     n = prof.nranks
     dumps: dict[int, dict[str, Any]] = part.get("dumps", {})
+    lines = part.get("rank_lines", {})
+    prev = part.get("prev", {})
+    stale = _stale(dumps)
     calls: dict[int, dict[str, Any]] = {}
+    all_in: dict[int, bool] = {}
     rows: list[dict[str, Any]] = []
+    posted = _Posted()
+    untracked: set[int] = set()
     for r in range(n):
         d = dumps.get(r)
-        inside = [t["call"] for t in d["threads"] if t.get("call")] if d else []
+        threads = d["threads"] if d else []
+        inside = [t["call"] for t in threads if t.get("call")] if r not in stale else []
+        last = next((t.get("last_call") for t in threads if t.get("last_call")), None)
         if inside:
             calls[r] = inside[0]
-        rows.append({"rank": r, "state": "no_dump" if d is None else
-                     "in_mpi" if inside else "not_in_mpi",
+            all_in[r] = len(inside) == len(threads)
+        state = ("no_dump" if d is None else "crashed" if d["reason"] == "crash" else
+                 "aborted" if d["reason"] == "abort" else "in_mpi" if inside else "not_in_mpi")
+        if r in stale:
+            state = "stale"
+        rows.append({"rank": r, "state": state,
                      "function": inside[0]["function"] if inside else None,
                      "call": describe(inside[0]) if inside else None,
                      "since_s": inside[0].get("since_s") if inside else None,
+                     "last_call": last,
                      "reason": d["reason"] if d else None, "dump": d["dump"] if d else None,
                      "threads_in_mpi": len(inside), "waits_for": []})
+        if d is None:
+            continue
+        if d.get("untracked_requests") or d.get("requests_live", 0) > len(d.get("requests", [])):
+            untracked.add(r)
+        for c in inside:
+            if c.get("kind") in ("send", "recv", "sendrecv"):
+                posted.add(r, c, c["kind"])
+        for q in d.get("requests", []):
+            if q.get("kind") in ("send", "recv"):
+                posted.add(r, q, q["kind"])
 
-    # collectives, grouped by communicator
-    by_comm: dict[tuple[int, ...], dict[str, Any]] = {}
+    # collectives by communicator and place in its order
+    world_colls = {r: d.get("world_collectives") for r, d in dumps.items()}
+    in_coll: dict[Any, dict[int, dict[str, Any]]] = {}
     for r, c in calls.items():
-        if c.get("kind") != "coll":
-            continue
-        members = _members(c.get("comm"), n)
-        if members is None:
-            continue
-        e = by_comm.setdefault(tuple(members), {"comm": c.get("comm"), "groups": {}})
-        e["groups"].setdefault(_coll_key(c), []).append(r)
+        if c.get("kind") == "coll" and _ckey(c.get("comm")) is not None:
+            in_coll.setdefault(_ckey(c.get("comm")), {})[r] = c
+    mismatched: list[dict[str, Any]] = []
+    for ck, byrank in sorted(in_coll.items(), key=lambda kv: str(kv[0])):
+        places: dict[int, dict[tuple[str, Any], list[int]]] = {}
+        for r, c in byrank.items():
+            if isinstance(c.get("coll_seq"), int):
+                places.setdefault(c["coll_seq"], {}).setdefault(
+                    (c["function"], c.get("root")), []).append(r)
+        for seq, ops in sorted(places.items()):
+            if len(ops) > 1:
+                comm = next(iter(byrank.values())).get("comm")
+                mismatched.append({"comm": comm_label(comm), "coll_seq": seq, "groups": [
+                    {"function": fn, "root": root, "ranks": sorted(rs)}
+                    for (fn, root), rs in sorted(ops.items(), key=lambda kv: min(kv[1]))]})
 
-    edges: dict[int, set[int]] = {}
-    cyc_edges: dict[int, set[int]] = {}  # without a collective's waits for ranks in another one
+    # a collective some ranks have been inside for long while every other member has
+    # made its collective of that place and gone on: theirs was another operation
+    for ck, byrank in sorted(in_coll.items(), key=lambda kv: str(kv[0])):
+        comm = next(iter(byrank.values())).get("comm")
+        members = _members(comm, n) or []
+        at: dict[int, list[int]] = {}
+        for r, c in byrank.items():
+            if isinstance(c.get("coll_seq"), int):
+                at.setdefault(c["coll_seq"], []).append(r)
+        for seq, rs in sorted(at.items()):
+            ops = {(byrank[r]["function"], byrank[r].get("root")) for r in rs}
+            if len(ops) != 1 or any(m.get("coll_seq") == seq for m in mismatched
+                                    if m["comm"] == comm_label(comm)):
+                continue
+            if min(float(byrank[r].get("since_s") or 0) for r in rs) < SETTLED_S:
+                continue
+            rset = set(rs)
+            others = [m for m in members if m not in rset]
+            if not others or not all(_passed(m, ck, seq, in_coll, world_colls) for m in others):
+                continue
+            (fn, root), = ops
+            mismatched.append({"comm": comm_label(comm), "coll_seq": seq, "inferred": True,
+                               "groups": [{"function": fn, "root": root, "ranks": sorted(rs)},
+                                          {"function": None, "root": None,
+                                           "ranks": sorted(others)}]})
+
+    # what each blocked rank needs (need objects shared by the ranks of one collective)
+    sh = _Shared(n, untracked)
+    needs: dict[int, list[dict[str, Any]]] = {}
+    never: dict[Any, dict[str, Any]] = {}
+    coll_needs: dict[Any, list[dict[str, Any]]] = {}
     for r, c in calls.items():
         kind = c.get("kind")
-        w: set[int] = set()
-        other: set[int] = set()
+        nd: list[dict[str, Any]] = []
         if kind in ("send", "recv", "sendrecv"):
-            w = set(_peers_of(c))
+            nd = _need_p2p(r, c, kind, posted, sh)
         elif kind == "wait":
-            for q in c.get("waits_on", []):
-                if q.get("kind") == "coll":
-                    w |= set(_members(q.get("comm"), n) or [])
-                else:
-                    w |= set(_peers_of(q))
+            reqs = c.get("waits_on", [])
+            sub: list[dict[str, Any]] = []
+            complete = c.get("requests", len(reqs)) == len(reqs) and r not in untracked
+            for q in reqs:
+                if q.get("kind") in ("send", "recv"):
+                    sub += _need_p2p(r, q, q["kind"], posted, sh)
+                elif q.get("kind") == "coll":
+                    sub.append({"any": False, "ranks": sh.of(q.get("comm")) or [],
+                                "certain": False, "what": f"the other ranks of {q['function']}"})
+            if c["function"] in _OR_WAITS:
+                if sub and len(sub) == len(reqs):  # no request in flight: any one of them
+                    nd = [{"any": True, "ranks": sorted({x for s in sub for x in s["ranks"]}),
+                           "certain": complete and all(s["certain"] for s in sub),
+                           "what": "any one of its requests"}]
+            else:
+                nd = [{**s, "certain": s["certain"] and complete} for s in sub]
         elif kind == "coll":
-            members = _members(c.get("comm"), n)
-            if members is not None:
-                groups = by_comm[tuple(members)]["groups"]
-                w = set(members) - set(groups[_coll_key(c)])
-                other = {x for k, rs in groups.items() if k != _coll_key(c) for x in rs}
-        w.discard(r)
-        w = {x for x in w if 0 <= x < n}
-        if w:
-            edges[r] = w
-            cyc_edges[r] = w - other
-            rows[r]["waits_for"] = sorted(w)
+            nd = _need_coll(r, c, sh, in_coll, world_colls, rows, never, coll_needs)
+        needs[r] = nd
+        wf: list[int] = []
+        for s in nd:
+            for x in s["ranks"]:
+                if x != r and x not in wf:
+                    wf.append(x)
+                if len(wf) > WAITS_SHOWN:
+                    break
+        rows[r]["waits_for"] = sorted(wf[:WAITS_SHOWN])
+        rows[r]["waits_for_more"] = len(wf) > WAITS_SHOWN
 
-    cycles = _cycles(cyc_edges)
-    mismatched, never = [], []
-    for members, e in sorted(by_comm.items()):
-        groups = sorted(([fn, root, sorted(rs)] for (fn, root), rs in e["groups"].items()),
-                        key=lambda g: g[2])
-        if len(groups) > 1:
-            mismatched.append({"comm": comm_label(e["comm"]),
-                               "groups": [{"function": fn, "root": root, "ranks": rs}
-                                          for fn, root, rs in groups]})
-        arrived = {r for g in groups for r in g[2]}
-        away = [r for r in members if r not in arrived]
-        if away:
-            never.append({"comm": comm_label(e["comm"]),
-                          "waiting": [{"function": fn, "ranks": rs} for fn, _, rs in groups],
-                          "away": [{"rank": r, "state": rows[r]["state"], "call": rows[r]["call"]}
-                                   for r in away]})
+    # the deadlocked: settled, every thread inside MPI, certain needs only ranks of the set meet
+    settled = {r for r, c in calls.items()
+               if rows[r]["state"] == "in_mpi" and float(c.get("since_s") or 0) >= SETTLED_S}
+    sure = {r: [s for s in needs.get(r, []) if s["certain"] and s["ranks"]] for r in settled}
+    dead = _greatest_dead({r for r in settled if all_in.get(r) and sure[r]}, sure)
+    sample: dict[int, list[int]] = {}  # per need: a few of its ranks that are deadlocked
+    for r in dead:
+        for s in sure[r]:
+            if id(s) not in sample:
+                sample[id(s)] = [x for x in _first_in(s["ranks"], dead, 8)]
+    cyc_edges = {r: {x for s in sure[r] for x in sample[id(s)]} for r in dead}
+    cycles = _cycles(cyc_edges) if dead else []
+    blockers = _blockers(rows, settled - dead, needs)
 
     # progress between each rank's last two dumps
-    prev = part.get("prev", {})
-    lines = part.get("rank_lines", {})
     compared = sorted(r for r in prev if r in lines)
     moved = [r for r in compared if _total_calls(lines[r]) != _total_calls(prev[r][1])]
     progress = {"compared": compared, "moved": moved} if compared else None
 
-    findings: list[dict[str, str]] = []
-    if moved:
-        findings.append({"kind": "progressing", "text":
-                         f"still progressing: {_ranks_word(moved)} completed MPI calls between "
-                         "their last two dumps"})
+    findings = _findings(rows, dumps, calls, needs, settled, dead, cycles, mismatched,
+                         progress, n, part, blockers)
+    never_list = [{**v, "waiting": [{"function": fn, "ranks": sorted(rs)}
+                                    for fn, rs in v["waiting"].items()],
+                   "away": sorted(v["away"], key=lambda a: a["rank"])}
+                  for _, v in sorted(never.items(), key=lambda kv: (kv[0][0] != "world",
+                                                                     str(kv[0])))]
+    return {"ranks": rows, "cycles": cycles, "deadlocked": sorted(dead),
+            "mismatched": mismatched, "never_arrived": never_list, "progress": progress,
+            "missing": part.get("missing", []), "skipped": part.get("skipped", []),
+            "settled_s": SETTLED_S, "verdict": findings[0], "findings": findings}
+
+
+def _stale(dumps: dict[int, dict[str, Any]]) -> set[int]:
+    """Ranks whose last dump says nothing about now: older than STALE_S before the newest,
+    or not written for the terminating signal every other rank dumped for (a stopped
+    rank cannot write one).  Their calls are not taken as current."""
+    newest = max((float(d.get("elapsed_s", 0.0)) for d in dumps.values()), default=0.0)
+    term = [float(d.get("elapsed_s", 0.0)) for d in dumps.values() if d["reason"] == "signal"
+            and d.get("signal") not in ("SIGUSR1", "SIGUSR2")]
+    first_term = min(term, default=None)
+    out = set()
+    for r, d in dumps.items():
+        if d["reason"] in ("crash", "abort"):
+            continue
+        e = float(d.get("elapsed_s", 0.0))
+        late = first_term is not None and d["reason"] != "signal" and e < first_term - 0.5
+        if newest - e > STALE_S or late:
+            out.add(r)
+    return out
+
+
+def _passed(m: int, ck: Any, seq: int, in_coll: dict[Any, dict[int, dict[str, Any]]],
+            world_colls: dict[int, Any]) -> bool:
+    """Rank m has made its collective number seq on ck and left it."""
+    mc = in_coll.get(ck, {}).get(m)
+    if mc is not None:
+        return isinstance(mc.get("coll_seq"), int) and mc["coll_seq"] > seq
+    wc = world_colls.get(m)
+    return ck == "world" and isinstance(wc, int) and wc >= seq
+
+
+def _need_coll(r: int, c: dict[str, Any], sh: _Shared,
+               in_coll: dict[Any, dict[int, dict[str, Any]]], world_colls: dict[int, Any],
+               rows: list[dict[str, Any]], never: dict[Any, dict[str, Any]],
+               cache: dict[Any, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A collective's needs: the members that have neither arrived at it nor passed it
+    (worked out once per communicator, place and operation; the need objects are shared
+    by the ranks inside it)."""
+    members = sh.of(c.get("comm"))
+    ck = _ckey(c.get("comm"))
+    if members is None or ck is None:
+        return []
+    seq = c.get("coll_seq")
+    fn, root = c["function"], c.get("root")
+    key = (ck, seq, fn, root)
+    role = "root" if r == root else "other"
+    if (key, role) in cache:
+        e = never.get(key)
+        if e is not None:
+            e["waiting"].setdefault(fn, []).append(r)
+        return cache[(key, role)]
+    byrank = in_coll.get(ck, {})
+    away: list[int] = []
+    certain_away: list[int] = []
+    for m in members:
+        mc = byrank.get(m)
+        if mc is not None:
+            ms = mc.get("coll_seq")
+            same = (mc["function"], mc.get("root")) == (fn, root)
+            if isinstance(seq, int) and isinstance(ms, int):
+                if ms > seq or ms == seq:
+                    continue  # passed it, arrived, or a mismatch (reported as such)
+                away.append(m)
+                certain_away.append(m)
+            elif not same:
+                away.append(m)  # another collective, order not recorded
+            continue
+        wc = world_colls.get(m)
+        if ck == "world" and isinstance(seq, int) and isinstance(wc, int):
+            if wc >= seq:
+                continue  # made this one already: passed
+            away.append(m)
+            certain_away.append(m)
+        else:
+            away.append(m)
+    if away and key not in never:
+        never[key] = {"comm": comm_label(c.get("comm")), "coll_seq": seq, "waiting": {fn: [r]},
+                      "away": [{"rank": a, "state": rows[a]["state"], "call": rows[a]["call"]}
+                               for a in away[:WAITS_SHOWN]], "away_n": len(away)}
+    elif key in never:
+        never[key]["waiting"].setdefault(fn, []).append(r)
+    # whom the operation cannot complete without, on this rank
+    if fn in _ROOT_SENDS and isinstance(root, int):
+        if r == root:  # the root may finish once its data is out: no certain need
+            strict, loose = [], away
+        else:
+            strict = [root] if root in certain_away else []
+            loose = [root] if root in away else []
+    elif fn in _ROOT_GETS and isinstance(root, int) and r != root:
+        strict, loose = [], []  # may finish once its data is out
+    else:
+        strict, loose = certain_away, away
+    out: list[dict[str, Any]] = []
+    if strict:
+        out.append({"any": False, "ranks": strict, "certain": True,
+                    "what": f"{_ranks_word(strict[:WAITS_SHOWN])} to reach {fn}"})
+    if len(loose) > len(strict):
+        rest = [x for x in loose if x not in set(strict)]
+        out.append({"any": False, "ranks": rest, "certain": False,
+                    "what": f"{_ranks_word(rest[:WAITS_SHOWN])} to reach {fn}"})
+    cache[(key, role)] = out
+    return out
+
+
+def _first_in(ranks: list[int], group: set[int], k: int) -> list[int]:
+    out = []
+    for x in ranks:
+        if x in group:
+            out.append(x)
+            if len(out) == k:
+                break
+    return out
+
+
+def _greatest_dead(cand: set[int], sure: dict[int, list[dict[str, Any]]]) -> set[int]:
+    """The largest subset of cand in which every rank has a certain need that no rank
+    outside it can meet (an AND need with one of its ranks inside, an OR need with all of
+    them inside).  Linear: counters per need object, a rank leaves once all its needs are
+    meetable, and that updates only the needs it is in."""
+    objs: dict[int, dict[str, Any]] = {}
+    holders: dict[int, list[int]] = {}
+    for r in cand:
+        for s in sure[r]:
+            objs[id(s)] = s
+            holders.setdefault(id(s), []).append(r)
+    inside: dict[int, list[int]] = {}  # rank -> the needs listing it
+    count: dict[int, int] = {}
+    for i, s in objs.items():
+        rs = set(s["ranks"])
+        for x in rs:
+            inside.setdefault(x, []).append(i)
+        k = sum(1 for x in rs if x in cand)
+        count[i] = k if not s["any"] else len(rs) - k  # AND: ranks inside; OR: outside
+
+    def unmeetable(i: int) -> bool:
+        return count[i] > 0 if not objs[i]["any"] else count[i] == 0
+
+    left = {r: sum(1 for s in sure[r] if unmeetable(id(s))) for r in cand}
+    dead = set(cand)
+    todo = [r for r in cand if left[r] == 0]
+    while todo:
+        x = todo.pop()
+        if x not in dead:
+            continue
+        dead.discard(x)
+        for i in inside.get(x, ()):
+            was = unmeetable(i)
+            count[i] += -1 if not objs[i]["any"] else 1
+            if was and not unmeetable(i):
+                for h in holders[i]:
+                    if h in dead:
+                        left[h] -= 1
+                        if left[h] == 0:
+                            todo.append(h)
+    return dead
+
+
+_TERMINAL = ("no_dump", "stale", "crashed", "aborted", "not_in_mpi")
+
+
+def _blockers(rows: list[dict[str, Any]], waiting: set[int],
+              needs: dict[int, list[dict[str, Any]]]) -> dict[tuple[int, ...], list[int]]:
+    """Settled ranks that wait, directly or through other waiting ranks, for ranks outside
+    MPI, without a dump, stopped or dead: {those ranks (a few): the waiting ranks}."""
+    objs: dict[int, dict[str, Any]] = {}
+    holders: dict[int, list[int]] = {}
+    for r in waiting:
+        for s in needs.get(r, []):
+            objs[id(s)] = s
+            holders.setdefault(id(s), []).append(r)
+    label: dict[int, tuple[int, ...]] = {}
+    todo: list[int] = []
+    inside: dict[int, list[int]] = {}
+    for i, s in objs.items():
+        term = []
+        for x in s["ranks"]:
+            inside.setdefault(x, []).append(i)
+            if rows[x]["state"] in _TERMINAL and len(term) < 8:
+                term.append(x)
+        if term:
+            for h in holders[i]:
+                if h not in label:
+                    label[h] = tuple(sorted(term))
+                    todo.append(h)
+    seen: set[int] = set()
+    while todo:  # through the waiting ranks: holders of needs listing a labelled rank
+        x = todo.pop(0)
+        for i in inside.get(x, ()):
+            if i in seen:
+                continue
+            seen.add(i)
+            for h in holders[i]:
+                if h not in label:
+                    label[h] = label[x]
+                    todo.append(h)
+    out: dict[tuple[int, ...], list[int]] = {}
+    for h, t in sorted(label.items()):
+        out.setdefault(t, []).append(h)
+    return out
+
+
+def _state_words(row: dict[str, Any], plural: bool = False) -> str:
+    st = row["state"]
+    last = f" (its last MPI call: {row['last_call']})" if row.get("last_call") and not plural \
+        else ""
+    if plural:
+        return {"no_dump": "left no dump (stopped, killed or ended before they could write one)",
+                "crashed": "crashed", "aborted": "called MPI_Abort",
+                "stale": "stopped dumping (their last dumps are older than the others': "
+                         "stopped or unresponsive)",
+                "not_in_mpi": "are outside MPI (computing, or waiting outside MPI)"}[st]
+    return {"no_dump": "left no dump (stopped, killed or ended before it could write one)",
+            "crashed": "crashed", "aborted": "called MPI_Abort",
+            "stale": "stopped dumping (its last dump is older than the others': stopped or "
+                     "unresponsive)",
+            "not_in_mpi": f"is outside MPI (computing, or waiting outside MPI){last}",
+            }.get(st, f"is in {row['call']}")
+
+
+def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
+              calls: dict[int, dict[str, Any]], needs: dict[int, list[dict[str, Any]]],
+              settled: set[int], dead: set[int], cycles: list[list[int]],
+              mismatched: list[dict[str, Any]], progress: dict[str, Any] | None, n: int,
+              part: dict[str, Any], blockers: dict[tuple[int, ...], list[int]],
+              ) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    have = len(dumps)
+    of = f"{have} of {n} ranks left a dump"
+    for r in sorted(r for r, d in dumps.items() if d["reason"] == "abort"):
+        d = dumps[r]
+        c = calls.get(r) or {}
+        where = comm_label(c.get("comm")) if c.get("function", "").startswith("MPI_Abort") else "?"
+        last = rows[r]["last_call"]
+        out.append({"kind": "aborted", "text":
+                    f"aborted: rank {r} called MPI_Abort on {where} with error code "
+                    f"{d.get('errorcode')}, {fmt_time(float(d.get('elapsed_s', 0.0)))} after "
+                    f"MPI_Init" + (f" (its call before: {last})" if last else "") + f"; {of}",
+                    "rests_on": f"rank {r}'s dump written by MPI_Abort's wrapper"})
+    for r in sorted(r for r, d in dumps.items() if d["reason"] == "crash"):
+        d = dumps[r]
+        where = (f"inside {rows[r]['call']}" if r in calls else
+                 f"outside MPI, its last MPI call {rows[r]['last_call']}" if rows[r]["last_call"]
+                 else "outside MPI, before any MPI call")
+        out.append({"kind": "crashed", "text":
+                    f"crashed: rank {r} on {d.get('signal') or 'a fault'}, {where}; {of}",
+                    "rests_on": f"rank {r}'s dump written by its fault handler"})
     for cyc in cycles:
-        steps = []
-        for a in cyc[:-1]:
-            steps.append(f"rank {a} in {rows[a]['call']}")
-        findings.append({"kind": "deadlock", "text":
-                         "deadlock: " + " -> ".join(str(r) for r in cyc) + " (" + "; ".join(steps) + ")"})
+        steps = [f"rank {a} in {rows[a]['call']}" for a in cyc[:-1]]
+        unmatched = sorted({s["what"] for a in cyc[:-1] for s in needs[a]})
+        shortest = min(float(calls[a].get("since_s") or 0) for a in cyc[:-1])
+        others = sorted(set(dead) - set(cyc))
+        out.append({"kind": "deadlock", "text":
+                    "deadlock: " + " -> ".join(str(r) for r in cyc) + " (" + "; ".join(steps) +
+                    "): none of them can be met -- missing: " + "; ".join(unmatched) +
+                    f"; every call waiting for {fmt_time(shortest)} or more" +
+                    (f"; {_ranks_word(others)} wait on them" if others else ""),
+                    "rests_on": "MPI's matching rules on the dumps' calls and requests, and "
+                                f"calls inside for >= {fmt_time(SETTLED_S)}"})
     for m in mismatched:
+        nth = _ordinal(m["coll_seq"])
+        if m.get("inferred"):
+            g, o = m["groups"]
+            root = f" (root {g['root']})" if isinstance(g["root"], int) else ""
+            since = min(float(calls[r].get("since_s") or 0) for r in g["ranks"])
+            out.append({"kind": "mismatch", "text":
+                        f"mismatched collectives on {m['comm']}: {_ranks_word(g['ranks'])} in "
+                        f"{g['function']}{root}, their {nth} collective on it, for "
+                        f"{fmt_time(since)} or more, while {_ranks_word(o['ranks'])} made "
+                        f"their {nth} and went on: theirs was another operation",
+                        "rests_on": "each rank's count of collectives per communicator, and "
+                                    f"calls inside for >= {fmt_time(SETTLED_S)}"})
+            continue
         parts = []
         for g in m["groups"]:
             root = f" (root {g['root']})" if isinstance(g["root"], int) else ""
             parts.append(f"{_ranks_word(g['ranks'])} in {g['function']}{root}")
-        findings.append({"kind": "mismatch", "text":
-                         f"mismatched collectives on {m['comm']}: " + ", ".join(parts)})
-    for nv in never:
-        waiting = ", ".join(f"{_ranks_word(g['ranks'])} in {g['function']}" for g in nv["waiting"])
-        away = "; ".join(f"rank {a['rank']} " + (
-            "has no dump" if a["state"] == "no_dump" else "is not inside MPI" if
-            a["state"] == "not_in_mpi" else f"is in {a['call']}") for a in nv["away"])
-        findings.append({"kind": "never_arrived", "text":
-                         f"never arrived on {nv['comm']}: {waiting} wait; {away}"})
-    if progress and not moved:
-        findings.append({"kind": "stuck", "text":
-                         f"no MPI call completed between the last two dumps of "
-                         f"{_ranks_word(compared)}"})
-    blocked = [r for r in range(n) if rows[r]["state"] == "in_mpi"]
-    if not findings:
-        findings.append({"kind": "stuck" if blocked else "none", "text":
-                         (f"{_ranks_word(blocked)} inside MPI, longest for "
-                          f"{fmt_time(max(rows[r]['since_s'] or 0 for r in blocked))}; "
-                          "no cycle, mismatch or missing rank found") if blocked else
-                         "no rank is inside an MPI call"})
-    return {"ranks": rows, "cycles": cycles, "mismatched": mismatched, "never_arrived": never,
-            "progress": progress, "missing": part.get("missing", []),
-            "verdict": findings[0], "findings": findings}
+        out.append({"kind": "mismatch", "text":
+                    f"mismatched collectives on {m['comm']}: " + ", ".join(parts) +
+                    f" -- for each of them its {nth} collective on it",
+                    "rests_on": "each rank's count of collectives per communicator"})
+    # stuck on someone outside MPI, dead, or without a dump
+    blocked = sorted(r for r in settled if r not in dead and needs.get(r))
+    kinds = {"no_dump": "stuck_on_missing", "stale": "stuck_on_stopped",
+             "crashed": "stuck_on_crashed", "aborted": "stuck_on_crashed",
+             "not_in_mpi": "stuck_on_computing"}
+    order = list(kinds)
+    for term in sorted(blockers, key=lambda t: (min(order.index(rows[x]["state"]) for x in t), t)):
+        waiting = blockers[term]
+        longest = max(float(calls[w].get("since_s") or 0) for w in waiting)
+        fns = sorted({rows[w]["function"] for w in waiting})
+        first = min(term, key=lambda x: (order.index(rows[x]["state"]), x))
+        states = {rows[x]["state"] for x in term}
+        if len(term) == 1:
+            what = f"rank {term[0]}, which {_state_words(rows[term[0]])}"
+        elif len(states) == 1:
+            what = f"{_ranks_word(list(term))}, which {_state_words(rows[term[0]], True)}"
+        else:
+            what = "; ".join(f"rank {x}, which {_state_words(rows[x])}" for x in term)
+        out.append({"kind": kinds[rows[first]["state"]], "text":
+                    f"stuck on {_ranks_word(list(term))}: {_ranks_word(waiting)} (in "
+                    f"{', '.join(fns)}, up to {fmt_time(longest)}) wait, directly or through "
+                    f"others, for {what}; {of}",
+                    "rests_on": "MPI's matching rules, calls inside for >= "
+                                f"{fmt_time(SETTLED_S)}, and the dumps (or their absence) of "
+                                f"{_ranks_word(list(term))}"})
+    if progress and progress["moved"]:
+        out.append({"kind": "progressing", "text":
+                    f"still progressing: {_ranks_word(progress['moved'])} completed MPI calls "
+                    "between their last two dumps",
+                    "rests_on": "the call counts of each rank's last two dumps"})
+    labelled = {r for w in blockers.values() for r in w}
+    active: dict[int, bool] = {}  # per need: one of its ranks is active (in MPI, not settled)
+
+    def waits_on_active(r: int) -> bool:
+        for s in needs.get(r, []):
+            if id(s) not in active:
+                active[id(s)] = any(x in calls and x not in settled for x in s["ranks"])
+            if active[id(s)]:
+                return True
+        return False
+    stuck_unknown = [r for r in blocked if r not in labelled and not waits_on_active(r)]
+    inside = sorted(calls)
+    if stuck_unknown and not any(f["kind"] in ("deadlock", "mismatch") for f in out):
+        out.append({"kind": "stuck", "text":
+                    f"{_ranks_word(stuck_unknown)} inside MPI for {fmt_time(SETTLED_S)} or more "
+                    "without a proven cause (a peer's state or a communicator could not be "
+                    f"judged); {of}", "rests_on": "the calls' times in the dumps"})
+    if part.get("missing") and not any(f["kind"].startswith("stuck_on") or
+                                       f["kind"] in ("aborted", "crashed") for f in out):
+        out.append({"kind": "missing", "text":
+                    f"{_ranks_word(part['missing'])} left no dump; {of}",
+                    "rests_on": "the partial directory's files"})
+    if not out and inside:
+        longest = max(float(calls[r].get("since_s") or 0) for r in inside)
+        out.append({"kind": "communicating", "text":
+                    f"no sign of a hang: {_ranks_word(inside)} inside MPI calls (the longest "
+                    f"for {fmt_time(longest)}), each one matched by its peers, waiting for "
+                    f"ranks that are active, or waiting for less than {fmt_time(SETTLED_S)}; "
+                    f"{of}",
+                    "rests_on": "MPI's matching rules and the calls' times in the dumps"})
+    if progress and not progress["moved"] and not any(f["kind"] == "progressing" for f in out):
+        out.append({"kind": "stuck" if not out else "no_progress", "text":
+                    f"no MPI call completed between the last two dumps of "
+                    f"{_ranks_word(progress['compared'])}",
+                    "rests_on": "the call counts of each rank's last two dumps"})
+    if not out:
+        out.append({"kind": "none", "text": f"no rank is inside an MPI call; {of}",
+                    "rests_on": "the dumps"})
+    return out
