@@ -42,7 +42,10 @@ double ml_est_s(const ml_frec_t *f);
 /* nodes.c: the node x node matrix and the collectives' largest span (collective),
  * and the node fields of the profile (docs/profile-format.md, "Nodes") */
 #define ML_NODE_MATRIX_MAX 256 /* nodes up to which the header holds the node x node matrix */
-void ml_nodes_reduce(const ml_slot_t *m);
+void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max); /* span_max: reduced (rank 0) */
+/* MPI_Reduce of uint64 sums to rank 0 with a non-commutative user operation (never
+ * MPICH 4.0.2's faulty SMP-aware path, issue 6893; profile_reduce.c) */
+void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n);
 void ml_nodes_free(void);
 void ml_nodes_put_header(ml_buf_t *b);
 void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di);

@@ -62,14 +62,17 @@ def model_for(prof: Profile, path: str | None) -> netmodel.NetModel:
 
 def warnings(prof: Profile) -> list[str]:
     """What makes the profile's times doubtful."""
-    out = []
-    for r in prof.ranks:
-        if float(r["mpi_s"]) > 1.05 * float(r["wall_s"]):
-            out.append(f"rank {r['rank']}'s time in MPI ({float(r['mpi_s']):.3g} s) exceeds its "
-                       f"wall time ({float(r['wall_s']):.3g} s): "
-                       + ("sampled timing estimated it from few calls; run with "
-                          "MPILENS_TIMING=all" if prof.header.get("timing", {}).get("mode")
-                          == "sampled" else "the profile's times are inconsistent"))
+    out: list[str] = []
+    if not prof.ranks:
+        return out
+    t = prof.columns()
+    for rank in (t.mpi_s > 1.05 * t.wall_s).nonzero()[0].tolist():
+        mpi, wall = float(t.mpi_s[rank]), float(t.wall_s[rank])
+        out.append(f"rank {rank}'s time in MPI ({mpi:.3g} s) exceeds its "
+                   f"wall time ({wall:.3g} s): "
+                   + ("sampled timing estimated it from few calls; run with "
+                      "MPILENS_TIMING=all" if prof.header.get("timing", {}).get("mode")
+                      == "sampled" else "the profile's times are inconsistent"))
     return out
 
 

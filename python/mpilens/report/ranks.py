@@ -14,6 +14,7 @@ from typing import Any
 
 from .analysis import OUTSIDE
 from .profile import Profile
+from .rankdata import RankTable
 
 RANK_COLUMNS = ["rank", "host", "wall_s", "mpi_s", "mpi_pct", "calls", "bytes_sent",
                 "bytes_recv", "top_function", "top_function_s", "top_function_pct"]
@@ -48,4 +49,25 @@ def rank_rows(prof: Profile) -> list[dict[str, Any]] | None:
     """One row per rank, in rank order (None: the profile has no rank lines)."""
     if not prof.ranks:
         return None
-    return [rank_row(r) for r in prof.ranks]
+    t = prof.columns()
+    return [row_of(t, i) for i in range(t.n)]
+
+
+def row_of(t: RankTable, i: int) -> dict[str, Any]:
+    """rank_row of rank i, from the profile's columns."""
+    wall, mpi = float(t.wall_s[i]), float(t.mpi_s[i])
+    top = int(t.top_function[i])
+    top_s = float(t.top_function_s[i])
+    return {
+        "rank": i,
+        "host": t.hosts[int(t.host[i])],
+        "wall_s": wall,
+        "mpi_s": mpi,
+        "mpi_pct": 100.0 * mpi / wall if wall > 0 else 0.0,
+        "calls": int(t.calls[i]),
+        "bytes_sent": int(t.bytes_sent[i]),
+        "bytes_recv": int(t.bytes_recv[i]),
+        "top_function": None if top < 0 else t.functions[top],
+        "top_function_s": top_s,
+        "top_function_pct": 100.0 * top_s / mpi if mpi > 0 else 0.0,
+    }

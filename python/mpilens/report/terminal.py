@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, callsites, commpattern, comms, nodes, ranks, regions, timeline, waitsfor
+from . import (analysis, callsites, commpattern, comms, headercheck, nodes, ranks, regions,
+               spread_text, timeline, waitsfor)
 from .profile import Profile
 
 BAR_WIDTH = 40
@@ -307,6 +308,9 @@ def render(prof: Profile, top: int, function: str | None,
         if not console.is_terminal:  # piped or redirected: do not squeeze the tables to 80
             console = Console(width=max(console.width, 150))
     console.print(summary_panel(analysis.summary(prof)))
+    hc = headercheck.check(prof)
+    if hc is not None and not hc["ok"]:
+        console.print(Text(headercheck.sentence(hc), style="bold"))
     if prof.partial is not None:
         for item in partial_block(prof, waitsfor.analyse(prof)):
             console.print(item)
@@ -339,6 +343,9 @@ def render(prof: Profile, top: int, function: str | None,
             console.print(item)
     if per_rank:
         console.print(ranks_table(ranks.rank_rows(prof)))
+    else:
+        for item in spread_text.blocks(prof):  # many ranks: distributions (report/spread.py)
+            console.print(item)
     a2a = analysis.alltoall_rows(prof)
     for item in alltoall_block(a2a) if a2a else []:
         console.print(item)
