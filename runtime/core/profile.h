@@ -51,6 +51,10 @@ void ml_nodes_put_header(ml_buf_t *b);
 void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di);
 
 void ml_profile_reduce(ml_profile_t *p);              /* collective */
+/* profile_gzip.c: whether the profile at path is compressed (MPILENS_COMPRESS), and
+ * b's text from byte `from` on made one gzip member (0 ok) */
+int ml_profile_compressed(const char *path);
+int ml_gzip_tail(ml_buf_t *b, size_t from);
 void ml_profile_free(ml_profile_t *p);
 /* rank 0: the header line; job and created stamp from the naming step */
 void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, const char *iso);

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 from array import array
+from operator import add
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,7 @@ class _Sites:
             a["time_s"] += float(s["time_s"])
             a["bytes_sent"] += int(s["bytes_sent"])
             a["bytes_recv"] += int(s["bytes_recv"])
-            a["hist"] = [x + int(y) for x, y in zip(a["hist"], s.get("hist", []))]
+            a["hist"] = list(map(add, a["hist"], s.get("hist", [])))  # ints: checked at load
             if a["rank"] and a["rank"][-1] == rank:
                 a["rank_calls"][-1] += int(s["calls"])
                 a["rank_time"][-1] += float(s["time_s"])

@@ -28,7 +28,7 @@ from .schema import (
     VERSION,
 )
 from .rankdata import Folder, RankTable, fold
-from .validate import _Checker, check_rank_line
+from .validate import _Checker, rank_line_ok
 
 # The fields every reader relies on (required in schema/profile.json); the rest is optional.
 _HEADER_KEYS = HEADER_KEYS
@@ -346,9 +346,10 @@ def _rank_line(p: Path, checker: _Checker, item: tuple[int, bytes], last: bool, 
     if count >= folder.n:
         raise _bad(p, f"corrupted profile: more than {folder.n} rank lines for "
                       f"{folder.n} ranks")
-    for name, frec in rec["functions"].items():
-        _check_function(p, f"rank {rec['rank']}", name, frec)
-    check_rank_line(checker, rec)
+    if not rank_line_ok(rec, checker.nranks):  # the fast path; else name the bad value
+        for name, frec in rec["functions"].items():
+            _check_function(p, f"rank {rec['rank']}", name, frec)
+        checker.rank_line(rec)
     folder.add(rec)
     for acc in folds.values():
         acc.add(rec)

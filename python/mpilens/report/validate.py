@@ -367,6 +367,7 @@ def _txt(v: Any) -> bool:
 
 
 _INT = {int}
+_LIST = {list}
 _NUM = {int, float}
 
 
@@ -509,7 +510,7 @@ def _timeline_ok(tl: Any) -> bool:
         rows = tl.get(key)
         if type(rows) is not list or len(rows) != n:
             return False
-        if not all(type(b) is list and len(b) == width for b in rows):
+        if rows and (set(map(type, rows)) != _LIST or set(map(len, rows)) != {width}):
             return False
         flat = list(chain.from_iterable(rows))
         if not (_times(flat) if key == "time_s" else _ints(flat)):
@@ -539,7 +540,7 @@ def rank_line_ok(r: dict[str, Any], nranks: int) -> bool:
         lst = peers.get(side, [])
         if type(lst) is not list:
             return False
-        if not all(type(e) is list and len(e) == 3 for e in lst):
+        if lst and (set(map(type, lst)) != _LIST or set(map(len, lst)) != {3}):
             return False
         if lst and not (_ints([e[0] for e in lst], last)
                         and _ints([x for e in lst for x in e[1:]])):
