@@ -33,6 +33,7 @@ typedef struct {
     double *rank_time_min;       /* [ML_NFUNC] per-rank total, least rank (0 if a rank never called) */
     struct { double v; int r; } *rank_time_max; /* [ML_NFUNC] per-rank total, largest and its rank */
     double wall_max, mpi_max, overhead_max;
+    double fin_reduce_s; /* the profiler's end-of-run collectives (this rank's clock) */
     char *hosts;                 /* [nranks][256] */
     char *topo;                  /* the application's process topologies (topo.c), JSON members, or NULL */
 } ml_profile_t;
@@ -54,6 +55,7 @@ void ml_profile_reduce(ml_profile_t *p);              /* collective */
 /* profile_gzip.c: whether the profile at path is compressed (MPILENS_COMPRESS), and
  * b's text from byte `from` on made one gzip member (0 ok) */
 int ml_profile_compressed(const char *path);
+double ml_now_s(void); /* CLOCK_MONOTONIC, seconds */
 int ml_gzip_tail(ml_buf_t *b, size_t from);
 void ml_profile_free(ml_profile_t *p);
 /* rank 0: the header line; job and created stamp from the naming step */

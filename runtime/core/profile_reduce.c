@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "profile.h"
@@ -180,9 +181,17 @@ void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n)
     PMPI_Op_free(&op);
 }
 
+double ml_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void ml_profile_reduce(ml_profile_t *p)
 {
     enum { NF = ML_NFUNC, ND = ML_NDATA };
+    double t0 = ml_now_s();
     memset(p, 0, sizeof *p);
     gethostname(p->host, sizeof p->host - 1);
     ml_slot_t *m = p->m = ml_merge();
@@ -269,6 +278,7 @@ void ml_profile_reduce(ml_profile_t *p)
     p->topo = ml_topo_json(); /* collective */
     ml_nodes_reduce(m, res + pk_span); /* collective */
     free(res);
+    p->fin_reduce_s = ml_now_s() - t0;
 }
 
 void ml_profile_free(ml_profile_t *p)

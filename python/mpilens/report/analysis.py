@@ -69,6 +69,11 @@ def summary(prof: Profile) -> dict[str, Any]:
         "mpi_s": mpi,
         "mpi_pct": mpi_pct,
         "overhead_ns": float(h.get("overhead_ns", 0.0)),
+        # the profiler's own collectives at MPI_Finalize (rank 0), when the profile has it
+        "profiler_finalize_s": (float(h["profiler_finalize_s"]["reduce"])
+                                if isinstance(h.get("profiler_finalize_s"), dict)
+                                and isinstance(h["profiler_finalize_s"].get("reduce"),
+                                               (int, float)) else None),
         "clock": h.get("clock", {}),
         "functions_called": len(prof.functions),
         "caution_functions": caution,

@@ -38,6 +38,9 @@ def summary_panel(s: dict[str, Any]) -> Panel:
     t.add_row("profiler overhead", f"{s['overhead_ns']:.1f} ns per call; "
               f"{nc} function{'s' if nc != 1 else ''} marked caution"
               + (f" ({', '.join(s['caution_functions'])})" if nc else ""))
+    if s.get("profiler_finalize_s") is not None:
+        t.add_row("profiler finalize", f"{fmt_time(s['profiler_finalize_s'])} in its end-of-run "
+                  "collectives (rank 0; before the write)")
     return Panel(t, title="mpilens report", subtitle=escape(s["profile"]), expand=False)
 
 

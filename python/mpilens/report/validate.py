@@ -167,6 +167,10 @@ class _Checker:
         for key in ("wall_s", "mpi_s"):
             for s in ("min", "mean", "max"):
                 self.time(f"header {key}.{s}", h[key].get(s))
+        if "profiler_finalize_s" in h:
+            fin = self.obj("header profiler_finalize_s", h["profiler_finalize_s"])
+            if "reduce" in fin:
+                self.time("header profiler_finalize_s.reduce", fin["reduce"])
         if "clock" in h:
             clock = self.obj("header clock", h["clock"])
             for key in ("ghz", "resolution_ns"):
