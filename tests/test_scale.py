@@ -270,3 +270,21 @@ def test_sparse_traffic_and_binned_heat_map(big, tmp_path) -> None:
     assert mpilens_inproc("html", big, "-o", page).returncode == 0
     assert page.stat().st_size < 5 * 2**20
     assert "Spread over ranks and nodes" in page.read_text()
+
+
+def test_node_matrix_on_request(gz_and_plain) -> None:
+    from mpilens.units import fmt_bytes
+
+    _, plain, _ = gz_and_plain
+    header, lines = read_profile(plain)
+    mb, mm = header["nodes"]["matrix_bytes"], header["nodes"]["matrix_msgs"]
+    # one host: one node, every point-to-point byte sent stays on it
+    sent = sum(b for ln in lines for _, _, b in ln["peers"]["sent"])
+    assert mb == [[sent]] and mm == [[sum(m for ln in lines for _, m, _ in ln["peers"]["sent"])]]
+    data = json.loads(mpilens_inproc("report", plain, "--format", "json").stdout)
+    assert data["nodes"]["matrix_bytes"] == mb and data["nodes"]["matrix_msgs"] == mm
+    assert [r["p2p_intra_bytes"] for r in data["ranks"]] == \
+        [sum(b for _, _, b in ln["peers"]["sent"]) for ln in lines]
+    text = mpilens_inproc("report", plain, "--node-matrix").stdout
+    assert f"   0  {fmt_bytes(sent)}  {header['hosts'][0]}" in text
+    assert "Node matrix" not in mpilens_inproc("report", plain).stdout

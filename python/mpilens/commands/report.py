@@ -21,6 +21,7 @@ from ..report import (
     ranks,
     regions,
     spread,
+    spread_text,
     terminal,
     timeline,
     waitsfor,
@@ -62,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="per-rank table: time in MPI, wall time, calls, bytes, top function "
                         "(text: added to the page, in place of the spread over ranks; csv: printed instead of the function table; "
                         "json: always included)")
+    p.add_argument("--node-matrix", action="store_true",
+                   help="text: also print the node x node matrix of point-to-point bytes and "
+                        "messages (JSON: always, under nodes)")
     p.add_argument("--callsite", type=positive_int, metavar="N",
                    help="call site N of the 'top call sites' table in detail: its stack, "
                         "per-rank calls and time, message sizes")
@@ -163,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
         site = callsite_detail(prof, args.callsite) if args.callsite else None
         terminal.render(prof, args.top or DEFAULT_TOP, args.function, per_rank=args.ranks,
                         region=args.region, callsite=site)
+        if args.node_matrix:
+            print("\n".join(spread_text.node_matrix_lines(prof)))
         return 0
     data = report_data(args, prof)
     if args.format == "json":

@@ -61,6 +61,7 @@ def node_view(prof: Profile) -> dict[str, Any] | None:
         "collectives": collectives,
         "ranks": per_rank,
         "matrix_bytes": nodes.get("matrix_bytes"),
+        "matrix_msgs": nodes.get("matrix_msgs"),
     }
 
 

@@ -103,3 +103,25 @@ def blocks(prof: Profile) -> list[Any]:
         out += node_block(ns)
     out.append(Text("One row per rank: mpilens report PROFILE --ranks"))
     return out
+
+
+def node_matrix_lines(prof: Profile) -> list[str]:
+    """The header's node x node matrix (point-to-point bytes and messages sent, rows the
+    senders' nodes; docs/profile-format.md, Nodes) as text: `report --node-matrix`."""
+    nodes = prof.header.get("nodes")
+    if not isinstance(nodes, dict) or "matrix_bytes" not in nodes:
+        why = ("the profile has no node fields" if not isinstance(nodes, dict) else
+               "the job had more than 256 nodes: the profile holds no node matrix")
+        return [f"Node matrix: none ({why})."]
+    hosts = [str(h) for h in prof.header.get("hosts", [])]
+    out = []
+    for key, what in (("matrix_bytes", "bytes"), ("matrix_msgs", "messages")):
+        m = nodes.get(key) or []
+        out.append(f"Node matrix, point-to-point {what} sent (row: from node, column: to node):")
+        cells = [[fmt_bytes(v) if what == "bytes" else f"{v:,}" for v in row] for row in m]
+        width = max([len(c) for row in cells for c in row] + [len(str(len(m) - 1)), 4])
+        out.append(" " * 6 + " ".join(f"{j:>{width}}" for j in range(len(m))))
+        for i, row in enumerate(cells):
+            out.append(f"{i:>4}  " + " ".join(f"{c:>{width}}" for c in row)
+                       + (f"  {hosts[i]}" if i < len(hosts) else ""))
+    return out

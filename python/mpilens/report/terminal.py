@@ -137,16 +137,19 @@ def ranks_table(rows: list[dict[str, Any]] | None) -> Table | Text:
               title_justify="left")
     t.add_column("rank", justify="right")
     t.add_column("host")
-    for col in ("wall", "in MPI", "% wall", "calls", "bytes sent", "bytes recv"):
+    for col in ("node", "wall", "in MPI", "% wall", "calls", "bytes sent", "bytes recv",
+                "p2p intra", "p2p inter"):
         t.add_column(col, justify="right", no_wrap=True)
     t.add_column("top function (% of the rank's MPI time)", no_wrap=True)
     for r in rows:
         top = ("-" if r["top_function"] is None else
                f"{r['top_function']} {fmt_time(r['top_function_s'])} "
                f"({fmt_pct(r['top_function_pct'])})")
-        t.add_row(str(r["rank"]), Text(r["host"]), fmt_time(r["wall_s"]), fmt_time(r["mpi_s"]),
+        t.add_row(str(r["rank"]), Text(r["host"]), "-" if r["node"] is None else str(r["node"]),
+                  fmt_time(r["wall_s"]), fmt_time(r["mpi_s"]),
                   fmt_pct(r["mpi_pct"]), f"{r['calls']:,}", fmt_bytes(r["bytes_sent"]),
-                  fmt_bytes(r["bytes_recv"]), top)
+                  fmt_bytes(r["bytes_recv"]), fmt_bytes(r["p2p_intra_bytes"]),
+                  fmt_bytes(r["p2p_inter_bytes"]), top)
     return t
 
 
