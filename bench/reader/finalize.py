@@ -3,7 +3,8 @@
 
     python3 bench/reader/finalize.py BUILD_DIR [--ranks 8,32,64] [--runs 2]
 
-For each rank count, the bundled heat2d example (64 x 64 grid, 10 steps) runs under
+For each rank count, the bundled heat2d example (BUILD's, else this checkout's
+build/openmpi one) (64 x 64 grid, 10 steps) runs under
 mpilens-exec with the profiler on (MPILENS_OUTPUT in a temporary directory) and off
 (MPILENS_PROFILE=off), --runs times each, oversubscribed.  Printed as JSON lines:
 the job's wall time (mpirun start to exit) for both, the profile's
@@ -24,9 +25,18 @@ import time
 from pathlib import Path
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def app_of(build: Path) -> Path:
+    """The build's heat2d, else this checkout's (a build of the runtime alone)."""
+    own = build / "examples" / "heat2d"
+    return own if own.exists() else ROOT / "build" / "openmpi" / "examples" / "heat2d"
+
+
 def run(build: Path, np_: int, env: dict[str, str]) -> float:
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np_),
-           str(build / "bin" / "mpilens-exec"), str(build / "examples" / "heat2d"), "64", "10", "5"]
+           str(build / "bin" / "mpilens-exec"), str(app_of(build)), "64", "10", "5"]
     e = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none", MPILENS_QUIET="1", **env)
     t0 = time.monotonic()
     subprocess.run(cmd, env=e, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
