@@ -2,7 +2,7 @@
 """Benchmark of the profile reader: time and peak RSS of `mpilens report`, `html`,
 `diff` and `advise` on synthesized N-rank profiles (docs/scale.md).
 
-    python3 bench/reader/bench.py REAL.prof --ranks 1000,16000,100000 \
+    .venv/bin/python bench/reader/bench.py REAL.prof --ranks 1000,16000,100000 \
         [--commands report,html,diff,advise] [--timeout 900] [--gzip] [--dir /tmp/x]
         [--pythonpath OTHER_CHECKOUT/python]
 
