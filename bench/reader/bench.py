@@ -102,7 +102,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     results = []
     for n in [int(x) for x in a.ranks.split(",")]:
-        prof = work / f"synth-{n}{'.gz' if a.gzip else ''}.prof"
+        prof = work / f"synth-{n}.prof{'.gz' if a.gzip else ''}"
         if not prof.exists():
             subprocess.run([sys.executable, str(HERE / "synth.py"), a.real, str(n), str(prof)]
                            + (["--gzip"] if a.gzip else []), check=True,
