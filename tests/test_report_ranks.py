@@ -49,6 +49,9 @@ def test_rank_rows_are_the_profile_numbers(prof4) -> None:
         assert row["mpi_pct"] == 100.0 * line["mpi_s"] / line["wall_s"]
         assert row["calls"] == calls == sum(f["calls"] for n, f in fs.items() if n not in OUTSIDE)
         assert row["bytes_sent"] == expected_bytes_sent(row["rank"])
+        # one host: every halo byte (the point-to-point sends) stays on node 0
+        assert (row["node"], row["p2p_intra_bytes"], row["p2p_inter_bytes"]) == \
+            (0, 2 * STEPS * N * 8, 0)
         assert row["bytes_sent"] == sum(f.get("bytes_sent", 0) for f in fs.values())
         assert row["bytes_recv"] == sum(f.get("bytes_recv", 0) for f in fs.values())
         comm = {n: f["time_s"] for n, f in fs.items() if n not in OUTSIDE}
@@ -67,9 +70,10 @@ def test_rank_table_csv_and_text(prof4) -> None:
     text = report(prof4, "--ranks")
     assert "Per rank (time in MPI and calls without MPI_Init/Finalize)" in text
     for r in rows:
-        cells = [str(r["rank"]), r["host"], fmt_time(r["wall_s"]), fmt_time(r["mpi_s"]),
-                 fmt_pct(r["mpi_pct"]), f"{r['calls']:,}", fmt_bytes(r["bytes_sent"]),
-                 fmt_bytes(r["bytes_recv"]),
+        cells = [str(r["rank"]), r["host"], str(r["node"]), fmt_time(r["wall_s"]),
+                 fmt_time(r["mpi_s"]), fmt_pct(r["mpi_pct"]), f"{r['calls']:,}",
+                 fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_recv"]),
+                 fmt_bytes(r["p2p_intra_bytes"]), fmt_bytes(r["p2p_inter_bytes"]),
                  (f"{r['top_function']} {fmt_time(r['top_function_s'])} "
                   f"({fmt_pct(r['top_function_pct'])})")]
         line = next(ln for ln in text.splitlines() if ln.split("│")[1:2] == [f" {r['rank']:>4} "])

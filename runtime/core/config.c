@@ -17,6 +17,7 @@ ml_core_cfg_t ml_cfg;
 
 static const char *const timing_choices[] = {"sampled", "all", NULL};
 static const char *const clock_choices[] = {"auto", "tsc", "monotonic", NULL};
+static const char *const compress_choices[] = {"auto", "gzip", "off", NULL};
 
 /* ml_config_load's leader (rank 0, or `mpilens config`): the only process that
  * looks at the file system for the output path */
@@ -153,6 +154,11 @@ static const ml_setting core_settings[] = {
     {.key = "detail", .type = ML_SET_BOOL, .def = "on", .out = &ml_cfg.detail,
      .accepted = "on or off (also 1/0, yes/no, true/false)",
      .help = "per-rank lines in the profile; off keeps only the cross-rank aggregates of the header"},
+    {.key = "compress", .type = ML_SET_CHOICE, .def = "auto", .choices = compress_choices,
+     .out = &ml_cfg.compress, .accepted = "auto, gzip or off",
+     .help = "gzip: the profile is gzip-compressed (each rank compresses its own line; the file "
+             "is one .gz stream that gunzip, zcat and mpilens read); off: plain JSON Lines; "
+             "auto: gzip when the output path ends in .gz"},
     {.key = "profile", .type = ML_SET_BOOL, .def = "on", .out = &ml_cfg.profile,
      .accepted = "on or off (also 1/0, yes/no, true/false)",
      .help = "off: no recording and no profile (the engines still work)"},

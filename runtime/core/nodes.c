@@ -90,16 +90,13 @@ void ml_node_span(const int *world, int n, int *nodes, int *rpn)
     free(cnt);
 }
 
-void ml_nodes_reduce(const ml_slot_t *m)
+void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max)
 {
-    uint64_t *mx = ml_nodes_alloc((size_t)ML_NDATA * 2, sizeof *mx);
-    for (int i = 0; i < ML_NDATA; i++) {
-        mx[2 * i] = m->d[i].span_max[0];
-        mx[2 * i + 1] = m->d[i].span_max[1];
+    /* the spans' maxima came in profile_reduce.c's packed reduction */
+    if (ml_world_rank == 0) {
+        ml_span_max = ml_nodes_alloc((size_t)ML_NDATA * 2, sizeof *ml_span_max);
+        memcpy(ml_span_max, span_max, (size_t)ML_NDATA * 2 * sizeof *ml_span_max);
     }
-    ml_span_max = ml_world_rank == 0 ? ml_nodes_alloc((size_t)ML_NDATA * 2, sizeof *mx) : NULL;
-    PMPI_Reduce(mx, ml_span_max, ML_NDATA * 2, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
-    free(mx);
     if (ml_nnodes > ML_NODE_MATRIX_MAX) return;
     size_t nm = (size_t)ml_nnodes * (size_t)ml_nnodes * 2;
     uint64_t *mine = ml_nodes_alloc(nm, sizeof *mine);
@@ -109,7 +106,7 @@ void ml_nodes_reduce(const ml_slot_t *m)
         row[2 * ml_node_of[p] + 1] += m->peers[p].bytes_s;
     }
     ml_matrix = ml_world_rank == 0 ? ml_nodes_alloc(nm, sizeof *mine) : NULL;
-    PMPI_Reduce(mine, ml_matrix, (int)nm, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    ml_reduce_sum_u64(mine, ml_matrix, (int)nm);
     free(mine);
 }
 

@@ -33,6 +33,7 @@ typedef struct {
     double *rank_time_min;       /* [ML_NFUNC] per-rank total, least rank (0 if a rank never called) */
     struct { double v; int r; } *rank_time_max; /* [ML_NFUNC] per-rank total, largest and its rank */
     double wall_max, mpi_max, overhead_max;
+    double fin_reduce_s; /* the profiler's end-of-run collectives (this rank's clock) */
     char *hosts;                 /* [nranks][256] */
     char *topo;                  /* the application's process topologies (topo.c), JSON members, or NULL */
 } ml_profile_t;
@@ -42,12 +43,20 @@ double ml_est_s(const ml_frec_t *f);
 /* nodes.c: the node x node matrix and the collectives' largest span (collective),
  * and the node fields of the profile (docs/profile-format.md, "Nodes") */
 #define ML_NODE_MATRIX_MAX 256 /* nodes up to which the header holds the node x node matrix */
-void ml_nodes_reduce(const ml_slot_t *m);
+void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max); /* span_max: reduced (rank 0) */
+/* MPI_Reduce of uint64 sums to rank 0 with a non-commutative user operation (never
+ * MPICH 4.0.2's faulty SMP-aware path, issue 6893; profile_reduce.c) */
+void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n);
 void ml_nodes_free(void);
 void ml_nodes_put_header(ml_buf_t *b);
 void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di);
 
 void ml_profile_reduce(ml_profile_t *p);              /* collective */
+/* profile_gzip.c: whether the profile at path is compressed (MPILENS_COMPRESS), and
+ * b's text from byte `from` on made one gzip member (0 ok) */
+int ml_profile_compressed(const char *path);
+double ml_now_s(void); /* CLOCK_MONOTONIC, seconds */
+int ml_gzip_tail(ml_buf_t *b, size_t from);
 void ml_profile_free(ml_profile_t *p);
 /* rank 0: the header line; job and created stamp from the naming step */
 void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, const char *iso);

@@ -156,6 +156,9 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
                   ml_cfg.timing == ML_TIMING_SAMPLED ? "sampled" : "all", (int)ml_sample_mask + 1,
                   ML_WARMUP_CALLS, ML_ALWAYS_TIME_ABOVE_NS);
     ml_buf_printf(b, "\"overhead_sampled_ns\":%.4g,", ml_overhead_sampled_ns);
+    /* the profiler's end-of-run collectives on rank 0 (profile_reduce.c); the format and
+     * the write come after and cannot be in the file they produce */
+    ml_buf_printf(b, "\"profiler_finalize_s\":{\"reduce\":%.6g},", p->fin_reduce_s);
     ml_buf_printf(b, "\"overhead_ns\":%.4g,\"caution_factor\":%d,\"detail\":%s,\"config\":{\"output\":",
                   p->overhead_max, ML_CAUTION_FACTOR, ml_cfg.detail ? "true" : "false");
     ml_buf_json_str(b, ml_cfg.output);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "profile.h"
@@ -92,71 +93,192 @@ static void *ml_zalloc(size_t n, size_t size)
     return p;
 }
 
+/* The cross-rank aggregates travel in one packed buffer of 8-byte words, reduced by
+ * one MPI_Reduce with a user-defined operation (ml_pack_op): one collective instead of
+ * nine.  Its layout, in words (NF functions, NU = NF + ND * ML_DWORDS counters):
+ *   [0, NU)                 uint64 sums: calls, then the data records' counters
+ *   CMIN, CMAX  [NF each]   uint64 min / max of the calls per rank
+ *   TSUM        [NF + 2]    double sums: time per function, then wall, mpi
+ *   TMAX        [NF]        double max: the longest single call
+ *   TMIN        [NF + 2]    double min: the shortest single call, then wall, mpi
+ *   RTMIN       [NF]        double min: the per-rank total
+ *   RTMAX, RTRANK [NF each] double max of the per-rank total and its rank (lowest on a tie)
+ *   MX          [3]         double max: wall, mpi, overhead
+ *   SPAN        [ND * 2]    uint64 max: the collectives' largest node span (nodes.c)
+ * The operation is declared non-commutative: MPICH then reduces in rank order
+ * (binomial tree) and never takes its SMP-aware path, whose MPI_Reduce of >= 1000
+ * uint64 dropped the root's own contribution when rank 0 was alone on its node (MPICH
+ * 4.0.2, pmodels/mpich issue 6893); every word is still reduced elementwise, so the
+ * order changes nothing but the rounding of the double sums. */
+enum { ML_PK_NF = ML_NFUNC };
+static size_t pk_nu, pk_cmin, pk_cmax, pk_tsum, pk_tmax, pk_tmin, pk_rtmin, pk_rtmax, pk_rtrank,
+    pk_mx, pk_span, pk_words;
+
+static void pk_layout(void)
+{
+    const size_t NF = ML_NFUNC;
+    pk_nu = NF + (size_t)ML_NDATA * ML_DWORDS;
+    pk_cmin = pk_nu;
+    pk_cmax = pk_cmin + NF;
+    pk_tsum = pk_cmax + NF;
+    pk_tmax = pk_tsum + NF + 2;
+    pk_tmin = pk_tmax + NF;
+    pk_rtmin = pk_tmin + NF + 2;
+    pk_rtmax = pk_rtmin + NF;
+    pk_rtrank = pk_rtmax + NF;
+    pk_mx = pk_rtrank + NF;
+    pk_span = pk_mx + 3;
+    pk_words = pk_span + (size_t)ML_NDATA * 2;
+}
+
+static double pk_getd(const uint64_t *w, size_t i) { double d; memcpy(&d, w + i, sizeof d); return d; }
+static void pk_setd(uint64_t *w, size_t i, double d) { memcpy(w + i, &d, sizeof d); }
+
+static void ml_pack_op(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const size_t NF = ML_NFUNC;
+    for (int e = 0; e < *len; e++) {
+        const uint64_t *a = (const uint64_t *)in + (size_t)e * pk_words;
+        uint64_t *b = (uint64_t *)inout + (size_t)e * pk_words;
+        for (size_t i = 0; i < pk_nu; i++) b[i] += a[i];
+        for (size_t i = 0; i < NF; i++) {
+            if (a[pk_cmin + i] < b[pk_cmin + i]) b[pk_cmin + i] = a[pk_cmin + i];
+            if (a[pk_cmax + i] > b[pk_cmax + i]) b[pk_cmax + i] = a[pk_cmax + i];
+            pk_setd(b, pk_tmax + i, fmax(pk_getd(a, pk_tmax + i), pk_getd(b, pk_tmax + i)));
+            pk_setd(b, pk_rtmin + i, fmin(pk_getd(a, pk_rtmin + i), pk_getd(b, pk_rtmin + i)));
+            double va = pk_getd(a, pk_rtmax + i), vb = pk_getd(b, pk_rtmax + i);
+            if (va > vb || (va == vb && a[pk_rtrank + i] < b[pk_rtrank + i])) {
+                pk_setd(b, pk_rtmax + i, va);
+                b[pk_rtrank + i] = a[pk_rtrank + i];
+            }
+        }
+        for (size_t i = 0; i < NF + 2; i++) {
+            /* in holds the lower ranks (non-commutative op): their sum comes first */
+            pk_setd(b, pk_tsum + i, pk_getd(a, pk_tsum + i) + pk_getd(b, pk_tsum + i));
+            pk_setd(b, pk_tmin + i, fmin(pk_getd(a, pk_tmin + i), pk_getd(b, pk_tmin + i)));
+        }
+        for (size_t i = 0; i < 3; i++)
+            pk_setd(b, pk_mx + i, fmax(pk_getd(a, pk_mx + i), pk_getd(b, pk_mx + i)));
+        for (size_t i = pk_span; i < pk_words; i++)
+            if (a[i] > b[i]) b[i] = a[i];
+    }
+}
+
+static void ml_sum_u64_op(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const uint64_t *a = in;
+    uint64_t *b = inout;
+    for (int i = 0; i < *len; i++) b[i] += a[i];
+}
+
+void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n)
+{
+    MPI_Op op;
+    PMPI_Op_create(ml_sum_u64_op, 0, &op); /* non-commutative: see ml_pack_op */
+    PMPI_Reduce(in, out, n, MPI_UINT64_T, op, 0, MPI_COMM_WORLD);
+    PMPI_Op_free(&op);
+}
+
+double ml_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void ml_profile_reduce(ml_profile_t *p)
 {
     enum { NF = ML_NFUNC, ND = ML_NDATA };
-    const size_t NU = NF + (size_t)ND * ML_DWORDS;
+    double t0 = ml_now_s();
     memset(p, 0, sizeof *p);
     gethostname(p->host, sizeof p->host - 1);
     ml_slot_t *m = p->m = ml_merge();
     p->wall = ml_ticks_to_s(ml_t_final - ml_t_init);
     p->mpi = ml_mpi_time(m);
+    pk_layout();
+    const size_t NU = pk_nu;
 
     /* this rank's values, laid out as the results */
-    uint64_t *u = ml_zalloc(NU, sizeof *u), *cnt = ml_zalloc(NF, sizeof *cnt);
-    double *t = ml_zalloc(NF + 2, sizeof *t), *tmax = ml_zalloc(NF, sizeof *tmax);
-    double *tmin = ml_zalloc(NF + 2, sizeof *tmin);
-    struct { double v; int r; } *tl = ml_zalloc(NF, sizeof *tl);
+    uint64_t *w = ml_zalloc(pk_words, sizeof *w), *res = ml_zalloc(pk_words, sizeof *res);
     for (int i = 0; i < NF; i++) {
-        u[i] = cnt[i] = m->f[i].calls;
-        t[i] = ml_est_s(&m->f[i]);                                        /* this rank's total */
-        tmax[i] = m->f[i].tmax ? ml_ticks_to_s(m->f[i].tmax) : 0;        /* longest single call */
-        tmin[i] = m->f[i].calls ? ml_ticks_to_s(m->f[i].tmin) : INFINITY; /* shortest single call */
-        tl[i].v = t[i];
-        tl[i].r = ml_world_rank;
+        double t = ml_est_s(&m->f[i]);                                      /* this rank's total */
+        w[i] = w[pk_cmin + i] = w[pk_cmax + i] = m->f[i].calls;
+        pk_setd(w, pk_tsum + i, t);
+        pk_setd(w, pk_tmax + i, m->f[i].tmax ? ml_ticks_to_s(m->f[i].tmax) : 0); /* longest call */
+        pk_setd(w, pk_tmin + i, m->f[i].calls ? ml_ticks_to_s(m->f[i].tmin) : INFINITY);
+        pk_setd(w, pk_rtmin + i, t);
+        pk_setd(w, pk_rtmax + i, t);
+        w[pk_rtrank + i] = (uint64_t)ml_world_rank;
     }
     for (int i = 0; i < ND; i++) {
-        uint64_t *w = u + NF + (size_t)i * ML_DWORDS;
-        w[ML_DW_BYTES_S] = m->d[i].bytes_s;
-        w[ML_DW_BYTES_R] = m->d[i].bytes_r;
-        w[ML_DW_SERVED] = m->d[i].served;
-        memcpy(w + ML_DW_HIST_S, m->d[i].hist_s, sizeof m->d[i].hist_s);
-        memcpy(w + ML_DW_HIST_R, m->d[i].hist_r, sizeof m->d[i].hist_r);
-        w[ML_DW_HIST_BYTES_S] = m->d[i].hist_bytes_s;
-        memcpy(w + ML_DW_XNODE, m->d[i].xnode, sizeof m->d[i].xnode);
-        memcpy(w + ML_DW_SPAN, m->d[i].span_calls, sizeof m->d[i].span_calls);
+        uint64_t *d = w + NF + (size_t)i * ML_DWORDS;
+        d[ML_DW_BYTES_S] = m->d[i].bytes_s;
+        d[ML_DW_BYTES_R] = m->d[i].bytes_r;
+        d[ML_DW_SERVED] = m->d[i].served;
+        memcpy(d + ML_DW_HIST_S, m->d[i].hist_s, sizeof m->d[i].hist_s);
+        memcpy(d + ML_DW_HIST_R, m->d[i].hist_r, sizeof m->d[i].hist_r);
+        d[ML_DW_HIST_BYTES_S] = m->d[i].hist_bytes_s;
+        memcpy(d + ML_DW_XNODE, m->d[i].xnode, sizeof m->d[i].xnode);
+        memcpy(d + ML_DW_SPAN, m->d[i].span_calls, sizeof m->d[i].span_calls);
     }
-    t[NF] = tmin[NF] = p->wall;
-    t[NF + 1] = tmin[NF + 1] = p->mpi;
-    double mx[3] = {p->wall, p->mpi, ml_overhead_ns}, mxs[3];
+    pk_setd(w, pk_tsum + NF, p->wall);
+    pk_setd(w, pk_tmin + NF, p->wall);
+    pk_setd(w, pk_tsum + NF + 1, p->mpi);
+    pk_setd(w, pk_tmin + NF + 1, p->mpi);
+    pk_setd(w, pk_mx + 0, p->wall);
+    pk_setd(w, pk_mx + 1, p->mpi);
+    pk_setd(w, pk_mx + 2, ml_overhead_ns);
+    for (int i = 0; i < ND; i++) {
+        w[pk_span + 2 * (size_t)i] = m->d[i].span_max[0];
+        w[pk_span + 2 * (size_t)i + 1] = m->d[i].span_max[1];
+    }
 
-    p->calls = ml_zalloc(NU, sizeof *u);
-    p->calls_min = ml_zalloc(NF, sizeof *cnt);
-    p->calls_max = ml_zalloc(NF, sizeof *cnt);
-    p->time = ml_zalloc(NF + 2, sizeof *t);
-    p->call_max = ml_zalloc(NF, sizeof *t);
-    p->call_min = ml_zalloc(NF + 2, sizeof *t);
-    p->rank_time_min = ml_zalloc(NF, sizeof *t);
-    p->rank_time_max = ml_zalloc(NF, sizeof *tl);
-    PMPI_Reduce(u, p->calls, (int)NU, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(cnt, p->calls_min, NF, MPI_UINT64_T, MPI_MIN, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(cnt, p->calls_max, NF, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(t, p->time, NF + 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(tmax, p->call_max, NF, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(tmin, p->call_min, NF + 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(t, p->rank_time_min, NF, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(tl, p->rank_time_max, NF, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(mx, mxs, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    p->wall_max = mxs[0];
-    p->mpi_max = mxs[1];
-    p->overhead_max = mxs[2];
-    free(u); free(cnt); free(t); free(tmax); free(tmin); free(tl);
+    MPI_Datatype type;
+    MPI_Op op;
+    PMPI_Type_contiguous((int)(pk_words * sizeof *w), MPI_BYTE, &type);
+    PMPI_Type_commit(&type);
+    PMPI_Op_create(ml_pack_op, 0, &op);
+    PMPI_Reduce(w, res, 1, type, op, 0, MPI_COMM_WORLD);
+    PMPI_Op_free(&op);
+    PMPI_Type_free(&type);
+
+    p->calls = ml_zalloc(NU, sizeof *p->calls);
+    p->calls_min = ml_zalloc(NF, sizeof *p->calls_min);
+    p->calls_max = ml_zalloc(NF, sizeof *p->calls_max);
+    p->time = ml_zalloc(NF + 2, sizeof *p->time);
+    p->call_max = ml_zalloc(NF, sizeof *p->call_max);
+    p->call_min = ml_zalloc(NF + 2, sizeof *p->call_min);
+    p->rank_time_min = ml_zalloc(NF, sizeof *p->rank_time_min);
+    p->rank_time_max = ml_zalloc(NF, sizeof *p->rank_time_max);
+    if (ml_world_rank == 0) {
+        memcpy(p->calls, res, NU * sizeof *res);
+        memcpy(p->calls_min, res + pk_cmin, NF * sizeof *res);
+        memcpy(p->calls_max, res + pk_cmax, NF * sizeof *res);
+        for (int i = 0; i < NF + 2; i++) {
+            p->time[i] = pk_getd(res, pk_tsum + (size_t)i);
+            p->call_min[i] = pk_getd(res, pk_tmin + (size_t)i);
+        }
+        for (int i = 0; i < NF; i++) {
+            p->call_max[i] = pk_getd(res, pk_tmax + (size_t)i);
+            p->rank_time_min[i] = pk_getd(res, pk_rtmin + (size_t)i);
+            p->rank_time_max[i].v = pk_getd(res, pk_rtmax + (size_t)i);
+            p->rank_time_max[i].r = (int)res[pk_rtrank + (size_t)i];
+        }
+        p->wall_max = pk_getd(res, pk_mx + 0);
+        p->mpi_max = pk_getd(res, pk_mx + 1);
+        p->overhead_max = pk_getd(res, pk_mx + 2);
+    }
+    free(w);
 
     /* hosts: 256-byte names gathered to rank 0 */
     p->hosts = ml_world_rank == 0 ? ml_zalloc((size_t)ml_world_size, 256) : NULL;
     PMPI_Gather(p->host, 256, MPI_CHAR, p->hosts, 256, MPI_CHAR, 0, MPI_COMM_WORLD);
     p->topo = ml_topo_json(); /* collective */
-    ml_nodes_reduce(m);       /* collective */
+    ml_nodes_reduce(m, res + pk_span); /* collective */
+    free(res);
+    p->fin_reduce_s = ml_now_s() - t0;
 }
 
 void ml_profile_free(ml_profile_t *p)

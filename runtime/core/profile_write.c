@@ -332,7 +332,13 @@ int ml_write_profile(void)
         ml_tmp_name(tmp, sizeof tmp, path, stamp);
         ml_profile_header(&b, &prof, job, iso);
     }
+    /* compression (profile_gzip.c): every rank decides alike from rank 0's path */
+    int gz = ml_world_rank == 0 ? ml_profile_compressed(path) : 0;
+    PMPI_Bcast(&gz, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (gz) ml_gzip_tail(&b, 0);
+    size_t mark = b.n;
     if (ml_cfg.detail) ml_profile_rank_line(&b, &prof);
+    if (gz) ml_gzip_tail(&b, mark);
     char why[2 * 4300 + 2 * MPI_MAX_ERROR_STRING] = {0};
     int failed = ml_write_placed(&b, path, tmp, sizeof tmp, stamp, why, sizeof why); /* 3. write */
     if (ml_world_rank == 0) {                                   /* 4. claim the name */

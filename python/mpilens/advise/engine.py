@@ -69,20 +69,23 @@ def warnings(prof: Profile) -> list[str]:
     from .collectives import FAMILIES
     from .rules.collective import size_modes
 
-    out = []
+    out: list[str] = []
     for name in FAMILIES:
         modes = size_modes(prof.functions.get(name, {}))
         if modes:
             out.append(f"{name}'s calls have sizes from {fmt_bytes(modes[0])} to "
                        f"{fmt_bytes(modes[1])} (its send histogram): rule 3 does not judge "
                        f"them on their mean size (no profile records their times apart)")
-    for r in prof.ranks:
-        if float(r["mpi_s"]) > 1.05 * float(r["wall_s"]):
-            out.append(f"rank {r['rank']}'s time in MPI ({float(r['mpi_s']):.3g} s) exceeds its "
-                       f"wall time ({float(r['wall_s']):.3g} s): "
-                       + ("sampled timing estimated it from few calls; run with "
-                          "MPILENS_TIMING=all" if prof.header.get("timing", {}).get("mode")
-                          == "sampled" else "the profile's times are inconsistent"))
+    if not prof.ranks:
+        return out
+    t = prof.columns()
+    for rank in (t.mpi_s > 1.05 * t.wall_s).nonzero()[0].tolist():
+        mpi, wall = float(t.mpi_s[rank]), float(t.wall_s[rank])
+        out.append(f"rank {rank}'s time in MPI ({mpi:.3g} s) exceeds its "
+                   f"wall time ({wall:.3g} s): "
+                   + ("sampled timing estimated it from few calls; run with "
+                      "MPILENS_TIMING=all" if prof.header.get("timing", {}).get("mode")
+                      == "sampled" else "the profile's times are inconsistent"))
     return out
 
 

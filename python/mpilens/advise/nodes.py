@@ -13,13 +13,20 @@ from .finding import Context
 
 
 def hosts_of(ctx: Context) -> list[str]:
-    return [str(r.get("host", "")) for r in ctx.prof.ranks]
+    if not ctx.prof.ranks:
+        return []
+    t = ctx.prof.columns()
+    return [t.hosts[h] for h in t.host.tolist()]
 
 
 def nodes_of(ctx: Context) -> list[str]:
     """Each rank's node: its `node` index when the profile has one (issue 18's view),
     else its host name; two ranks are on one node when these are equal."""
-    return [f"node{r['node']}" if "node" in r else str(r.get("host", "")) for r in ctx.prof.ranks]
+    if not ctx.prof.ranks:
+        return []
+    t = ctx.prof.columns()
+    return [f"node{n}" if n >= 0 else t.hosts[h]
+            for n, h in zip(t.node.tolist(), t.host.tolist())]
 
 
 def node_count(ctx: Context) -> int:
@@ -28,10 +35,12 @@ def node_count(ctx: Context) -> int:
 
 def sent(ctx: Context) -> Iterator[tuple[int, int, int, int]]:
     """(rank, peer, messages, bytes) of every point-to-point flow between two ranks."""
-    for r in ctx.prof.ranks:
-        for peer, msgs, nbytes in r.get("peers", {}).get("sent", []):
-            if peer != r["rank"] and msgs:
-                yield r["rank"], int(peer), int(msgs), int(nbytes)
+    if not ctx.prof.ranks:
+        return
+    t = ctx.prof.columns()  # the peers.sent triples, in rank order
+    keep = (t.peer_src != t.peer_dst) & (t.peer_msgs > 0)
+    yield from zip(t.peer_src[keep].tolist(), t.peer_dst[keep].tolist(),
+                   t.peer_msgs[keep].tolist(), t.peer_bytes[keep].tolist())
 
 
 def flows(ctx: Context, inter: bool) -> list[tuple[int, int, int, int]]:

@@ -16,11 +16,14 @@ from ..report import (
     commpattern,
     comms,
     conventions,
+    headercheck,
     layout,
     limits,
     nodes,
     ranks,
     regions,
+    spread,
+    spread_text,
     terminal,
     timeline,
     waitsfor,
@@ -60,8 +63,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "mpip: mpiP's sent bytes per function (docs/runtime.md, byte conventions)")
     p.add_argument("--ranks", action="store_true",
                    help="per-rank table: time in MPI, wall time, calls, bytes, top function "
-                        "(text: added to the page; csv: printed instead of the function table; "
+                        "(text: added to the page, in place of the spread over ranks; csv: printed instead of the function table; "
                         "json: always included)")
+    p.add_argument("--node-matrix", action="store_true",
+                   help="text: also print the node x node matrix of point-to-point bytes and "
+                        "messages (JSON: always, under nodes)")
     p.add_argument("--callsite", type=positive_int, metavar="N",
                    help="call site N of the 'top call sites' table in detail: its stack, "
                         "per-rank calls and time, message sizes")
@@ -103,16 +109,19 @@ def report_data(args: argparse.Namespace, prof: Profile) -> dict[str, Any]:
     cs = callsites.callsite_rows(prof)
     data: dict[str, Any] = {
         "summary": analysis.summary(prof),
+        "header_check": headercheck.check(prof),
         "functions": rows[: args.top] if args.top else rows,
         "communication": commpattern.summary(prof),
         "alltoall": analysis.alltoall_rows(prof),
         "ranks": ranks.rank_rows(prof),
+        "rank_spread": spread.rank_spread(prof),
+        "node_spread": spread.node_spread(prof),
         "nodes": nodes.node_view(prof),
         "callsites": cs[: args.top] if args.top else cs,
         "callsites_dropped": callsites.dropped(prof),
         "regions": regions.region_rows(prof),
         "regions_dropped": regions.dropped(prof),
-        "timeline": timeline.timeline(prof),
+        "timeline": timeline.as_json(timeline.timeline(prof)),
         "comms": comms.comm_rows(prof),
         "comms_dropped": comms.dropped(prof),
     }
@@ -176,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         terminal.render(prof, args.top or DEFAULT_TOP, args.function, per_rank=args.ranks,
                         region=args.region, width=args.width)
+        if args.node_matrix:
+            print("\n".join(spread_text.node_matrix_lines(prof)))
         return 0
     data = report_data(args, prof)
     if args.format == "json":

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..errors import UserError
 from ..units import fmt_bytes, fmt_pct, fmt_time
 from .profile import Profile
@@ -23,21 +25,23 @@ def _stat(d: dict[str, Any]) -> dict[str, float]:
     return {k: float(d.get(k, 0.0)) for k in ("min", "mean", "max")}
 
 
-def comm_time_per_rank(prof: Profile) -> list[float] | None:
+def comm_time_per_rank(prof: Profile) -> np.ndarray | None:
     """Time inside MPI per rank, without MPI_Init/MPI_Finalize (None without rank lines).
     The profile's mpi_s already leaves them out (docs/profile-format.md)."""
     if not prof.ranks:
         return None
-    return [float(r["mpi_s"]) for r in prof.ranks]
+    return prof.columns().mpi_s
 
 
-def mpi_percent_per_rank(prof: Profile) -> list[float] | None:
+def mpi_percent_per_rank(prof: Profile) -> np.ndarray | None:
     """% of wall time inside MPI (without MPI_Init/Finalize) for every rank."""
-    comm = comm_time_per_rank(prof)
-    if comm is None:
+    if not prof.ranks:
         return None
-    return [100.0 * c / r["wall_s"] if r["wall_s"] > 0 else 0.0
-            for c, r in zip(comm, prof.ranks)]
+    t = prof.columns()
+    out = np.zeros(t.n)
+    ok = t.wall_s > 0
+    out[ok] = 100.0 * t.mpi_s[ok] / t.wall_s[ok]
+    return out
 
 
 def summary(prof: Profile) -> dict[str, Any]:
@@ -46,7 +50,8 @@ def summary(prof: Profile) -> dict[str, Any]:
     wall, mpi = _stat(h["wall_s"]), _stat(h["mpi_s"])
     pct = mpi_percent_per_rank(prof)
     if pct is not None:
-        mpi_pct = {"min": min(pct), "mean": sum(pct) / len(pct), "max": max(pct)}
+        vals = pct.tolist()
+        mpi_pct = {"min": min(vals), "mean": sum(vals) / len(vals), "max": max(vals)}
     else:  # no rank lines: estimate from the cross-rank aggregates
         mpi_pct = {k: 100.0 * mpi[k] / wall[k] if wall[k] > 0 else 0.0 for k in mpi}
     caution = sorted(n for n, f in prof.functions.items() if f.get("caution"))
@@ -64,6 +69,11 @@ def summary(prof: Profile) -> dict[str, Any]:
         "mpi_s": mpi,
         "mpi_pct": mpi_pct,
         "overhead_ns": float(h.get("overhead_ns", 0.0)),
+        # the profiler's own collectives at MPI_Finalize (rank 0), when the profile has it
+        "profiler_finalize_s": (float(h["profiler_finalize_s"]["reduce"])
+                                if isinstance(h.get("profiler_finalize_s"), dict)
+                                and isinstance(h["profiler_finalize_s"].get("reduce"),
+                                               (int, float)) else None),
         "clock": h.get("clock", {}),
         "functions_called": len(prof.functions),
         "caution_functions": caution,

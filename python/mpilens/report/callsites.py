@@ -14,11 +14,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from array import array
+from operator import add
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .profile import Profile
+from .profile import Profile, register_fold
 
 Key = tuple[str, tuple[tuple[str, int], ...]]
 
@@ -67,25 +69,56 @@ def _frames(rank: dict[str, Any], site: dict[str, Any]) -> tuple[tuple[str, int]
 
 
 def has_callsites(prof: Profile) -> bool:
-    return any("callsites" in r for r in prof.ranks)
+    return bool(prof.folded("callsites")["present"])
 
 
-def _aggregate(prof: Profile) -> dict[Key, dict[str, Any]]:
-    agg: dict[Key, dict[str, Any]] = {}
-    for r in prof.ranks:
+class _Sites:
+    """Call sites summed over ranks (registered as the load-time view "callsites"):
+    per site its sums and, per rank that had it, calls and time (arrays, in rank order)."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.agg: dict[Key, dict[str, Any]] = {}
+        self.present = False
+        self.dropped: dict[str, Any] = {"calls": 0, "time_s": 0.0, "bytes_sent": 0,
+                                        "bytes_recv": 0}
+
+    def add(self, r: dict[str, Any]) -> None:
+        if "callsites" in r:
+            self.present = True
+        rank = int(r["rank"])
         for s in r.get("callsites", []):
             key = (str(s["function"]), _frames(r, s))
-            a = agg.setdefault(key, {"calls": 0, "time_s": 0.0, "bytes_sent": 0, "bytes_recv": 0,
-                                     "hist": [0] * len(s.get("hist", [])), "ranks": {}})
+            a = self.agg.get(key)
+            if a is None:
+                a = self.agg[key] = {"calls": 0, "time_s": 0.0, "bytes_sent": 0,
+                                     "bytes_recv": 0, "hist": [0] * len(s.get("hist", [])),
+                                     "rank": array("q"), "rank_calls": [],
+                                     "rank_time": array("d")}
             a["calls"] += int(s["calls"])
             a["time_s"] += float(s["time_s"])
             a["bytes_sent"] += int(s["bytes_sent"])
             a["bytes_recv"] += int(s["bytes_recv"])
-            a["hist"] = [x + int(y) for x, y in zip(a["hist"], s.get("hist", []))]
-            pr = a["ranks"].setdefault(int(r["rank"]), {"calls": 0, "time_s": 0.0})
-            pr["calls"] += int(s["calls"])
-            pr["time_s"] += float(s["time_s"])
-    return agg
+            a["hist"] = list(map(add, a["hist"], s.get("hist", [])))  # ints: checked at load
+            if a["rank"] and a["rank"][-1] == rank:
+                a["rank_calls"][-1] += int(s["calls"])
+                a["rank_time"][-1] += float(s["time_s"])
+            else:
+                a["rank"].append(rank)
+                a["rank_calls"].append(int(s["calls"]))
+                a["rank_time"].append(float(s["time_s"]))
+        d = r.get("callsites_dropped", {})
+        for k, v in self.dropped.items():
+            self.dropped[k] = v + type(v)(d.get(k, 0))
+
+    def result(self) -> dict[str, Any]:
+        return {"present": self.present, "sites": self.agg, "dropped": self.dropped}
+
+
+register_fold("callsites", _Sites)
+
+
+def _aggregate(prof: Profile) -> dict[Key, dict[str, Any]]:
+    return prof.folded("callsites")["sites"]  # type: ignore[no-any-return]
 
 
 Resolved = tuple[str | None, str | None, int | None]
@@ -129,8 +162,9 @@ def callsite_rows(prof: Profile) -> list[dict[str, Any]]:
                      "calls": a["calls"], "time_s": a["time_s"],
                      "sites_pct": 100.0 * a["time_s"] / total if total > 0 else 0.0,
                      "bytes_sent": a["bytes_sent"], "bytes_recv": a["bytes_recv"],
-                     "hist": a["hist"], "nranks": len(a["ranks"]),
-                     "per_rank": [{"rank": k, **v} for k, v in sorted(a["ranks"].items())]})
+                     "hist": a["hist"], "nranks": len(a["rank"]),
+                     "per_rank": [{"rank": k, "calls": c, "time_s": t} for k, c, t in
+                                  zip(a["rank"], a["rank_calls"], a["rank_time"])]})
     rows.sort(key=lambda r: (-r["time_s"], -r["calls"], r["function"], r["location"]))
     for i, r in enumerate(rows):
         r["id"] = i + 1
@@ -139,12 +173,7 @@ def callsite_rows(prof: Profile) -> list[dict[str, Any]]:
 
 def dropped(prof: Profile) -> dict[str, Any]:
     """Calls of sites beyond MPILENS_CALLSITE_SLOTS, summed over ranks."""
-    out: dict[str, Any] = {"calls": 0, "time_s": 0.0, "bytes_sent": 0, "bytes_recv": 0}
-    for r in prof.ranks:
-        d = r.get("callsites_dropped", {})
-        for k, v in out.items():
-            out[k] = v + type(v)(d.get(k, 0))
-    return out
+    return dict(prof.folded("callsites")["dropped"])
 
 
 def site_key(row: dict[str, Any]) -> tuple[str, str]:

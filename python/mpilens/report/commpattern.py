@@ -22,7 +22,11 @@ Collective traffic is summarised apart, by the kind of collective.
 
 from __future__ import annotations
 
+import heapq
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..units import fmt_bytes
 from . import stencil
@@ -35,34 +39,75 @@ GRAPH_SHARE = 0.90
 SPARSE_PEERS = 6
 
 
-def matrix(prof: Profile) -> list[list[int]] | None:
-    """bytes[src][dst] of point-to-point traffic, or None without rank lines."""
+@dataclass
+class Traffic:
+    """Point-to-point bytes between ranks as sparse triples: one entry per ordered
+    (source, destination) with bytes, summed over the rank lines' `peers.sent` (never a
+    P x P matrix: a 100,000-rank job has a few hundred thousand entries)."""
+
+    n: int
+    src: np.ndarray     # int64
+    dst: np.ndarray     # int64
+    nbytes: np.ndarray  # uint64, > 0
+
+    def any(self) -> bool:
+        return bool(len(self.nbytes))
+
+    def binned(self, cells: int = 256) -> tuple[np.ndarray, int]:
+        """bytes[source bin][destination bin] with at most `cells` x `cells` bins of
+        consecutive ranks (float64), and the ranks per bin."""
+        per = max(1, -(-self.n // cells))
+        k = -(-self.n // per)
+        out = np.zeros((k, k), dtype=np.float64)
+        np.add.at(out, (self.src // per, self.dst // per), self.nbytes.astype(np.float64))
+        return out, per
+
+
+def matrix(prof: Profile) -> Traffic | None:
+    """Bytes of point-to-point traffic from source to destination (sparse), or None
+    without rank lines."""
     if not prof.ranks:
         return None
+    t = prof.columns()
     n = prof.nranks
-    m = [[0] * n for _ in range(n)]
-    for r in prof.ranks:
-        for peer, _msgs, nbytes in r.get("peers", {}).get("sent", []):
-            if 0 <= peer < n:
-                m[r["rank"]][peer] += int(nbytes)
-    return m
+    ok = (t.peer_dst >= 0) & (t.peer_dst < n)
+    return traffic(n, t.peer_src[ok], t.peer_dst[ok], t.peer_bytes[ok])
 
 
-def pairs_of(m: list[list[int]]) -> dict[tuple[int, int], int]:
+def traffic(n: int, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> Traffic:
+    """Sum the triples by ordered (source, destination); keep those with bytes."""
+    if not len(src):
+        e = np.zeros(0, dtype=np.int64)
+        return Traffic(n, e, e, np.zeros(0, dtype=np.uint64))
+    key = src.astype(np.int64) * n + dst.astype(np.int64)
+    uniq, inv = np.unique(key, return_inverse=True)
+    sums = np.zeros(len(uniq), dtype=np.uint64)
+    np.add.at(sums, inv, nbytes.astype(np.uint64))
+    keep = sums > 0
+    uniq = uniq[keep]
+    return Traffic(n, uniq // n, uniq % n, sums[keep])
+
+
+def pairs_of(m: Traffic) -> dict[tuple[int, int], int]:
     """Bytes between two different ranks, both ways, keyed (a, b) with a < b."""
-    n = len(m)
-    out: dict[tuple[int, int], int] = {}
-    for i in range(n):
-        for j in range(i + 1, n):
-            if m[i][j] or m[j][i]:
-                out[(i, j)] = m[i][j] + m[j][i]
-    return out
+    other = m.src != m.dst
+    a = np.minimum(m.src, m.dst)[other]
+    b = np.maximum(m.src, m.dst)[other]
+    v = m.nbytes[other]
+    if not len(a):
+        return {}
+    key = a * m.n + b
+    uniq, inv = np.unique(key, return_inverse=True)
+    sums = [0] * len(uniq)
+    for i, x in zip(inv.tolist(), v.tolist()):
+        sums[i] += x
+    return {(k // m.n, k % m.n): s for k, s in zip(uniq.tolist(), sums)}
 
 
-def self_traffic(m: list[list[int]]) -> dict[str, Any]:
+def self_traffic(m: Traffic) -> dict[str, Any]:
     """Bytes each rank sent to itself: not a peer pair, reported apart."""
-    ranks = [i for i in range(len(m)) if m[i][i]]
-    return {"bytes": sum(m[i][i] for i in ranks), "ranks": ranks}
+    own = m.src == m.dst
+    return {"bytes": sum(m.nbytes[own].tolist()), "ranks": m.src[own].tolist()}
 
 
 def _root_centred(n: int, pairs: dict[tuple[int, int], int], total: int) -> tuple[str, str] | None:
@@ -99,15 +144,15 @@ def _declared(topologies: list[dict[str, Any]],
     return None
 
 
-def classify(m: list[list[int]], topologies: list[dict[str, Any]] | None = None
+def classify(m: Traffic, topologies: list[dict[str, Any]] | None = None
              ) -> tuple[str, str, stencil.Stencil | None]:
-    """(pattern, one-line reason, stencil or None) for a bytes matrix."""
-    n = len(m)
+    """(pattern, one-line reason, stencil or None) for the traffic between ranks."""
+    n = m.n
     pairs = pairs_of(m)
     total = sum(pairs.values())
     if total == 0:
         what = "no point-to-point traffic between ranks"
-        return "none", what + (" (only self-traffic)" if any(m[i][i] for i in range(n)) else ""), None
+        return "none", what + (" (only self-traffic)" if m.any() else ""), None
     found = _declared(topologies or [], pairs)
     if found:
         return found
@@ -117,7 +162,7 @@ def classify(m: list[list[int]], topologies: list[dict[str, Any]] | None = None
     s = stencil.infer(n, pairs)
     if s is not None:
         return "stencil", s.sentence(), s
-    ordered = sum(1 for i in range(n) for j in range(n) if i != j and m[i][j])
+    ordered = int(np.count_nonzero(m.src != m.dst))
     what = f"{ordered} of {n * (n - 1)} rank pairs exchange data"
     if ordered >= 0.75 * n * (n - 1):
         return "all-to-all", what, None
@@ -131,11 +176,12 @@ def classify(m: list[list[int]], topologies: list[dict[str, Any]] | None = None
     return "irregular", what, None
 
 
-def heaviest_pairs(m: list[list[int]], top: int = 5) -> list[dict[str, int]]:
+def heaviest_pairs(m: Traffic, top: int = 5,
+                   pairs: dict[tuple[int, int], int] | None = None) -> list[dict[str, int]]:
     """The heaviest pairs of two different ranks: bytes both ways."""
-    pairs = [{"a": a, "b": b, "bytes": v} for (a, b), v in pairs_of(m).items()]
-    pairs.sort(key=lambda p: (-p["bytes"], p["a"], p["b"]))
-    return pairs[:top]
+    best = heapq.nsmallest(top, ((-v, a, b) for (a, b), v in
+                                 (pairs if pairs is not None else pairs_of(m)).items()))
+    return [{"a": a, "b": b, "bytes": -v} for v, a, b in best]
 
 
 def collective_base(name: str) -> tuple[str, bool] | None:
@@ -197,7 +243,8 @@ def summary(prof: Profile, top: int = 5) -> dict[str, Any]:
                    self_traffic={"bytes": 0, "ranks": []})
         return out
     pattern, reason, st = classify(m, topologies)
+    pairs = pairs_of(m)
     out.update(pattern=pattern, reason=reason, stencil=st.as_dict() if st else None,
-               heaviest_pairs=heaviest_pairs(m, top), total_bytes=sum(pairs_of(m).values()),
+               heaviest_pairs=heaviest_pairs(m, top, pairs), total_bytes=sum(pairs.values()),
                self_traffic=self_traffic(m))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .profile import Profile
+from .profile import Profile, register_fold
 
 
 def describe(rec: dict[str, Any], by_id: dict[int, dict[str, Any]]) -> str:
@@ -30,25 +30,41 @@ def describe(rec: dict[str, Any], by_id: dict[int, dict[str, Any]]) -> str:
     return text + (f' "{name}"' if name and name != builtin else "")
 
 
-def comm_rows(prof: Profile) -> list[dict[str, Any]]:
-    """Communicators grouped by description, most MPI time first."""
-    agg: dict[str, dict[str, Any]] = {}
-    for r in prof.ranks:
+class _Comms:
+    """Communicator records grouped by description (the load-time view "comms")."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.agg: dict[str, dict[str, Any]] = {}
+        self.dropped = 0
+
+    def add(self, r: dict[str, Any]) -> None:
         recs = r.get("comms", [])
         by_id = {int(c["id"]): c for c in recs}
         for c in recs:
             d = describe(c, by_id)
-            a = agg.setdefault(d, {"communicator": d, "kind": c.get("kind"), "size": c.get("size"),
-                                   "name": c.get("name"), "records": 0, "calls": 0, "time_s": 0.0,
-                                   "bytes_sent": 0, "bytes_recv": 0})
+            a = self.agg.setdefault(d, {"communicator": d, "kind": c.get("kind"),
+                                        "size": c.get("size"), "name": c.get("name"),
+                                        "records": 0, "calls": 0, "time_s": 0.0,
+                                        "bytes_sent": 0, "bytes_recv": 0})
             a["records"] += 1
             for k in ("calls", "bytes_sent", "bytes_recv"):
                 a[k] += int(c.get(k, 0))
             a["time_s"] += float(c.get("time_s", 0.0))
-    rows = [a for a in agg.values() if a["calls"]]
+        self.dropped += int(r.get("comms_dropped", 0))
+
+    def result(self) -> dict[str, Any]:
+        return {"comms": self.agg, "dropped": self.dropped}
+
+
+register_fold("comms", _Comms)
+
+
+def comm_rows(prof: Profile) -> list[dict[str, Any]]:
+    """Communicators grouped by description, most MPI time first."""
+    rows = [dict(a) for a in prof.folded("comms")["comms"].values() if a["calls"]]
     rows.sort(key=lambda a: (-a["time_s"], -a["calls"], a["communicator"]))
     return rows
 
 
 def dropped(prof: Profile) -> int:
-    return sum(int(r.get("comms_dropped", 0)) for r in prof.ranks)
+    return int(prof.folded("comms")["dropped"])

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import analysis, callsites, commpattern, nodes, ranks, regions, timeline, waitsfor
+from . import (analysis, callsites, commpattern, headercheck, nodes, ranks, regions, spread,
+               timeline, waitsfor)
 from .profile import Profile
 from .schema import CAUTION_FACTOR
 
@@ -47,23 +49,47 @@ def _no_data(ax: Any, text: str) -> None:
     ax.set_yticks([])
 
 
+# Above this many ranks the per-rank figures draw groups of consecutive ranks (their mean,
+# at most BINS bars) and the heat maps at most BINS x BINS cells: the page stays small.
+BAR_RANKS = 256
+BINS = 256
+SPREAD_RANKS = 32  # the spread over ranks from this many ranks (as the terminal report)
+
+
+def _groups(n: int) -> int:
+    """Ranks per bar of a per-rank figure."""
+    return 1 if n <= BAR_RANKS else -(-n // BINS)
+
+
+def _group_mean(v: np.ndarray, per: int) -> np.ndarray:
+    if per == 1:
+        return v
+    pad = (-len(v)) % per
+    full = np.concatenate([v, np.full(pad, np.nan)]) if pad else v
+    return np.nanmean(full.reshape(-1, per), axis=1)
+
+
 def fig_time_per_rank(prof: Profile, rows: list[dict[str, Any]]) -> str:
     fig, ax = plt.subplots(figsize=(8, 4))
     names = [r["function"] for r in rows if r["function"] not in analysis.OUTSIDE][:MAX_STACKED]
     if prof.ranks:
-        ranks = list(range(prof.nranks))
-        bottom = [0.0] * prof.nranks
-        series = [(n, [float(r["functions"].get(n, {}).get("time_s", 0.0)) for r in prof.ranks])
-                  for n in names]
-        comm = analysis.comm_time_per_rank(prof) or []
-        other = [c - sum(v[i] for _, v in series) for i, c in enumerate(comm)]
-        if any(o > 1e-12 for o in other):
-            series.append(("other", [max(0.0, o) for o in other]))
+        t = prof.columns()
+        per = _groups(prof.nranks)
+        series = [(n, t.time_of(n)) for n in names]
+        comm = t.mpi_s
+        other = comm - sum((v for _, v in series), np.zeros(t.n))
+        if (other > 1e-12).any():
+            series.append(("other", np.maximum(0.0, other)))
+        xs = np.arange(-(-t.n // per)) * per
+        bottom = np.zeros(len(xs))
         for name, vals in series:
-            ax.bar(ranks, vals, bottom=bottom, label=name)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        ax.set_xlabel("rank")
-        ax.set_xticks(_rank_ticks(prof.nranks))
+            g = _group_mean(vals, per)
+            ax.bar(xs, g, bottom=bottom, width=0.8 * per, label=name, align="edge" if per > 1
+                   else "center")
+            bottom = bottom + g
+        ax.set_xlabel("rank" if per == 1 else f"rank (each bar: the mean of {per} ranks)")
+        if per == 1:
+            ax.set_xticks(_rank_ticks(prof.nranks))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     else:
         ax.bar(names, [r["rank_time_mean_s"] for r in rows if r["function"] in names])
@@ -86,16 +112,18 @@ class Imbalance:
 
 def imbalance_data(prof: Profile) -> Imbalance | None:
     mpi = analysis.comm_time_per_rank(prof)
-    if not mpi:
+    if mpi is None or not len(mpi):
         return None
-    outside = [max(0.0, float(r["wall_s"]) - m) for r, m in zip(prof.ranks, mpi)]
-    return Imbalance(in_mpi=mpi, outside=outside, mean_in_mpi=sum(mpi) / len(mpi))
+    t = prof.columns()
+    in_mpi = mpi.tolist()
+    outside = np.maximum(0.0, t.wall_s - mpi).tolist()
+    return Imbalance(in_mpi=in_mpi, outside=outside, mean_in_mpi=sum(in_mpi) / len(in_mpi))
 
 
 def imbalance_figure(prof: Profile) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 3.5))
     d = imbalance_data(prof)
-    if d is not None:
+    if d is not None and prof.nranks <= BAR_RANKS:
         ranks = list(range(prof.nranks))
         ax.bar(ranks, d.in_mpi, label="in MPI", color="#de2d26")
         ax.bar(ranks, d.outside, bottom=d.in_mpi, label="outside MPI", color="#9ecae1")
@@ -103,6 +131,30 @@ def imbalance_figure(prof: Profile) -> Figure:
         ax.axhline(mean, color="black", lw=1, ls="--", label=f"mean in MPI {fmt_time(mean)}")
         ax.set_xlabel("rank")
         ax.set_xticks(_rank_ticks(prof.nranks))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    elif d is not None:  # many ranks: the spread per group of ranks, not one bar per rank
+        per = _groups(prof.nranks)
+        mpi = np.asarray(d.in_mpi)
+        wall = mpi + np.asarray(d.outside)
+        k = -(-len(mpi) // per)
+        pad = k * per - len(mpi)
+
+        def grid(v: np.ndarray) -> np.ndarray:
+            return np.concatenate([v, np.full(pad, np.nan)]).reshape(k, per) if pad \
+                else v.reshape(k, per)
+
+        xs = np.arange(k) * per
+        g = grid(mpi)
+        ax.fill_between(xs, np.nanmin(g, axis=1), np.nanmax(g, axis=1), step="post",
+                        color="#fcae91", label="in MPI, min to max")
+        ax.step(xs, np.nanmean(g, axis=1), where="post", color="#de2d26", lw=1,
+                label="in MPI, mean")
+        ax.step(xs, np.nanmean(grid(wall), axis=1), where="post", color="#3182bd", lw=1,
+                label="wall time, mean")
+        mean = d.mean_in_mpi
+        ax.axhline(mean, color="black", lw=1, ls="--", label=f"mean in MPI {fmt_time(mean)}")
+        ax.set_xlabel(f"rank (groups of {per} consecutive ranks)")
+        ax.set_ylim(bottom=0)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     else:
         _no_data(ax, "no rank lines in this profile (MPILENS_DETAIL=off)")
@@ -118,16 +170,21 @@ def fig_imbalance(prof: Profile) -> str:
 def fig_heatmap(prof: Profile) -> str:
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
     m = commpattern.matrix(prof)
-    if m is None or not any(map(any, m)):
+    if m is None or not m.any():
         _no_data(ax, "no point-to-point traffic recorded")
     else:
         # floats: a count up to 2^64-1 does not fit the C long matplotlib would make of it
-        im = ax.imshow([[float(v) for v in row] for row in m], cmap="viridis", origin="upper")
-        fig.colorbar(im, ax=ax, label="bytes sent")
+        cells, per = m.binned(BINS)
+        k = cells.shape[0]
+        im = ax.imshow(cells, cmap="viridis", origin="upper", interpolation="nearest",
+                       extent=(-0.5 * per, (k - 0.5) * per, (k - 0.5) * per, -0.5 * per))
+        fig.colorbar(im, ax=ax, label="bytes sent" if per == 1
+                     else f"bytes sent ({per} x {per} ranks per cell)")
         ax.set_xlabel("destination rank")
         ax.set_ylabel("source rank")
-        ax.set_xticks(_rank_ticks(prof.nranks))
-        ax.set_yticks(_rank_ticks(prof.nranks))
+        if per == 1:
+            ax.set_xticks(_rank_ticks(prof.nranks))
+            ax.set_yticks(_rank_ticks(prof.nranks))
     ax.set_title("Point-to-point bytes between ranks")
     return _png(fig, "peer heatmap")
 
@@ -185,6 +242,9 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 
 def ranks_html(prof: Profile) -> str:
     """The per-rank table (as `mpilens report --ranks`)."""
+    if prof.nranks > BAR_RANKS and prof.ranks:
+        return (f"<p>Per rank: {prof.nranks:,} ranks, too many for one row each; "
+                "see the spread above and <code>mpilens report --ranks all</code>.</p>")
     rows = ranks.rank_rows(prof)
     if rows is None:
         return ""
@@ -262,13 +322,17 @@ def timeline_html(prof: Profile) -> str:
     if tl is None:
         return ""
     w, n = tl["bin_s"], tl["nbins"]
+    frac, per = timeline.binned_fraction(np.asarray(tl["mpi_fraction"]), BINS)
     fig, ax = plt.subplots(figsize=(8, max(2.0, min(8.0, 0.25 * prof.nranks + 1.5))))
-    im = ax.imshow(tl["mpi_fraction"], aspect="auto", cmap="magma", vmin=0.0, vmax=1.0,
-                   origin="upper", extent=(0.0, w * n, prof.nranks - 0.5, -0.5))
-    fig.colorbar(im, ax=ax, label="fraction of the bin in MPI")
+    im = ax.imshow(frac, aspect="auto", cmap="magma", vmin=0.0, vmax=1.0,
+                   origin="upper", interpolation="nearest",
+                   extent=(0.0, w * n, frac.shape[0] * per - 0.5, -0.5))
+    fig.colorbar(im, ax=ax, label="fraction of the bin in MPI" if per == 1
+                 else f"fraction of the bin in MPI (mean of {per} ranks per row)")
     ax.set_xlabel("time since MPI_Init (s)")
     ax.set_ylabel("rank")
-    ax.set_yticks(_rank_ticks(prof.nranks))
+    if per == 1:
+        ax.set_yticks(_rank_ticks(prof.nranks))
     ax.set_title("Time in MPI per rank over the run")
     heat = _png(fig, "time line heat map")
     fig, ax = plt.subplots(figsize=(8, 3.5))
@@ -323,6 +387,61 @@ def regions_html(prof: Profile) -> str:
                       for r in rows]))
 
 
+def spread_html(prof: Profile) -> str:
+    """Many ranks: the time in MPI per rank as a distribution (report/spread.py), and
+    per node."""
+    if prof.nranks < SPREAD_RANKS or not prof.ranks:
+        return ""
+    s = spread.rank_spread(prof)
+    if s is None:
+        return ""
+    e = html.escape
+    q = s["quantiles_s"]
+    fig, ax = plt.subplots(figsize=(8, 3))
+    h = s["histogram"]
+    edges = h["edges_s"]
+    ax.bar(edges[:-1], h["counts"], width=[b - a for a, b in zip(edges, edges[1:])],
+           align="edge", color="#de2d26")
+    ax.set_xlabel("time in MPI per rank (s), without MPI_Init/Finalize")
+    ax.set_ylabel("ranks")
+    ax.set_title(f"Ranks by time in MPI ({s['ranks']:,} ranks)")
+    out = [f"<p>Time in MPI per rank: min {fmt_time(q['min'])}, 1 % {fmt_time(q['p1'])}, "
+           f"25 % {fmt_time(q['p25'])}, median {fmt_time(q['p50'])}, 75 % {fmt_time(q['p75'])}, "
+           f"99 % {fmt_time(q['p99'])}, max {fmt_time(q['max'])}; mean {fmt_time(s['mean_s'])}"
+           f" (max/mean {s['imbalance']:.2f}).</p>", _png(fig, "ranks by time in MPI")]
+    out.append("<p>Most and least time in MPI:</p>" + _table(
+        ["most: rank", "host", "in MPI", "least: rank", "host", "in MPI"],
+        [[str(a["rank"]), e(a["host"]), fmt_time(a["mpi_s"]), str(b["rank"]), e(b["host"]),
+          fmt_time(b["mpi_s"])] for a, b in zip(s["top"], s["bottom"])]))
+    if s["outliers_count"]:
+        out.append(f"<p>Outliers: {s['outliers_count']:,} ranks score over "
+                   f"{s['outlier_score']} on |t - median| / (1.4826 MAD): "
+                   + e(", ".join(f"rank {o['rank']} {fmt_time(o['mpi_s'])}"
+                                 for o in s["outliers"])) + "</p>")
+    else:
+        out.append("<p>Outliers: none " + e(f"({s['outliers_note']})" if s["outliers_note"]
+                                           else f"(robust score <= {s['outlier_score']})")
+                   + ".</p>")
+    ns = spread.node_spread(prof)
+    if ns and ns["nodes"] > 1:
+        out.append(f"<p>Per node: mean time in MPI per rank, node imbalance (max/mean) "
+                   f"{ns['imbalance']:.2f} over {ns['nodes']:,} nodes.</p>" + _table(
+                       ["node", "host", "ranks", "MPI/rank", "bytes sent", "inter-node sent"],
+                       [[str(r["node"]), e(r["host"]), f"{r['ranks']:,}",
+                         fmt_time(r["mpi_mean_s"]), fmt_bytes(r["bytes_sent"]),
+                         fmt_bytes(r["p2p_inter_bytes"])]
+                        for r in ns["top"] + [x for x in ns["bottom"] if x not in ns["top"]][::-1]]))
+    return "<h2 id=\"spread\">Spread over ranks and nodes</h2>" + "".join(out)
+
+
+def check_html(prof: Profile) -> str:
+    """The header checked against the rank lines: a line only when they differ."""
+    hc = headercheck.check(prof)
+    if hc is None or hc["ok"]:
+        return ""
+    return f'<p class="callout caution">{html.escape(headercheck.sentence(hc))}</p>'
+
+
 def render(prof: Profile) -> str:
     """The complete HTML document for a profile."""
     e = html.escape
@@ -342,6 +461,9 @@ def render(prof: Profile) -> str:
                                f"{'' if len(s['caution_functions']) == 1 else 's'} marked caution")),
         ("Traffic pattern", f"{e(cp['pattern'])} ({e(cp['reason'])})"),
     ]
+    if s.get("profiler_finalize_s") is not None:
+        banner_rows.insert(-1, ("Profiler finalize", f"{fmt_time(s['profiler_finalize_s'])} in "
+                                "its end-of-run collectives (rank 0; before the write)"))
     banner = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in banner_rows)
     ftable = _table(
         ["function", "calls", "total", "mean", "call min/max", "% MPI", "% wall",
@@ -381,11 +503,11 @@ def render(prof: Profile) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>{CSS}</style></head><body>
 <div class="banner" id="summary"><h1>{e(title)}</h1><table>{banner}</table></div>
-{partial_html(prof)}
+{partial_html(prof)}{check_html(prof)}
 <h2>MPI functions by total time</h2>{ftable}
 {a2a}{regions_html(prof)}{callsites_html(prof)}{timeline_html(prof)}
 <h2>MPI time by function per rank</h2>{fig_time_per_rank(prof, rows)}
-<h2>Per-rank imbalance</h2>{fig_imbalance(prof)}{ranks_html(prof)}
+<h2>Per-rank imbalance</h2>{fig_imbalance(prof)}{spread_html(prof)}{ranks_html(prof)}
 <h2>Communication matrix</h2>{pattern_html(cp)}{fig_heatmap(prof)}
 <h2 id="nodes">Nodes</h2>{nodes_html(prof)}
 <h2>Message-size histograms</h2>{''.join(hists) or '<p>No messages recorded.</p>'}

@@ -43,14 +43,13 @@ def node_view(prof: Profile) -> dict[str, Any] | None:
                    for name, fn in sorted(prof.functions.items()) if "node_span" in fn]
     per_rank = None
     if prof.ranks:
-        per_rank = []
-        for r in prof.ranks:
-            sums = [0, 0, 0, 0]
-            for fn in r["functions"].values():
-                intra, inter = _split(fn)
-                sums = [sums[0] + intra[0], sums[1] + intra[1], sums[2] + inter[0], sums[3] + inter[1]]
-            per_rank.append({"rank": r["rank"], "node": r.get("node"), "intra_msgs": sums[0],
-                             "intra_bytes": sums[1], "inter_msgs": sums[2], "inter_bytes": sums[3]})
+        t = prof.columns()
+        p2p = t.p2p.tolist()
+        node = t.node.tolist()
+        per_rank = [{"rank": i, "node": None if node[i] < 0 else node[i],
+                     "intra_msgs": p2p[i][0], "intra_bytes": p2p[i][1],
+                     "inter_msgs": p2p[i][2], "inter_bytes": p2p[i][3]}
+                    for i in range(t.n)]
     return {
         "count": int(nodes.get("count", len(hosts))),
         "hosts": hosts,
@@ -62,6 +61,7 @@ def node_view(prof: Profile) -> dict[str, Any] | None:
         "collectives": collectives,
         "ranks": per_rank,
         "matrix_bytes": nodes.get("matrix_bytes"),
+        "matrix_msgs": nodes.get("matrix_msgs"),
     }
 
 

@@ -7,13 +7,18 @@ written by a newer mpilens.
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol, overload
 
 from ..errors import UserError
 from . import limits
+from .rankdata import Folder, RankTable, fold
 from .schema import (
     ALLTOALL_KEYS,
     FORMAT,
@@ -25,7 +30,7 @@ from .schema import (
     STATS_KEYS,
     VERSION,
 )
-from .validate import check_values
+from .validate import _Checker, rank_line_ok
 
 # The fields every reader relies on (required in schema/profile.json); the rest is optional.
 _HEADER_KEYS = HEADER_KEYS
@@ -41,8 +46,25 @@ class Profile:
 
     path: Path
     header: dict[str, Any]
-    ranks: list[dict[str, Any]] = field(default_factory=list)
+    ranks: Sequence[dict[str, Any]] = field(default_factory=list)
     partial: dict[str, Any] | None = None  # a flight recorder's partial profile (partial.py)
+    table: RankTable | None = None  # the rank lines as columns (rankdata.py)
+    folds: dict[str, Any] = field(default_factory=dict)  # load-time views (FOLDS)
+
+    def columns(self) -> RankTable:
+        """The rank lines as columns: folded by load, or now (a profile built in memory)."""
+        if self.table is None or self.table.n != len(self.ranks):
+            self.table = fold(self.ranks, len(self.ranks), list(self.functions))
+        return self.table
+
+    def folded(self, name: str) -> Any:
+        """The view `name` of FOLDS summed over the rank lines (at load time, or now)."""
+        if name not in self.folds:
+            acc = _fold_makers()[name](self.header)
+            for r in self.ranks:
+                acc.add(r)
+            self.folds[name] = acc.result()
+        return self.folds[name]
 
     @property
     def nranks(self) -> int:
@@ -61,6 +83,25 @@ class Profile:
         if isinstance(labels, list) and len(labels) == NBINS:
             return [str(x) for x in labels]
         return default_hist_labels()
+
+
+class Accumulator(Protocol):
+    def add(self, rank_line: dict[str, Any]) -> None: ...
+    def result(self) -> Any: ...
+
+
+# Views summed over the rank lines while they are read (name -> maker(header)):
+# registered by the modules that own them (callsites, regions, timeline, comms).
+FOLDS: dict[str, Callable[[dict[str, Any]], Accumulator]] = {}
+
+
+def register_fold(name: str, make: Callable[[dict[str, Any]], Accumulator]) -> None:
+    FOLDS[name] = make
+
+
+def _fold_makers() -> dict[str, Callable[[dict[str, Any]], Accumulator]]:
+    from . import callsites, comms, regions, timeline  # noqa: F401  (they register)
+    return FOLDS
 
 
 def default_hist_labels() -> list[str]:
@@ -150,39 +191,171 @@ def _parse_header(path: Path, first: str) -> dict[str, Any]:
     return header
 
 
-def load(path: str | Path) -> Profile:
-    """Read and validate the profile at path (UserError with one line if unusable)."""
-    p = Path(path)
-    raw = limits.read_bytes(p)  # regular files only, bounded lines and nesting (limits.py)
-    if not raw.strip():
-        raise _bad(p, "is empty, not an mpilens profile")
+class RankLines(Sequence[dict[str, Any]]):
+    """The rank lines of a loaded profile, read again from its file on demand.
+
+    `load` folds every rank line into `Profile.table` and keeps none of them: the
+    views that need a whole line (call sites, regions, time line, communicators)
+    are folded at load time too (`Profile.folded`).  Iterating this sequence
+    parses the lines once more, one at a time, from the file (plain or gzip);
+    a file changed since it was loaded is refused."""
+
+    def __init__(self, path: Path, count: int, stamp: tuple[int, int]) -> None:
+        self.path, self.count, self.stamp = path, count, stamp
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        st = self.path.stat()
+        if (st.st_size, st.st_mtime_ns) != self.stamp:
+            raise _bad(self.path, "the profile changed while it was being read")
+        for n, raw in _lines(self.path):
+            if n > 1 and raw.strip():
+                yield json.loads(raw)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            idx = range(self.count)[i]
+            want = set(idx)
+            got = {k: r for k, r in enumerate(self) if k in want}
+            return [got[k] for k in idx]
+        if i < 0:
+            i += self.count
+        if not 0 <= i < self.count:
+            raise IndexError(i)
+        for k, r in enumerate(self):
+            if k == i:
+                return r
+        raise IndexError(i)  # pragma: no cover - the count was checked at load
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _open_lines(p: Path) -> IO[bytes]:
+    """The profile's bytes, decompressed when it is gzip (one or more members)."""
+    f = open(p, "rb")
+    if f.read(2) == GZIP_MAGIC:
+        f.close()
+        return gzip.open(p, "rb")
+    f.seek(0)
+    return f
+
+
+def _lines(p: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of the file, within the reader's limits (limits.py: no line
+    longer than MAX_LINE_BYTES is read whole, control characters in strings made
+    visible; nesting is bounded where the line is parsed); gzip errors become one line."""
+    with _open_lines(p) as f:
+        try:
+            n = 0
+            while raw := f.readline(limits.MAX_LINE_BYTES + 1):
+                n += 1
+                if len(raw) > limits.MAX_LINE_BYTES:
+                    raise _bad(p, f"corrupted profile: line {n} is longer than "
+                                  f"{limits.MAX_LINE_BYTES >> 20} MiB")
+                yield n, limits.neutralize_controls(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            what = ("truncated compressed profile" if isinstance(exc, EOFError)
+                    else f"corrupted compressed profile ({exc})")
+            raise _bad(p, what) from None
+
+
+def _text(p: Path, raw: bytes) -> str:
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise _bad(p, "not an mpilens profile (not UTF-8 text)") from None
-    lines = text.split("\n")
-    header = _parse_header(p, lines[0])
-    body = [(i + 2, ln) for i, ln in enumerate(lines[1:]) if ln.strip()]
-    ranks: list[dict[str, Any]] = []
-    for lineno, ln in body:
-        try:
-            rec = json.loads(ln)
-        except json.JSONDecodeError:
-            last = lineno == body[-1][0]
-            what = "truncated profile: the last line is incomplete" if last and \
-                not text.endswith("\n") else f"corrupted profile: line {lineno} is not valid JSON"
-            raise _bad(p, what) from None
-        if not isinstance(rec, dict):
-            raise _bad(p, f"corrupted profile: line {lineno} is not a JSON object")
-        _check_fields(p, f"line {lineno}", rec, _RANK_KEYS)
-        if rec["rank"] != len(ranks):
-            raise _bad(p, f"corrupted profile: line {lineno} holds rank {rec['rank']}, "
-                          f"expected rank {len(ranks)}")
+
+
+def load(path: str | Path) -> Profile:
+    """Read and validate the profile at path (UserError with one line if unusable).
+
+    The file (plain or gzip-compressed, docs/profile-format.md) is read as a
+    stream: the header, then each rank line parsed, checked, folded into the
+    columns of `Profile.table` and the load-time views (`FOLDS`), and dropped."""
+    p = Path(path)
+    os.close(limits.open_regular(p)[0])  # regular files only: no FIFO, device (limits.py)
+    try:
+        st = p.stat()
+        lines = _lines(p)
+        first = next(lines, None)
+    except OSError as exc:
+        raise _bad(p, f"cannot read: {exc.strerror}") from None
+    if first is None or (not first[1].strip() and _only_blank(lines)):
+        raise _bad(p, "is empty, not an mpilens profile")
+    limits.check_depth(p, first[1])
+    header = _parse_header(p, _text(p, first[1]).rstrip("\n"))
+    nranks = int(header["nranks"])
+    checker = _Checker(p, nranks)
+    checker.count("header nranks", header["nranks"], 1, 2**31 - 1)
+    checker.header(header)
+    folder = Folder(nranks, list(header["functions"]))
+    folds = {name: make(header) for name, make in _fold_makers().items()}
+    count = 0
+    pending: tuple[int, bytes] | None = None
+    for item in lines:
+        if pending is not None:
+            _rank_line(p, checker, pending, False, count, folder, folds)
+            count += 1
+        pending = item if item[1].strip() else None
+        if pending is None:
+            continue
+    if pending is not None:
+        _rank_line(p, checker, pending, True, count, folder, folds)
+        count += 1
+    expected = nranks if header.get("detail", True) else count
+    if count != expected:
+        raise _bad(p, f"truncated profile: {count} of {nranks} rank lines")
+    if count and count != nranks:
+        raise _bad(p, f"corrupted profile: {count} rank lines for {nranks} ranks")
+    prof = Profile(path=p, header=header,
+                   ranks=RankLines(p, count, (st.st_size, st.st_mtime_ns)) if count else [])
+    prof.table = folder.table()
+    prof.folds = {name: acc.result() for name, acc in folds.items()} if count else {}
+    return prof
+
+
+def _only_blank(lines: Iterator[tuple[int, bytes]]) -> bool:
+    return all(not raw.strip() for _, raw in lines)
+
+
+def _rank_line(p: Path, checker: _Checker, item: tuple[int, bytes], last: bool, count: int,
+               folder: Folder, folds: dict[str, Any]) -> None:
+    lineno, raw = item
+    try:
+        rec = json.loads(_text(p, raw))
+    except RecursionError:  # nesting beyond Python's limit: one line (limits.py bounds depth)
+        raise _bad(p, f"corrupted profile: line {lineno}: JSON nested deeper than "
+                      f"{limits.MAX_DEPTH} levels") from None
+    except json.JSONDecodeError:
+        what = ("truncated profile: the last line is incomplete"
+                if last and not raw.endswith(b"\n")
+                else f"corrupted profile: line {lineno} is not valid JSON")
+        raise _bad(p, what) from None
+    if not isinstance(rec, dict):
+        raise _bad(p, f"corrupted profile: line {lineno} is not a JSON object")
+    _check_fields(p, f"line {lineno}", rec, _RANK_KEYS)
+    if rec["rank"] != count:
+        raise _bad(p, f"corrupted profile: line {lineno} holds rank {rec['rank']}, "
+                      f"expected rank {count}")
+    if count >= folder.n:
+        raise _bad(p, f"corrupted profile: more than {folder.n} rank lines for "
+                      f"{folder.n} ranks")
+    if not rank_line_ok(rec, checker.nranks):  # the fast path; else name the bad value
         for name, frec in rec["functions"].items():
             _check_function(p, f"rank {rec['rank']}", name, frec)
-        ranks.append(rec)
-    expected = header["nranks"] if header.get("detail", True) else len(ranks)
-    if len(ranks) != expected:
-        raise _bad(p, f"truncated profile: {len(ranks)} of {header['nranks']} rank lines")
-    check_values(p, header, ranks)  # every count, time and rank in range (validate.py)
-    return Profile(path=p, header=header, ranks=ranks)
+        checker.rank_line(rec)
+    folder.add(rec)
+    for acc in folds.values():
+        acc.add(rec)

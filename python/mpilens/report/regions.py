@@ -5,22 +5,26 @@ region's wall time includes its nested regions.  Summed over ranks here."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ..errors import UserError
-from .profile import Profile
+from .profile import Profile, register_fold
 
 
-def region_rows(prof: Profile) -> list[dict[str, Any]]:
-    """One row per region, most MPI time first: entries and wall time (summed over
-    ranks, and the mean per rank), MPI calls, time and bytes, and per function."""
-    agg: dict[str, dict[str, Any]] = {}
-    for r in prof.ranks:
+class _Regions:
+    """Regions summed over ranks (the load-time view "regions")."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.agg: dict[str, dict[str, Any]] = {}
+        self.dropped = {"labels": 0, "calls": 0, "unmatched": 0}
+
+    def add(self, r: dict[str, Any]) -> None:
         for g in r.get("regions", []):
-            a = agg.setdefault(g["name"], {"name": g["name"], "parent": g.get("parent"),
-                                           "ranks": 0, "entries": 0, "wall_s": 0.0, "calls": 0,
-                                           "time_s": 0.0, "bytes_sent": 0, "bytes_recv": 0,
-                                           "functions": {}})
+            a = self.agg.setdefault(g["name"], {"name": g["name"], "parent": g.get("parent"),
+                                                "ranks": 0, "entries": 0, "wall_s": 0.0,
+                                                "calls": 0, "time_s": 0.0, "bytes_sent": 0,
+                                                "bytes_recv": 0, "functions": {}})
             a["ranks"] += 1
             a["entries"] += int(g["entries"])
             a["wall_s"] += float(g["wall_s"])
@@ -29,7 +33,21 @@ def region_rows(prof: Profile) -> list[dict[str, Any]]:
                                                     "bytes_recv": 0})
                 for k in af:
                     af[k] += type(af[k])(f.get(k, 0))
-    rows = list(agg.values())
+        d = r.get("regions_dropped", {})
+        for k in self.dropped:
+            self.dropped[k] += int(d.get(k, 0))
+
+    def result(self) -> dict[str, Any]:
+        return {"regions": self.agg, "dropped": self.dropped}
+
+
+register_fold("regions", _Regions)
+
+
+def region_rows(prof: Profile) -> list[dict[str, Any]]:
+    """One row per region, most MPI time first: entries and wall time (summed over
+    ranks, and the mean per rank), MPI calls, time and bytes, and per function."""
+    rows = copy.deepcopy(list(prof.folded("regions")["regions"].values()))
     for a in rows:
         for k in ("calls", "time_s", "bytes_sent", "bytes_recv"):
             a[k] = sum(f[k] for f in a["functions"].values())
@@ -39,12 +57,7 @@ def region_rows(prof: Profile) -> list[dict[str, Any]]:
 
 
 def dropped(prof: Profile) -> dict[str, int]:
-    out = {"labels": 0, "calls": 0, "unmatched": 0}
-    for r in prof.ranks:
-        d = r.get("regions_dropped", {})
-        for k in out:
-            out[k] += int(d.get(k, 0))
-    return out
+    return dict(prof.folded("regions")["dropped"])
 
 
 def region_functions(prof: Profile, name: str) -> dict[str, dict[str, Any]]:

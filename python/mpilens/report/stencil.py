@@ -29,6 +29,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 SHARE = 0.90
 COVERAGE = 0.75
 FACES, BOX = "faces", "faces and corners"
@@ -116,53 +118,74 @@ def _offset_ok(delta: int, d: int) -> tuple[bool, bool]:
     return a == d - 1, True
 
 
-def fit(dims: list[int], pairs: dict[tuple[int, int], int], total: int,
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _arrays(pairs: dict[tuple[int, int], int]) -> Arrays:
+    """The pairs as arrays: ranks a, ranks b (int64), bytes (uint64)."""
+    if not pairs:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, np.zeros(0, dtype=np.uint64)
+    ab = np.array(list(pairs), dtype=np.int64).reshape(-1, 2)
+    return ab[:, 0].copy(), ab[:, 1].copy(), np.array(list(pairs.values()), dtype=np.uint64)
+
+
+def fit(dims: list[int], pairs: dict[tuple[int, int], int] | Arrays, total: int,
         index: dict[int, int] | None = None,
         periods: list[bool] | None = None) -> tuple[Stencil, Stencil]:
     """The faces and the faces-and-corners stencils of the traffic on one grid.
 
     `index` maps a world rank to its grid rank (None: the same number); `periods` the
-    application's periodicity (None: inferred from wrap-around offsets)."""
+    application's periodicity (None: inferred from wrap-around offsets).  Vectorised
+    over the pairs (numpy): a, b's coordinates, the offset per dimension."""
     nd = len(dims)
-    share = {FACES: 0, BOX: 0}
-    used = {FACES: 0, BOX: 0}
-    wraps = {FACES: [False] * nd, BOX: [False] * nd}
-    for (a, b), nbytes in pairs.items():
-        ga, gb = (a, b) if index is None else (index.get(a), index.get(b))
-        if ga is None or gb is None:
-            continue
-        ca, cb = coords(ga, dims), coords(gb, dims)
-        ok, moved, wrap = True, 0, [False] * nd
-        for k in range(nd):
-            delta = cb[k] - ca[k]
-            if delta:
-                good, w = _offset_ok(delta, dims[k])
-                if not good or (w and periods is not None and not periods[k]):
-                    ok = False
-                    break
-                moved += 1
-                wrap[k] = w and dims[k] > 2
-        if not ok:
-            continue
-        kinds = (FACES, BOX) if moved == 1 else (BOX,)
-        for kind in kinds:
-            share[kind] += nbytes
-            used[kind] += 1
-            wraps[kind] = [x or y for x, y in zip(wraps[kind], wrap)]
+    a, b, v = _arrays(pairs) if isinstance(pairs, dict) else pairs
+    if index is not None:
+        top = max(max(index) if index else 0, int(a.max()) if len(a) else 0,
+                  int(b.max()) if len(b) else 0)
+        lut = np.full(top + 1, -1, dtype=np.int64)
+        for w, g in index.items():
+            if 0 <= w <= top:
+                lut[w] = g
+        ga, gb = lut[a], lut[b]
+        keep = (ga >= 0) & (gb >= 0)
+        ga, gb, v = ga[keep], gb[keep], v[keep]
+    else:
+        ga, gb = a, b
+    ok = np.ones(len(ga), dtype=bool)
+    moved = np.zeros(len(ga), dtype=np.int64)
+    wrap = []
+    stride = math.prod(dims)
+    for k, d in enumerate(dims):
+        stride //= d
+        delta = (gb // stride) % d - (ga // stride) % d
+        mag = np.abs(delta)
+        w = mag > 1
+        good = (mag <= 1) | (mag == d - 1)
+        if periods is not None and not periods[k]:
+            good &= ~w
+        ok &= good
+        moved += delta != 0
+        wrap.append(w & (d > 2))
+    masks = {FACES: ok & (moved == 1), BOX: ok}
     out = []
     for kind in (FACES, BOX):
+        m = masks[kind]
+        share = int(v[m].sum()) if m.any() else 0
+        used = int(np.count_nonzero(m))
+        wraps = [bool((wk & m).any()) for wk in wrap]
         if periods is not None:
             per: list[bool | None] = list(periods)
             count_periods = periods
         else:
-            per = [w if d > 2 else None for w, d in zip(wraps[kind], dims)]
+            per = [w if d > 2 else None for w, d in zip(wraps, dims)]
             count_periods = [bool(p) for p in per]
         npairs = neighbour_pairs(dims, count_periods, kind)
         out.append(Stencil(dims=list(dims), periods=per, neighbours=kind,
                            grid="inferred" if index is None and periods is None
                            else "MPI_Cart_create",
-                           share=share[kind] / total if total else 0.0,
-                           coverage=used[kind] / npairs if npairs else 0.0))
+                           share=share / total if total else 0.0,
+                           coverage=used / npairs if npairs else 0.0))
     return out[0], out[1]
 
 
@@ -186,8 +209,13 @@ def infer(n: int, pairs: dict[tuple[int, int], int]) -> Stencil | None:
     """The best-fitting stencil on a grid of the n world ranks, or None."""
     total = sum(pairs.values())
     cands: list[Stencil] = []
+    arrays = _arrays(pairs)
     for dims in factorisations(n):
-        cands.extend(fit(dims, pairs, total))
+        # a grid whose fewest neighbour pairs (faces, non-periodic) outnumber the pairs
+        # with traffic by more than 1 / COVERAGE cannot be covered: not a candidate
+        if len(pairs) < COVERAGE * neighbour_pairs(dims, [False] * len(dims), FACES):
+            continue
+        cands.extend(fit(dims, arrays, total))
     return _best(cands, n, own_grid=False)
 
 

@@ -16,10 +16,12 @@ from . import (
     callsites,
     commpattern,
     comms,
+    headercheck,
     layout,
     nodes,
     ranks,
     regions,
+    spread_text,
     timeline,
     waitsfor,
 )
@@ -49,6 +51,9 @@ def summary_panel(s: dict[str, Any]) -> Panel:
     t.add_row("profiler overhead", f"{s['overhead_ns']:.1f} ns per call; "
               f"{nc} function{'s' if nc != 1 else ''} marked caution"
               + (f" ({', '.join(s['caution_functions'])})" if nc else ""))
+    if s.get("profiler_finalize_s") is not None:
+        t.add_row("profiler finalize", f"{fmt_time(s['profiler_finalize_s'])} in its end-of-run "
+                  "collectives (rank 0; before the write)")
     return Panel(t, title="mpilens report", subtitle=escape(s["profile"]), expand=False)
 
 
@@ -151,17 +156,20 @@ def ranks_table(rows: list[dict[str, Any]] | None, width: int | None = None) -> 
     """The per-rank table (report --ranks)."""
     if rows is None:
         return Text("Per rank: the profile has no rank lines (written with MPILENS_DETAIL=off)")
-    cols = [Col("rank", 0), Col("host", 4, "left", wrap=True), Col("wall", 2), Col("in MPI", 0),
-            Col("% wall", 0), Col("calls", 1), Col("bytes sent", 3), Col("bytes recv", 3),
+    cols = [Col("rank", 0), Col("host", 4, "left", wrap=True), Col("node", 6), Col("wall", 2),
+            Col("in MPI", 0), Col("% wall", 0), Col("calls", 1), Col("bytes sent", 3),
+            Col("bytes recv", 3), Col("p2p intra", 6), Col("p2p inter", 6),
             Col("top function (% of the rank's MPI time)", 5, "left", wrap=True)]
     cells = []
     for r in rows:
         top = ("-" if r["top_function"] is None else
                f"{r['top_function']} {fmt_time(r['top_function_s'])} "
                f"({fmt_pct(r['top_function_pct'])})")
-        cells.append([str(r["rank"]), Text(r["host"]), fmt_time(r["wall_s"]),
+        cells.append([str(r["rank"]), Text(r["host"]),
+                      "-" if r["node"] is None else str(r["node"]), fmt_time(r["wall_s"]),
                       fmt_time(r["mpi_s"]), fmt_pct(r["mpi_pct"]), f"{r['calls']:,}",
-                      fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_recv"]), top])
+                      fmt_bytes(r["bytes_sent"]), fmt_bytes(r["bytes_recv"]),
+                      fmt_bytes(r["p2p_intra_bytes"]), fmt_bytes(r["p2p_inter_bytes"]), top])
     return fit_table("Per rank (time in MPI and calls without MPI_Init/Finalize)", cols, cells,
                      width)
 
@@ -324,6 +332,9 @@ def render(prof: Profile, top: int, function: str | None,
         console = layout.console(width)
     w = console.width
     console.print(summary_panel(analysis.summary(prof)))
+    hc = headercheck.check(prof)
+    if hc is not None and not hc["ok"]:
+        console.print(Text(headercheck.sentence(hc), style="bold"))
     if prof.partial is not None:
         for item in partial_block(prof, waitsfor.analyse(prof)):
             console.print(item)
@@ -356,6 +367,9 @@ def render(prof: Profile, top: int, function: str | None,
             console.print(item)
     if per_rank:
         console.print(ranks_table(ranks.rank_rows(prof), w))
+    else:
+        for item in spread_text.blocks(prof):  # many ranks: distributions (report/spread.py)
+            console.print(item)
     a2a = analysis.alltoall_rows(prof)
     for item in alltoall_block(a2a, w) if a2a else []:
         console.print(item)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,10 @@ class _Checker:
         for key in ("wall_s", "mpi_s"):
             for s in ("min", "mean", "max"):
                 self.time(f"header {key}.{s}", h[key].get(s))
+        if "profiler_finalize_s" in h:
+            fin = self.obj("header profiler_finalize_s", h["profiler_finalize_s"])
+            if "reduce" in fin:
+                self.time("header profiler_finalize_s.reduce", fin["reduce"])
         if "clock" in h:
             clock = self.obj("header clock", h["clock"])
             for key in ("ghz", "resolution_ns"):
@@ -343,3 +348,211 @@ def check_values(path: Path, header: dict[str, Any], ranks: list[dict[str, Any]]
     for r in ranks:
         c.rank_line(r)
 
+
+# ---- the fast path of a rank line: the same checks without building messages ----
+
+def _cnt(v: Any, hi: int = COUNT_MAX) -> bool:
+    return type(v) is int and 0 <= v <= hi
+
+
+def _tim(v: Any) -> bool:
+    t = type(v)
+    return (t is float or t is int) and 0 <= v < math.inf
+
+
+def _txt(v: Any) -> bool:
+    if type(v) is not str:
+        return False
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_INT = {int}
+_LIST = {list}
+_NUM = {int, float}
+
+
+def _ints(h: list[Any], hi: int = COUNT_MAX) -> bool:
+    """Every item an int from 0 to hi (type() is exact: a bool is not a count)."""
+    return not h or (set(map(type, h)) == _INT and min(h) >= 0 and max(h) <= hi)
+
+
+def _times(h: list[Any]) -> bool:
+    """Every item a finite number >= 0."""
+    if not h:
+        return True
+    if not set(map(type, h)) <= _NUM:
+        return False
+    try:
+        return min(h) >= 0 and math.isfinite(math.fsum(h))
+    except (OverflowError, ValueError):
+        return False
+
+
+def _function_ok(name: Any, f: Any) -> bool:
+    if type(name) is not str or not _FUNC_NAME.fullmatch(name) or type(f) is not dict:
+        return False
+    for key in _FUNC_COUNTS:
+        if key in f and not _cnt(f[key]):
+            return False
+    for key in _FUNC_TIMES:
+        if key in f and not _tim(f[key]):
+            return False
+    for key in ("hist_send", "hist_recv"):
+        if key in f:
+            h = f[key]
+            if type(h) is not list or len(h) != NBINS or not _ints(h):
+                return False
+    for key in ("p2p_intra_node", "p2p_inter_node"):
+        if key in f:
+            h = f[key]
+            if type(h) is not list or len(h) != 4 or not _ints(h):
+                return False
+    if "node_span" in f:
+        s = f["node_span"]
+        if type(s) is not dict or not all(_cnt(s.get(k, 0)) for k in
+                                          ("one_node", "multi_node", "max_nodes",
+                                           "max_ranks_per_node")):
+            return False
+    return True
+
+
+def _counts_ok(d: Any, keys: tuple[str, ...]) -> bool:
+    if type(d) is not dict:
+        return False
+    for key in keys:
+        if key in d and not (_tim(d[key]) if key.endswith("_s") else _cnt(d[key])):
+            return False
+    return True
+
+
+_SITE = ("calls", "timed_calls", "time_s", "bytes_sent", "bytes_recv")
+_FOUR = ("calls", "time_s", "bytes_sent", "bytes_recv")
+
+
+def _version2_ok(r: dict[str, Any]) -> bool:
+    mods = r.get("callsite_modules", [])
+    if type(mods) is not list or not all(map(_txt, mods)):  # few: per item
+        return False
+    sites = r.get("callsites", [])
+    if type(sites) is not list:
+        return False
+    top = max(0, len(mods) - 1)
+    for s in sites:
+        if type(s) is not dict or not _txt(s.get("function")):
+            return False
+        if not all(k in s for k in _FOUR) or not _counts_ok(s, _SITE):
+            return False
+        frames = s.get("frames")
+        if type(frames) is not list:
+            return False
+        for fr in frames:
+            if type(fr) is not list or len(fr) != 2 or not _cnt(fr[0], top) or not _cnt(fr[1]):
+                return False
+        h = s.get("hist", [0] * NBINS)
+        if type(h) is not list or len(h) != NBINS or not _ints(h):
+            return False
+    if "callsites_dropped" in r and not _counts_ok(r["callsites_dropped"], _FOUR):
+        return False
+    regions = r.get("regions", [])
+    if type(regions) is not list:
+        return False
+    for g in regions:
+        if type(g) is not dict or not _txt(g.get("name")):
+            return False
+        if g.get("parent") is not None and not _txt(g["parent"]):
+            return False
+        if not _cnt(g.get("entries")) or not _tim(g.get("wall_s")):
+            return False
+        fs = g.get("functions")
+        if type(fs) is not dict:
+            return False
+        for name, f in fs.items():
+            if not _txt(name) or not _counts_ok(f, _FOUR):
+                return False
+    if "regions_dropped" in r and not _counts_ok(r["regions_dropped"],
+                                                 ("labels", "calls", "unmatched")):
+        return False
+    if "timeline" in r and not _timeline_ok(r["timeline"]):
+        return False
+    if not _cnt(r.get("comms_dropped", 0)):
+        return False
+    comms = r.get("comms", [])
+    if type(comms) is not list:
+        return False
+    for c in comms:
+        if type(c) is not dict:
+            return False
+        cid = c.get("id")
+        if type(cid) is not int or not -1 <= cid <= 2**31 - 1 or not _txt(c.get("kind")):
+            return False
+        if "name" in c and not _txt(c["name"]):
+            return False
+        if c.get("parent") is not None and not _cnt(c["parent"], 2**31 - 1):
+            return False
+        if "size" in c and not _cnt(c["size"], 2**31 - 1):
+            return False
+        if not all(k in c for k in _FOUR) or not _counts_ok(c, _FOUR):
+            return False
+    return True
+
+
+def _timeline_ok(tl: Any) -> bool:
+    if type(tl) is not dict or not _tim(tl.get("bin_s")) or tl["bin_s"] <= 0:
+        return False
+    classes = tl.get("classes")
+    if type(classes) is not list or not classes or not all(map(_txt, classes)):
+        return False
+    calls = tl.get("calls")
+    if type(calls) is not list:
+        return False
+    n, width = len(calls), len(classes)
+    for key in ("calls", "time_s", "bytes"):
+        rows = tl.get(key)
+        if type(rows) is not list or len(rows) != n:
+            return False
+        if rows and (set(map(type, rows)) != _LIST or set(map(len, rows)) != {width}):
+            return False
+        flat = list(chain.from_iterable(rows))
+        if not (_times(flat) if key == "time_s" else _ints(flat)):
+            return False
+    return True
+
+
+def rank_line_ok(r: dict[str, Any], nranks: int) -> bool:
+    """True when every value of the rank line is in range (as _Checker.rank_line checks)."""
+    last = nranks - 1
+    if "host" in r and not _txt(r["host"]):
+        return False
+    if not _tim(r["wall_s"]) or not _tim(r["mpi_s"]):
+        return False
+    for key in ("pid", "threads", "untracked_requests"):
+        if key in r and not _cnt(r[key]):
+            return False
+    if "node" in r and not _cnt(r["node"], last):
+        return False
+    for name, f in r["functions"].items():
+        if not _function_ok(name, f):
+            return False
+    peers = r.get("peers", {})
+    if type(peers) is not dict:
+        return False
+    for side in ("sent", "recv"):
+        lst = peers.get(side, [])
+        if type(lst) is not list:
+            return False
+        if lst and (set(map(type, lst)) != _LIST or set(map(len, lst)) != {3}):
+            return False
+        if lst and not (_ints([e[0] for e in lst], last)
+                        and _ints([x for e in lst for x in e[1:]])):
+            return False
+    return _version2_ok(r)
+
+
+def check_rank_line(c: _Checker, r: dict[str, Any]) -> None:
+    """Raise UserError (one line) at the first bad value of one rank line."""
+    if not rank_line_ok(r, c.nranks):
+        c.rank_line(r)  # names the value; accepts what the fast path was stricter about

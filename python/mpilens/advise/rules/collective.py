@@ -69,10 +69,16 @@ def transfer_per_call(ctx: Context, name: str) -> tuple[float, int] | None:
     """Time per call of the rank with the least time per call in the function (rule 5:
     the others' extra is late arrival, not transfer), and that rank; None when no rank
     line has the function."""
-    per = [(float(r["functions"][name].get("time_s", 0.0)) / int(r["functions"][name]["calls"]),
-            r["rank"]) for r in ctx.prof.ranks
-           if int(r["functions"].get(name, {}).get("calls", 0)) > 0]
-    return min(per) if per else None
+    t = ctx.prof.columns()
+    i = t.function_index(name)
+    if i is None:
+        return None
+    called = (t.fn_calls[i] > 0).nonzero()[0]
+    if not len(called):
+        return None
+    per = t.fn_time[i][called] / t.fn_calls[i][called].astype(float)
+    best = per.min()
+    return float(best), int(called[(per == best).nonzero()[0][0]])
 
 
 def find(ctx: Context) -> list[Finding]:

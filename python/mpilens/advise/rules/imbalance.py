@@ -9,6 +9,8 @@ change is proposed.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...report.commpattern import collective_base
 from ...units import fmt_time
 from ..finding import Context, Finding
@@ -37,14 +39,19 @@ def split(ctx: Context) -> dict[str, dict[str, float]]:
     (min t for each of them), both per rank of the job; t_r from the rank lines."""
     out = {}
     P = len(ctx.prof.ranks)
+    cols = ctx.prof.columns()
     for name in sync_functions(ctx):
-        t = {r["rank"]: float(r["functions"][name].get("time_s", 0.0)) for r in ctx.prof.ranks
-             if int(r["functions"].get(name, {}).get("calls", 0)) > 0}
-        if not t:
+        i = cols.function_index(name)
+        if i is None:
             continue
-        fastest = min(t, key=lambda k: (t[k], k))
-        out[name] = {"late_s": sum(x - t[fastest] for x in t.values()) / P,
-                     "transfer_s": t[fastest] * len(t) / P, "fastest_rank": fastest,
+        called = (cols.fn_calls[i] > 0).nonzero()[0]
+        if not len(called):
+            continue
+        t = cols.fn_time[i][called]
+        fast = t.min()
+        fastest = int(called[(t == fast).nonzero()[0][0]])  # the first rank on a tie
+        out[name] = {"late_s": sum((t - fast).tolist()) / P,
+                     "transfer_s": float(fast) * len(t) / P, "fastest_rank": fastest,
                      "ranks": len(t)}
     return out
 
@@ -61,15 +68,20 @@ def find(ctx: Context) -> list[Finding]:
     worst = max(parts, key=lambda n: parts[n]["late_s"])
     # the rank that arrives last waits least: the shortest total time in these functions
     # (among the ranks that called the worst one)
-    totals = {r["rank"]: sum(float(r["functions"].get(n, {}).get("time_s", 0.0)) for n in parts)
-              for r in ctx.prof.ranks if int(r["functions"].get(worst, {}).get("calls", 0)) > 0}
-    last = min(totals, key=lambda k: (totals[k], k))
+    cols = ctx.prof.columns()
+    acc = np.zeros(cols.n)
+    for n in parts:
+        acc = acc + cols.time_of(n)
+    wi = cols.function_index(worst)
+    called = (cols.fn_calls[wi] > 0).nonzero()[0] if wi is not None else np.zeros(0, np.int64)
+    tot = acc[called]
+    last = int(called[(tot == tot.min()).nonzero()[0][0]])
     # a late rank is named only when it stands out: the next least-waiting rank waits at
     # least MARGIN x the late arrival per rank more (else the "last" rank is noise: seen
     # as none, 3, 2, 1, 1 across five CG profiles)
-    others = sorted(v for k, v in totals.items() if k != last)
-    margin = (others[0] - totals[last]) if others else 0.0
-    named = bool(others) and margin >= MARGIN * late
+    others = np.sort(np.delete(tot, (tot == tot.min()).nonzero()[0][0]))
+    margin = float(others[0] - tot.min()) if others.size else 0.0
+    named = bool(others.size) and margin >= MARGIN * late
     mpi_share = late / ctx.mpi_s if ctx.mpi_s > 0 else 0.0
     dominant = share >= DOMINANT and mpi_share >= DOMINANT
     verdict = ("imbalance-bound: no network change is proposed" if dominant

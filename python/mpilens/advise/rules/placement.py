@@ -54,6 +54,8 @@ def improve(pairs: dict[tuple[int, int], int], node: list[str],
         cand = sorted(busy + list(idle.values()))
         best: tuple[int, int, int] | None = None
         for x, i in enumerate(cand):
+            if time.monotonic() > deadline:  # one sweep is O(n^2): a large job stops inside it
+                return node, True
             for j in cand[x + 1:]:
                 if node[i] == node[j]:
                     continue

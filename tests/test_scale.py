@@ -1,0 +1,290 @@
+"""Profiles at scale (issue 29, docs/scale.md): compressed profiles (one gzip member per
+rank and one for the header) read as the plain ones; the header's totals equal the
+sums of the rank lines, and the report says so when they do not; the spread over
+ranks and nodes with exact figures on a synthesized 10,000-rank profile whose
+per-rank values are known; sparse traffic and heat maps binned to <= 256 cells."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import BUILD, read_profile, run_mpi
+from mpilens.report import commpattern, spread
+from mpilens.report.profile import load
+from test_cli_support import EVERY, STEPS, N, example, mpilens_inproc
+
+P = 4
+EXEC = BUILD / "bin" / "mpilens-exec"
+
+
+def members(data: bytes) -> list[bytes]:
+    """The decompressed gzip members of a file, in order."""
+    out = []
+    while data:
+        z = zlib.decompressobj(31)
+        out.append(z.decompress(data))
+        assert z.eof, "a gzip member is incomplete"
+        data = z.unused_data
+    return out
+
+
+@pytest.fixture(scope="module")
+def gz_and_plain(build, tmp_path_factory) -> tuple[Path, Path, Path]:
+    d = tmp_path_factory.mktemp("scale")
+    app = [EXEC, example("heat2d"), N, STEPS, EVERY]
+    gz, plain, forced = d / "run.prof.gz", d / "run.prof", d / "forced.prof"
+    run_mpi(P, app, env={"MPILENS_OUTPUT": str(gz), "MPILENS_QUIET": "1"})
+    run_mpi(P, app, env={"MPILENS_OUTPUT": str(plain), "MPILENS_QUIET": "1"})
+    run_mpi(P, app, env={"MPILENS_OUTPUT": str(forced), "MPILENS_QUIET": "1",
+                         "MPILENS_COMPRESS": "gzip"})
+    return gz, plain, forced
+
+
+def test_compressed_profile_is_one_gzip_stream(gz_and_plain) -> None:
+    gz, plain, forced = gz_and_plain
+    raw = gz.read_bytes()
+    parts = members(raw)
+    # the header, then one member per rank, each one whole line
+    assert len(parts) == 1 + P
+    assert all(p.endswith(b"\n") and p.count(b"\n") == 1 for p in parts)
+    header = json.loads(parts[0])
+    assert header["format"] == "mpilens-profile" and header["nranks"] == P
+    assert [json.loads(p)["rank"] for p in parts[1:]] == list(range(P))
+    assert gzip.decompress(raw) == b"".join(parts)  # what gunzip and zcat read
+    assert plain.read_bytes()[:2] != b"\x1f\x8b"      # auto: a name without .gz stays plain
+    assert len(members(forced.read_bytes())) == 1 + P  # MPILENS_COMPRESS=gzip
+
+
+def test_compressed_and_plain_read_the_same(gz_and_plain, tmp_path) -> None:
+    gz, _, _ = gz_and_plain
+    unpacked = tmp_path / "unpacked.prof"
+    unpacked.write_bytes(gzip.decompress(gz.read_bytes()))
+    a = json.loads(mpilens_inproc("report", gz, "--format", "json").stdout)
+    b = json.loads(mpilens_inproc("report", unpacked, "--format", "json").stdout)
+    a["summary"]["profile"] = b["summary"]["profile"] = ""
+    assert a == b
+    # and the per-rank CSV, and a diff of the two: no change anywhere
+    assert mpilens_inproc("report", gz, "--format", "csv", "--ranks").stdout == \
+        mpilens_inproc("report", unpacked, "--format", "csv", "--ranks").stdout
+    d = json.loads(mpilens_inproc("diff", gz, unpacked, "--format", "json").stdout)
+    assert all(r["time_change_s"] == 0 and r["calls_change"] == 0 for r in d["functions"])
+
+
+def test_compress_off_keeps_plain(build, tmp_path) -> None:
+    out = tmp_path / "plain.prof.gz"
+    run_mpi(2, [EXEC, example("heat2d"), N, STEPS, EVERY],
+            env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_COMPRESS": "off"})
+    header, lines = read_profile(out)  # plain text despite the name
+    assert header["nranks"] == 2 and len(lines) == 2
+
+
+def test_truncated_compressed_profile_one_line(gz_and_plain, tmp_path) -> None:
+    gz, _, _ = gz_and_plain
+    cut = tmp_path / "cut.prof.gz"
+    cut.write_bytes(gz.read_bytes()[: len(gz.read_bytes()) - 40])
+    proc = mpilens_inproc("report", cut)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [f"mpilens: {cut}: truncated compressed profile"]
+
+
+def test_header_totals_equal_rank_lines(gz_and_plain) -> None:
+    """The one packed reduction of MPI_Finalize gives what the rank lines sum to."""
+    _, plain, _ = gz_and_plain
+    header, lines = read_profile(plain)
+    for name, f in header["functions"].items():
+        per = [ln["functions"].get(name, {}) for ln in lines]
+        assert f["calls"] == sum(x.get("calls", 0) for x in per), name
+        assert f.get("bytes_sent", 0) == sum(x.get("bytes_sent", 0) for x in per), name
+        assert f.get("bytes_recv", 0) == sum(x.get("bytes_recv", 0) for x in per), name
+        for key in ("hist_send", "hist_recv"):
+            if key in f:
+                assert f[key] == [sum(x.get(key, [0] * 25)[i] for x in per) for i in range(25)]
+        calls = [x.get("calls", 0) for x in per]
+        assert f["calls_per_rank"] == {"min": min(calls), "max": max(calls)}, name
+        times = [x.get("time_s", 0.0) for x in per]
+        assert f["rank_time_s"]["max"] == pytest.approx(max(times), rel=1e-8)
+        assert f["rank_time_s"]["max_rank"] == min(r for r, t in enumerate(times)
+                                                   if t == max(times))
+        assert f["time_s"] == pytest.approx(sum(times), rel=1e-8)
+    assert header["wall_s"]["max"] == pytest.approx(max(ln["wall_s"] for ln in lines), rel=1e-8)
+    assert header["mpi_s"]["min"] == pytest.approx(min(ln["mpi_s"] for ln in lines), rel=1e-8)
+    data = json.loads(mpilens_inproc("report", plain, "--format", "json").stdout)
+    assert data["header_check"] == {"ok": True, "mismatches": []}
+    assert "header's totals differ" not in mpilens_inproc("report", plain).stdout
+
+
+def test_report_says_when_header_and_rank_lines_differ(gz_and_plain, tmp_path) -> None:
+    _, plain, _ = gz_and_plain
+    header, lines = read_profile(plain)
+    truth = sum(ln["functions"]["MPI_Isend"]["calls"] for ln in lines)
+    header["functions"]["MPI_Isend"]["calls"] = truth - 13  # as MPICH issue 6893 did
+    bad = tmp_path / "bad.prof"
+    bad.write_text("\n".join(json.dumps(x) for x in [header, *lines]) + "\n")
+    data = json.loads(mpilens_inproc("report", bad, "--format", "json").stdout)
+    assert data["header_check"] == {"ok": False, "mismatches": [
+        {"function": "MPI_Isend", "field": "calls", "header": truth - 13, "rank_lines": truth}]}
+    text = mpilens_inproc("report", bad).stdout
+    assert (f"the header's totals differ from the sums of the rank lines in 1 value "
+            f"(MPI_Isend calls: header {truth - 13:,}, rank lines {truth:,})") in text
+    assert "totals differ from the sums of the rank lines" in mpilens_inproc("html", bad, "-o", tmp_path / "b.html"
+                                                      ).stdout + (tmp_path / "b.html").read_text()
+
+
+# ---- the views at scale on a synthesized profile with known per-rank values ----
+
+NR = 10_000
+PER_NODE = 40
+OUT_RANKS = (17, 4242, 9999)      # far above the rest: outliers
+MSG = 1000                        # bytes each rank sends to rank + 1 (a ring)
+
+
+def mpi_of(i: int) -> float:
+    return 70.0 if i in OUT_RANKS else 1.0 + (i % 10) * 0.01
+
+
+def synth_profile(path: Path) -> None:
+    base, _ = read_profile(Path(__file__).parent / "data" / "profile_v1.prof")
+    h = dict(base)
+    nodes = NR // PER_NODE
+    mpi = [mpi_of(i) for i in range(NR)]
+    wall = [m + 1.0 for m in mpi]
+    h.update(nranks=NR, hosts=[f"h{j}" for j in range(nodes)], ranks_per_host=[PER_NODE] * nodes,
+             wall_s={"min": min(wall), "mean": sum(wall) / NR, "max": max(wall)},
+             mpi_s={"min": min(mpi), "mean": sum(mpi) / NR, "max": max(mpi)})
+    h.pop("topologies", None)
+    h["functions"] = {"MPI_Send": {
+        "calls": NR, "time_s": sum(mpi), "time_min_s": min(mpi), "time_max_s": max(mpi),
+        "rank_time_s": {"min": min(mpi), "mean": sum(mpi) / NR, "max": max(mpi),
+                        "max_rank": OUT_RANKS[0]},
+        "calls_per_rank": {"min": 1, "max": 1}, "bytes_sent": NR * MSG, "bytes_recv": 0}}
+    with path.open("w") as f:
+        f.write(json.dumps(h) + "\n")
+        for i in range(NR):
+            f.write(json.dumps({
+                "rank": i, "host": f"h{i // PER_NODE}", "node": i // PER_NODE, "pid": i,
+                "wall_s": wall[i], "mpi_s": mpi[i], "threads": 1, "untracked_requests": 0,
+                "functions": {"MPI_Send": {"calls": 1, "time_s": mpi[i], "time_min_s": mpi[i],
+                                           "time_max_s": mpi[i], "bytes_sent": MSG,
+                                           "bytes_recv": 0}},
+                "peers": {"sent": [[(i + 1) % NR, 1, MSG]], "recv": [[(i - 1) % NR, 1, MSG]]}})
+                + "\n")
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("big") / "synth.prof"
+    synth_profile(path)
+    return path
+
+
+def quantile(sorted_v: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default, computed apart)."""
+    pos = q * (len(sorted_v) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_v) - 1)
+    return sorted_v[lo] + (sorted_v[hi] - sorted_v[lo]) * (pos - lo)
+
+
+def test_spread_over_ranks_exact(big) -> None:
+    prof = load(big)
+    s = spread.rank_spread(prof)
+    assert s is not None
+    v = [mpi_of(i) for i in range(NR)]
+    sv = sorted(v)
+    assert s["ranks"] == NR
+    for key, q in (("min", 0.0), ("p1", 0.01), ("p25", 0.25), ("p50", 0.5), ("p75", 0.75),
+                   ("p99", 0.99), ("max", 1.0)):
+        assert s["quantiles_s"][key] == pytest.approx(quantile(sv, q), rel=1e-12), key
+    assert [r["rank"] for r in s["top"]] == [17, 4242, 9999, 9, 19]     # ties: lower rank first
+    assert [r["rank"] for r in s["bottom"]] == [0, 10, 20, 30, 40]
+    med = statistics.median(v)
+    mad = statistics.median(abs(x - med) for x in v)
+    assert s["median_s"] == pytest.approx(med) and s["mad_s"] == pytest.approx(mad)
+    # the three slow ranks and nothing else: |t - med| / (1.4826 MAD) of the others <= 3.5
+    assert s["outliers_count"] == 3 and s["outliers_high"] == 3
+    assert sorted(o["rank"] for o in s["outliers"]) == list(OUT_RANKS)
+    counts = s["histogram"]["counts"]
+    assert sum(counts) == NR and counts[-1] == 3 and counts[0] == NR - 3  # 1.0..1.09 in bin 0
+
+
+def test_spread_healthy_has_no_outliers(tmp_path) -> None:
+    """MAD = 0 (most ranks equal) or a narrow spread: no outlier is called."""
+    path = tmp_path / "flat.prof"
+    synth_profile(path)
+    prof = load(path)
+    t = prof.columns()
+    t.mpi_s[list(OUT_RANKS)] = 1.05  # the slow ranks made regular: 1.00 .. 1.09 only
+    s = spread.rank_spread(prof)
+    assert s is not None and s["outliers_count"] == 0 and s["outliers"] == []
+    assert s["outliers_note"] is None
+    t.mpi_s[:] = 2.0  # every rank alike: MAD = 0, no score, nothing called
+    s = spread.rank_spread(prof)
+    assert s is not None and s["outliers_count"] == 0 and s["outliers_note"]
+
+
+def test_spread_per_node_exact(big) -> None:
+    ns = spread.node_spread(load(big))
+    assert ns is not None and ns["nodes"] == NR // PER_NODE
+    rows = ns["rows"]
+    for j in (0, 106, 249):
+        ranks = range(j * PER_NODE, (j + 1) * PER_NODE)
+        assert rows[j]["ranks"] == PER_NODE and rows[j]["host"] == f"h{j}"
+        assert rows[j]["mpi_s"] == pytest.approx(sum(mpi_of(i) for i in ranks))
+        assert rows[j]["bytes_sent"] == PER_NODE * MSG
+    # 17 is on node 0, 4242 on node 106, 9999 on node 249: the three slowest nodes, in the
+    # order of the rest of their ranks (a node sums 4 x 1.00..1.09 less the slow rank's
+    # regular value: 1.02 at 4242, 1.07 at 17, 1.09 at 9999)
+    assert [r["node"] for r in ns["top"][:3]] == [106, 0, 249]
+    means = [sum(mpi_of(i) for i in range(j * PER_NODE, (j + 1) * PER_NODE)) / PER_NODE
+             for j in range(NR // PER_NODE)]
+    assert ns["imbalance"] == pytest.approx(max(means) / (sum(means) / len(means)))
+
+
+def test_report_text_shows_distributions_not_rows(big) -> None:
+    text = mpilens_inproc("report", big).stdout
+    assert "Spread over ranks" in text and "Spread over nodes" in text
+    assert "Outliers: 3 ranks (3 above the median)" in text
+    assert "Per rank (time in MPI" not in text  # the full table only on request
+    assert text.count("\n") < 400
+
+
+def test_sparse_traffic_and_binned_heat_map(big, tmp_path) -> None:
+    prof = load(big)
+    m = commpattern.matrix(prof)
+    assert m is not None and len(m.nbytes) == NR  # one entry per (source, destination)
+    cells, per = m.binned(256)
+    assert per == 40 and cells.shape == (250, 250)
+    assert cells.sum() == NR * MSG
+    # a ring: the bytes sit on the diagonal, and the wrap from rank 9999 to 0 in a corner
+    assert cells[249, 0] == MSG and np.trace(cells) == (NR - 250) * MSG
+    cp = commpattern.summary(prof)
+    assert cp["pattern"] == "stencil" and cp["stencil"]["dims"] == [NR]
+    assert cp["heaviest_pairs"][0] == {"a": 0, "b": 1, "bytes": MSG}
+    page = tmp_path / "big.html"
+    assert mpilens_inproc("html", big, "-o", page).returncode == 0
+    assert page.stat().st_size < 5 * 2**20
+    assert "Spread over ranks and nodes" in page.read_text()
+
+
+def test_node_matrix_on_request(gz_and_plain) -> None:
+    from mpilens.units import fmt_bytes
+
+    _, plain, _ = gz_and_plain
+    header, lines = read_profile(plain)
+    mb, mm = header["nodes"]["matrix_bytes"], header["nodes"]["matrix_msgs"]
+    # one host: one node, every point-to-point byte sent stays on it
+    sent = sum(b for ln in lines for _, _, b in ln["peers"]["sent"])
+    assert mb == [[sent]] and mm == [[sum(m for ln in lines for _, m, _ in ln["peers"]["sent"])]]
+    data = json.loads(mpilens_inproc("report", plain, "--format", "json").stdout)
+    assert data["nodes"]["matrix_bytes"] == mb and data["nodes"]["matrix_msgs"] == mm
+    assert [r["p2p_intra_bytes"] for r in data["ranks"]] == \
+        [sum(b for _, _, b in ln["peers"]["sent"]) for ln in lines]
+    text = mpilens_inproc("report", plain, "--node-matrix").stdout
+    assert f"   0  {fmt_bytes(sent)}  {header['hosts'][0]}" in text
+    assert "Node matrix" not in mpilens_inproc("report", plain).stdout
