@@ -45,6 +45,8 @@ static inline void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int 
                             int peer2, int tag2, const MPI_Request *rq, int nrq, uint64_t t0)
 {
 #if ML_FL_ON
+    /* a slot shared by threads (MPILENS_MAX_THREADS reached) has no single call it is inside */
+    if (__builtin_expect(S->shared, 0)) return;
     ml_fl_t *f = &S->fl;
     f->fid = fid;
     f->kind = kind;
@@ -70,6 +72,7 @@ static inline void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int 
 static inline void ml_fl_out(ml_slot_t *S)
 {
 #if ML_FL_ON
+    if (__builtin_expect(S->shared, 0)) return;
     __atomic_store_n(&S->fl.seq, S->fl.seq + 1, __ATOMIC_RELEASE);
 #else
     (void)S;

@@ -7,8 +7,8 @@
  *     ret = PMPI_Xxx(...);
  *     if (on) { ml_count(...); <semantic helpers>; ml_hook_end(&H, S, FID, tm, dt); }
  *
- * ml_hook_begin keeps the caller's return address and the function's byte
- * counters; ml_hook_end attributes the call, its time and the bytes the
+ * ml_hook_begin keeps the caller's return address and zeroes the call's byte
+ * counters (ml_cb); ml_hook_end attributes the call, its time and the bytes the
  * semantic helpers added to its call site and its region.  With call sites
  * off and no region open both are one predictable branch.  No lock, no
  * allocation: the tables are fixed at the thread's first call. */
@@ -124,7 +124,6 @@ extern int ml_hooks_on;          /* ml_cs_depth || a region has been opened */
 typedef struct {
     void *ra;
     int on;             /* ml_hooks_on at the start of the call */
-    uint64_t bs, br;
     MPI_Comm comm;      /* the call's communicator (ml_hook_comm), else MPI_COMM_NULL */
 } ml_hook_t;
 
@@ -168,10 +167,10 @@ static inline void ml_hook_begin(ml_hook_t *h, ml_slot_t *S, int fid, void *ra)
     h->ra = ra;
     h->comm = MPI_COMM_NULL;
     h->on = ml_hooks_on;
+    (void)S;
+    (void)fid;
     if (__builtin_expect(!h->on, 0)) return;
-    int di = ml_func_didx[fid];
-    h->bs = di >= 0 ? S->d[di].bytes_s : 0;
-    h->br = di >= 0 ? S->d[di].bytes_r : 0;
+    ml_cb.s = ml_cb.r = 0;
 }
 
 static inline uint32_t ml_cs_hash1(uintptr_t pc, int fid)
@@ -193,9 +192,10 @@ static inline void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, u
 static inline void ml_hook_end(const ml_hook_t *h, ml_slot_t *S, int fid, int tm, uint64_t t0, uint64_t dt)
 {
     if (__builtin_expect(!h->on, 0) || !ml_fon[fid]) return;
+    /* a completion call (no byte counters of its own) gives none: what its receives
+     * got belongs to the functions that started them (docs/runtime.md) */
     int di = ml_func_didx[fid];
-    uint64_t bs = di >= 0 ? S->d[di].bytes_s - h->bs : 0;
-    uint64_t br = di >= 0 ? S->d[di].bytes_r - h->br : 0;
+    uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
     if (__builtin_expect(ml_region_cur != 0, 0)) ml_region_add(S, fid, tm, dt, bs, br);
     if (S->tl) {
         if (__builtin_expect(S->shared, 0)) ml_tl_add_slow(S, fid, tm, t0, dt, bs + br);

@@ -85,6 +85,8 @@ extern ML_TLS int ml_depth;
 extern ML_TLS ml_slot_t *ml_tslot;
 extern ML_TLS int ml_served_flag;  /* set by ml_mark_served during an overridden call */
 
+extern ML_TLS uint32_t ml_rq_thread; /* 0; in a shared slot, this thread's number (req.c's keys) */
+
 ml_slot_t *ml_slot_attach(void);
 void ml_shared_lock(void);
 void ml_shared_unlock(void);
@@ -231,18 +233,27 @@ static inline int ml_peer_world(MPI_Comm comm, int rank)
     return ml_peer_world_slow(comm, rank);
 }
 
+/* The bytes the semantic helpers gave this thread's current call (sent, received):
+ * zeroed by ml_hook_begin, read by ml_hook_end for the record kinds (call sites,
+ * regions, time line, communicators).  Per thread, so exact when threads share
+ * a slot (a difference of the slot's counters would take in the other threads'). */
+typedef struct { uint64_t s, r; } ml_callbytes_t;
+extern ML_TLS ml_callbytes_t ml_cb;
+
 static inline void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int hist)
 {
     int di = ml_func_didx[fid];
     if (di < 0 || !ml_fon[fid]) return;
     ml_drec_t *d = &s->d[di];
     if (side == ML_SEND) {
+        ml_cb.s += total;
         d->bytes_s += total;
         if (hist) {
             d->hist_s[ml_bin(block)]++;
             d->hist_bytes_s += block;
         }
     } else {
+        ml_cb.r += total;
         d->bytes_r += total;
         if (hist) d->hist_r[ml_bin(block)]++;
     }
