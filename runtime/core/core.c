@@ -113,12 +113,14 @@ static double ml_measure_overhead(void)
             uint64_t t0 = 0;
             ml_hook_t H;
             if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0; ml_hook_begin(&H, S, FID, (void *)0x1000 /* an application's call site: one record */); if (tm) t0 = ml_now(); }
-            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0, tm ? t0 : ml_fl_clock);
+            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, tm ? t0 : ml_fl_clock);
             PMPI_Comm_rank(MPI_COMM_WORLD, &r);
             if (on) ml_fl_out(S);
             uint64_t dt = tm ? ml_now() - t0 : 0;
             ml_leave();
-            if (on) { ml_count(S, FID, tm, dt); ml_hook_end(&H, S, FID, tm, t0, dt); }
+            if (on) {
+                ml_call_end(&H, S, FID, -1, ML_TL_OTHER, tm, t0, dt);
+            }
         }
         uint64_t a2 = ml_now_slow();
         if (a1 - a0 < best_plain) best_plain = a1 - a0;
@@ -207,7 +209,7 @@ static void ml_finalize_wait(void)
     if (!fid || !ml_fon[fid]) return; /* the same on every rank (MPILENS_INCLUDE/EXCLUDE) */
     uint64_t t0 = ml_now();
     PMPI_Barrier(MPI_COMM_WORLD);
-    ml_count(ml_slot(), fid, 1, ml_now() - t0);
+    ml_time(ml_slot(), fid, ml_now() - t0);
 }
 
 void ml_before_finalize(void)

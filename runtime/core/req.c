@@ -147,11 +147,9 @@ void ml_req_done(ml_slot_t *s, MPI_Request req, const MPI_Status *st)
     if (!(e->flags & ML_RQ_PERSIST)) ml_rdelete(s, e);
 }
 
-MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore)
+/* ml_cpl_begin (ml.h) for more than one request: copies into scratch */
+MPI_Status *ml_cpl_begin_n(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore)
 {
-    c->n = n;
-    c->track = 0;
-    if (!ml_req_live || n <= 0 || !reqs) return user_st;
     c->track = 1;
     c->saved = ml_scratch(sizeof(MPI_Request) * (size_t)n, 0);
     memcpy(c->saved, reqs, sizeof(MPI_Request) * (size_t)n);
