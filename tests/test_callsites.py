@@ -89,9 +89,12 @@ def test_three_sites_resolved_exactly(build, tmp_path, prog, src):
     assert sum(r["bytes_sent"] for r in rows) == f["bytes_sent"]
 
 
-def test_depth_two_walks_the_stack(build, tmp_path):
-    """MPILENS_CALLSITES=2: SITE-A is reached from CALLER-A; B and C from main."""
-    out = run_prog(tmp_path, "callsite_c", MPILENS_CALLSITES="2")
+@pytest.mark.parametrize("unwind", ["backtrace", "fp"])
+def test_depth_two_walks_the_stack(build, tmp_path, unwind):
+    """MPILENS_CALLSITES=2: SITE-A is reached from CALLER-A; B and C from main.  The same
+    frames by backtrace() and by the frame-pointer walk (callsite_c is built at -O0, with
+    frame pointers; MPILENS_CALLSITE_UNWIND=fp)."""
+    out = run_prog(tmp_path, "callsite_c", MPILENS_CALLSITES="2", MPILENS_CALLSITE_UNWIND=unwind)
     want = lines_of(REPO / "tests" / "progs" / "callsite_c.c")
     rows = report(out)["callsites"]
     assert len(rows) == 3

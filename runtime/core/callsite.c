@@ -5,7 +5,8 @@
  * Depth 1 takes __builtin_return_address(0) in the wrapper itself and finds
  * its record with one probe (hooks.h).  Deeper stacks, and the rare depth-1
  * site whose return address lies inside an MPI library or mpilens (a
- * Fortran module procedure of the MPI, say), are walked with backtrace();
+ * Fortran module procedure of the MPI, say), are walked by frame pointers,
+ * checked at each step, else with backtrace() (ml_fp_walk below);
  * frames inside those libraries are skipped, by address ranges found once
  * at start-up.  Each thread holds a fixed table (the slot's cs): a site
  * beyond it is counted in the overflow figures, never allocated.
@@ -19,6 +20,7 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <limits.h>
+#include <pthread.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@
 
 int ml_cs_depth = 1;
 int ml_cs_slots = 256;
+int ml_cs_unwind = 0;
 int ml_hooks_on = 0;
 static int ml_cs_tables = 0; /* call sites were on at start: every thread has a table */
 
@@ -71,12 +74,19 @@ static int ml_is_internal(uintptr_t pc)
     return 0;
 }
 
+static int ml_nxr;
+static int ml_xr_cb(struct dl_phdr_info *info, size_t size, void *data);
+static void ml_xr_sort(void);
+
 /* After MPI_Init (the MPI's libraries are loaded): ranges, and one walk so
  * that backtrace() has loaded its unwinder before any wrapper needs it. */
 void ml_cs_init(void)
 {
     ml_nrange = 0;
     dl_iterate_phdr(ml_range_cb, NULL);
+    ml_nxr = 0;
+    dl_iterate_phdr(ml_xr_cb, NULL);
+    ml_xr_sort();
     if (ml_cs_depth) {
         ml_cs_tables = 1;
         void *buf[4];
@@ -166,10 +176,120 @@ static ml_cs_rec_t *ml_cs_get(ml_cstab_t *t, const uintptr_t *pc, int n, int fid
     return r;
 }
 
+/* ---- the frame-pointer walk (depth 2..8, MPILENS_CALLSITE_UNWIND=fp) ----
+ *
+ * backtrace() costs microseconds per call (DWARF unwinding).  The walk
+ * follows the saved frame pointers instead: mpilens is built with them, and
+ * so is an application built with -fno-omit-frame-pointer.  Each step is
+ * checked: the frame pointer stays in this thread's stack and grows, each
+ * return address lies in an executable segment of a module loaded at
+ * MPI_Init and follows a call instruction; the walk must reach `want`
+ * frames.  The first check that fails (a library or part of the
+ * application built without frame pointers, whose %rbp holds anything; a
+ * module loaded later; a stack shallower than the depth) sends the call to
+ * backtrace().  What no check sees: a function without a frame pointer
+ * between two with one (its caller's frame is taken for its own, and it is
+ * skipped): hence opt-in, for applications built with frame pointers. */
+
+#define ML_NXRANGE 512
+typedef struct { uintptr_t lo, hi; int internal; } ml_xr_t;
+static ml_xr_t ml_xr[ML_NXRANGE]; /* executable segments of every module (ml_nxr), sorted by address */
+static ML_TLS uintptr_t ml_stk_lo, ml_stk_hi;          /* this thread's stack (0: not known yet) */
+
+static int ml_xr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    for (int i = 0; i < info->dlpi_phnum && ml_nxr < ML_NXRANGE; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        ml_xr[ml_nxr].lo = info->dlpi_addr + ph->p_vaddr;
+        ml_xr[ml_nxr].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        ml_xr[ml_nxr].internal = info->dlpi_name && *info->dlpi_name && ml_internal_name(info->dlpi_name);
+        ml_nxr++;
+    }
+    return 0;
+}
+
+static int ml_xr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = ((const ml_xr_t *)a)->lo, y = ((const ml_xr_t *)b)->lo;
+    return x < y ? -1 : x > y;
+}
+
+static void ml_xr_sort(void) { qsort(ml_xr, (size_t)ml_nxr, sizeof *ml_xr, ml_xr_cmp); }
+
+/* pc is in executable code, and the instruction before it is a call
+ * (x86-64: E8 rel32, or FF /2 of 2 to 7 bytes): its segment (binary search),
+ * else NULL. */
+static const ml_xr_t *ml_return_address(uintptr_t pc)
+{
+    int lo = 0, hi = ml_nxr - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (pc < ml_xr[mid].lo) hi = mid - 1;
+        else if (pc >= ml_xr[mid].hi) lo = mid + 1;
+        else {
+            if (pc < ml_xr[mid].lo + 8) return NULL;
+#if defined(__x86_64__)
+            const unsigned char *p = (const unsigned char *)pc;
+            if (p[-5] == 0xE8) return &ml_xr[mid];
+            for (int n = 2; n <= 7; n++)
+                if (p[-n] == 0xFF && ((p[-n + 1] >> 3) & 7) == 2) return &ml_xr[mid];
+            return NULL;
+#else
+            return &ml_xr[mid];
+#endif
+        }
+    }
+    return NULL;
+}
+
+static void ml_stack_bounds(void)
+{
+    pthread_attr_t a;
+    void *lo = NULL;
+    size_t sz = 0;
+    ml_stk_hi = 1; /* tried */
+    if (pthread_getattr_np(pthread_self(), &a) != 0) return;
+    if (pthread_attr_getstack(&a, &lo, &sz) == 0 && lo) {
+        ml_stk_lo = (uintptr_t)lo;
+        ml_stk_hi = (uintptr_t)lo + sz;
+    }
+    pthread_attr_destroy(&a);
+}
+
+/* Frames as ml_cs_walk returns them, by frame pointers; -1: a check failed. */
+static int ml_fp_walk(uintptr_t *out, int want, void *ra)
+{
+    if (!ml_stk_hi) ml_stack_bounds();
+    if (!ml_stk_lo) return -1; /* the stack is not known: backtrace() */
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    int found = 0, k = 0;
+    for (int i = 0; i < 64; i++) {
+        if (fp < ml_stk_lo || fp > ml_stk_hi - 16 || (fp & 7)) return -1;
+        uintptr_t next = ((const uintptr_t *)fp)[0], pc = ((const uintptr_t *)fp)[1];
+        if (!found && pc == (uintptr_t)ra) found = 1; /* the wrapper's frame: it returns to ra */
+        if (found) {
+            const ml_xr_t *x = ml_return_address(pc);
+            if (!x) return -1;
+            if (!x->internal) out[k++] = pc;
+            if (k == want) return k;
+        }
+        /* the chain ends before `want` frames (a saved frame pointer of 0: a function
+         * without one kept %rbp = 0 from _start, say): backtrace() */
+        if (next <= fp) return -1;
+        fp = next;
+    }
+    return -1;
+}
+
 /* Up to want application frames from the wrapper's caller (ra) outwards,
  * skipping frames inside the MPI libraries and mpilens; 0 if none. */
 static int ml_cs_walk(uintptr_t *out, int want, void *ra)
 {
+    int got = ml_cs_unwind ? ml_fp_walk(out, want, ra) : -1;
+    if (got > 0) return got;
     void *buf[ML_CS_MAXDEPTH + 24];
     int n = backtrace(buf, (int)(sizeof buf / sizeof *buf)), i = 0, k = 0;
     while (i < n && buf[i] != ra) i++;
@@ -211,13 +331,7 @@ static void ml_cs_account(ml_cstab_t *t, int fid, void *ra, int tm, uint64_t dt,
 
 void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
-    if (!S->cs) return;
-    if (__builtin_expect(S->shared, 0)) {
-        ml_shared_lock();
-        ml_cs_account(S->cs, fid, ra, tm, dt, bs, br);
-        ml_shared_unlock();
-        return;
-    }
+    if (!S->cs) return; /* the shared slot's lock is held by the wrapper */
     ml_cs_account(S->cs, fid, ra, tm, dt, bs, br);
 }
 

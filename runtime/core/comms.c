@@ -206,13 +206,6 @@ void ml_cm_attach(ml_slot_t *s)
 
 size_t ml_cm_bytes(void) { return ml_cm_max ? ((size_t)ml_cm_max + 1) * sizeof(ml_cm_rec_t) : 0; }
 
-void ml_cm_add_slow(ml_slot_t *S, MPI_Comm comm, int tm, uint64_t dt, uint64_t bytes_s, uint64_t bytes_r)
-{
-    ml_shared_lock();
-    ml_cm_upd(&S->cm[ml_cm_id(comm)], tm, dt, bytes_s, bytes_r);
-    ml_shared_unlock();
-}
-
 /* This rank's communicators (rank-line members). */
 void ml_cm_rank_json(ml_buf_t *b)
 {

@@ -18,6 +18,7 @@ ml_core_cfg_t ml_cfg;
 static const char *const timing_choices[] = {"sampled", "all", NULL};
 static const char *const clock_choices[] = {"auto", "tsc", "monotonic", NULL};
 static const char *const compress_choices[] = {"auto", "gzip", "off", NULL};
+static const char *const unwind_choices[] = {"backtrace", "fp", NULL};
 
 /* ml_config_load's leader (rank 0, or `mpilens config`): the only process that
  * looks at the file system for the output path */
@@ -176,7 +177,8 @@ static const ml_setting core_settings[] = {
     {.key = "max_threads", .type = ML_SET_INT, .def = "64", .lo = 1, .hi = 4096,
      .out = &ml_cfg.max_threads, .accepted = "an integer from 1 to 4096",
      .help = "threads that get their own lock-free records; further threads share one record "
-             "set under a spin lock"},
+             "set under a lock (counts and bytes stay exact; their calls serialise on it; no "
+             "in-flight state for the flight recorder)"},
     {.key = "max_requests", .type = ML_SET_INT, .def = "4096", .lo = 64, .hi = 16777216,
      .flags = ML_SET_POW2, .out = &ml_cfg.max_requests,
      .accepted = "an integer from 64 to 16777216 that is a power of two",
@@ -186,8 +188,16 @@ static const ml_setting core_settings[] = {
      .accepted = "an integer from 0 to 8",
      .help = "call-site depth: calls, time, bytes and sizes per call site. 1 (default): the immediate "
              "caller of each MPI function (one return address); 2..8: that many frames of the "
-             "application's stack (walked with backtrace(), slower); 0: off. Frames inside the MPI "
+             "application's stack (walked with backtrace(), a few us per call, or by frame pointers: "
+             "MPILENS_CALLSITE_UNWIND); 0: off. Frames inside the MPI "
              "libraries and mpilens are skipped. See docs/runtime.md."},
+    {.key = "callsite_unwind", .type = ML_SET_CHOICE, .def = "backtrace", .choices = unwind_choices,
+     .out = &ml_cs_unwind, .accepted = "backtrace or fp",
+     .help = "how call sites of depth 2..8 are walked. backtrace: glibc's DWARF unwinder, right for "
+             "any build, a few us per call. fp: the saved frame pointers, tens of ns per call, checked "
+             "at each step (else backtrace()); only for applications built with "
+             "-fno-omit-frame-pointer (a function without one between two with one is skipped "
+             "unseen). See docs/runtime.md."},
     {.key = "callsite_slots", .type = ML_SET_INT, .def = "256", .lo = 1, .hi = 65536,
      .out = &ml_cs_slots, .accepted = "an integer from 1 to 65536",
      .help = "call sites each thread records (about 300 bytes each); calls from further sites "

@@ -310,7 +310,7 @@ static void ml_fl_mark(int fid, int kind, MPI_Comm comm)
 {
     ml_slot_t *s = ml_slot();
     if ((s->fl.seq & 1) == 0)
-        ml_fl_in(s, fid, kind, comm, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0, ml_now());
+        ml_fl_in(s, fid, kind, comm, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, ml_now());
 }
 
 void ml_flight_finalize_enter(void)

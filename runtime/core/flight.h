@@ -24,7 +24,7 @@
 extern volatile uint64_t ml_fl_clock; /* ticks, advanced by the recorder's thread */
 
 /* a peer argument of comm -> world rank or one of ML_FL_* (inflight.h) */
-static inline int ml_fl_peer(MPI_Comm comm, int r)
+ML_INLINE int ml_fl_peer(MPI_Comm comm, int r)
 {
     if (r >= 0) {
         if (comm == MPI_COMM_WORLD) return r;
@@ -35,24 +35,28 @@ static inline int ml_fl_peer(MPI_Comm comm, int r)
     return r == MPI_ANY_SOURCE ? ML_FL_ANY : r == MPI_PROC_NULL ? ML_FL_PROCNULL : ML_FL_NONE;
 }
 
-static inline int64_t ml_fl_bytes(int64_t count, MPI_Datatype dt)
+ML_INLINE int64_t ml_fl_bytes(int64_t count, MPI_Datatype dt)
 {
     return count > 0 ? count * ml_type_size(dt) : 0;
 }
 
-/* before the PMPI call (outermost calls while profiling) */
-static inline void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer, int tag, int64_t bytes,
-                            int peer2, int tag2, const MPI_Request *rq, int nrq, uint64_t t0)
+/* before the PMPI call (outermost calls while profiling); peer, peer2: world
+ * ranks or ML_FL_* (the wrapper converts its arguments with ml_fl_peer, once,
+ * and reuses them for the records) */
+ML_INLINE void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer, int tag, int64_t bytes,
+                        int peer2, int tag2, const MPI_Request *rq, int nrq, uint64_t t0)
 {
 #if ML_FL_ON
+    /* a slot shared by threads (MPILENS_MAX_THREADS reached) has no single call it is inside */
+    if (__builtin_expect(S->shared, 0)) return;
     ml_fl_t *f = &S->fl;
     f->fid = fid;
     f->kind = kind;
     f->comm = comm;
-    f->peer = ml_fl_peer(comm, peer);
+    f->peer = peer;
     f->tag = tag;
     f->bytes = bytes;
-    f->peer2 = ml_fl_peer(comm, peer2);
+    f->peer2 = peer2;
     f->tag2 = tag2;
     f->rq = rq;
     f->nrq = nrq;
@@ -74,9 +78,10 @@ static inline void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int 
 }
 
 /* after the PMPI call */
-static inline void ml_fl_out(ml_slot_t *S)
+ML_INLINE void ml_fl_out(ml_slot_t *S)
 {
 #if ML_FL_ON
+    if (__builtin_expect(S->shared, 0)) return;
     __atomic_store_n(&S->fl.seq, S->fl.seq + 1, __ATOMIC_RELEASE);
 #else
     (void)S;

@@ -1,16 +1,15 @@
-/* Per-call hooks beside the function records: call sites (callsite.c) and
- * regions (region.c).  Every timed wrapper calls them once before and once
- * after the MPI call (runtime/gen/genwrap.py, timed_body):
+/* Per-call hooks beside the function records: call sites (callsite.c),
+ * regions (region.c), the time line (timeline.c) and communicators
+ * (comms.c).  Every timed wrapper calls ml_hook_begin before the MPI call and
+ * ml_call_end (callend.c) after its semantic helpers (ml.h shows the whole
+ * wrapper):
  *
- *     ml_hook_t H;
- *     if (on) { ...; ml_hook_begin(&H, S, FID, __builtin_return_address(0)); ... }
- *     ret = PMPI_Xxx(...);
- *     if (on) { ml_count(...); <semantic helpers>; ml_hook_end(&H, S, FID, tm, dt); }
- *
- * ml_hook_begin keeps the caller's return address and the function's byte
- * counters; ml_hook_end attributes the call, its time and the bytes the
- * semantic helpers added to its call site and its region.  With call sites
- * off and no region open both are one predictable branch.  No lock, no
+ * ml_hook_begin keeps the caller's return address and zeroes the call's byte
+ * counters (ml_cb, per thread); ml_call_end counts the call in its function's
+ * record, then (ml_hook_end_d) attributes the call, its time and the bytes the
+ * semantic helpers gave it to its region, its time-line bin, its communicator
+ * and its call site.  With call sites off and no region open each is one
+ * predictable branch.  No lock (the wrapper holds the shared slot's), no
  * allocation: the tables are fixed at the thread's first call. */
 #ifndef MLENS_HOOKS_H
 #define MLENS_HOOKS_H
@@ -25,11 +24,13 @@ typedef struct {
     uint32_t fid;
     uint8_t n;          /* frames in pc */
     uint8_t internal;   /* depth 1: pc lies in an MPI library or mpilens: attribute by walking */
-    uint16_t region;    /* unused: keeps the record 8-byte aligned */
+    uint16_t region;    /* unused (0): fid..region form the word the depth-1 probe compares */
     uint64_t calls, timed, ticks, bytes_s, bytes_r;
     uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
     uint64_t hist[ML_NBINS]; /* per call: size class of its bytes (sent, else received) */
 } ml_cs_rec_t;
+_Static_assert(offsetof(ml_cs_rec_t, fid) == 8 * ML_CS_MAXDEPTH && offsetof(ml_cs_rec_t, region) == 8 * ML_CS_MAXDEPTH + 6,
+               "the depth-1 probe compares fid, n, internal and region as one word");
 
 typedef struct ml_cstab {
     int cap, n;          /* records held at most (MPILENS_CALLSITE_SLOTS), records in use */
@@ -49,25 +50,27 @@ typedef struct {
     uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
 } ml_tl_cell_t;
 typedef struct ml_tltab {
+    ml_tl_cell_t *row;   /* the cells of the bin of `last` (cell + bin * ML_TL_NCLASS) */
     int nbins, shift;
     uint64_t last;       /* this thread's last clock reading (the time of an untimed call) */
     uint64_t merges;
     ml_tl_cell_t *cell;  /* [nbins][ML_TL_NCLASS] */
 } ml_tltab_t;
 extern int ml_tl_bins;                      /* MPILENS_TIMELINE_BINS (0: off) */
-extern unsigned char ml_tl_class[ML_NFUNC]; /* function -> class */
+extern const unsigned char ml_tl_class[ML_NFUNC]; /* function -> class (generated: ml_funcs.c) */
 void ml_tl_grow(ml_tltab_t *t, uint64_t rel);
-void ml_tl_add_slow(ml_slot_t *S, int fid, int tm, uint64_t t0, uint64_t dt, uint64_t bytes);
+void ml_tl_move(ml_tltab_t *t, uint64_t t0);
 
-static inline void ml_tl_add(ml_tltab_t *t, int fid, int tm, uint64_t t0, uint64_t dt, uint64_t bytes)
+/* A call of class cls (a constant in the generated wrappers).  An untimed call
+ * counts in the bin of the thread's last clock reading, whose cells (row) are
+ * found again only when the clock is read (a timed call). */
+ML_INLINE void ml_tl_add(ml_tltab_t *t, int cls, int tm, uint64_t t0, uint64_t dt, uint64_t bytes)
 {
-    if (tm) t->last = t0;
-    uint64_t rel = t->last > ml_t_init ? t->last - ml_t_init : 0;
-    if (__builtin_expect((rel >> t->shift) >= (uint64_t)t->nbins, 0)) ml_tl_grow(t, rel);
-    ml_tl_cell_t *c = &t->cell[(rel >> t->shift) * ML_TL_NCLASS + ml_tl_class[fid]];
+    if (__builtin_expect(tm, 0)) ml_tl_move(t, t0);
+    ml_tl_cell_t *c = &t->row[cls];
     c->calls++;
-    ml_time_add(&c->timed, &c->ticks, &c->stimed, &c->sticks, tm, dt);
     c->bytes += bytes;
+    ml_time_add(&c->timed, &c->ticks, &c->stimed, &c->sticks, tm, dt);
 }
 
 /* Per-communicator records (comms.c): per thread, one per communicator kept
@@ -82,7 +85,6 @@ extern int ml_cm_max;                 /* MPILENS_COMMS (0: off) */
 extern ML_TLS ml_cm_cache_t ml_cm_cache;
 extern volatile unsigned ml_cm_epoch; /* changes when a communicator is made or freed */
 int ml_cm_find(MPI_Comm comm);
-void ml_cm_add_slow(ml_slot_t *S, MPI_Comm comm, int tm, uint64_t dt, uint64_t bytes_s, uint64_t bytes_r);
 void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind);
 void ml_comm_freeing(MPI_Comm comm);
 void ml_comm_named(MPI_Comm comm);   /* after MPI_Comm_set_name: the record's copy of the name */
@@ -91,18 +93,18 @@ void ml_cm_attach(ml_slot_t *s);
 size_t ml_cm_bytes(void);
 void ml_cm_rank_json(ml_buf_t *b);
 
-static inline int ml_cm_id(MPI_Comm comm)
+ML_INLINE int ml_cm_id(MPI_Comm comm)
 {
     if (ml_cm_cache.comm == comm && ml_cm_cache.epoch == ml_cm_epoch) return ml_cm_cache.id;
     return ml_cm_find(comm);
 }
 
-static inline void ml_cm_upd(ml_cm_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+ML_INLINE void ml_cm_upd(ml_cm_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
     r->calls++;
-    ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
     r->bytes_s += bs;
     r->bytes_r += br;
+    ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
 }
 
 /* Per thread and region: one record per (region, function), open addressing. */
@@ -125,14 +127,14 @@ extern int ml_hooks_on;          /* ml_cs_depth || a region has been opened */
 typedef struct {
     void *ra;
     int on;             /* ml_hooks_on at the start of the call */
-    uint64_t bs, br;
     MPI_Comm comm;      /* the call's communicator (ml_hook_comm), else MPI_COMM_NULL */
 } ml_hook_t;
 
 /* After a successful call with a communicator argument (generated wrappers). */
-static inline void ml_hook_comm(ml_hook_t *h, MPI_Comm comm) { h->comm = comm; }
+ML_INLINE void ml_hook_comm(ml_hook_t *h, MPI_Comm comm) { h->comm = comm; }
 
 extern int ml_cs_slots, ml_rg_max;  /* MPILENS_CALLSITE_SLOTS, MPILENS_REGIONS */
+extern int ml_cs_unwind;            /* MPILENS_CALLSITE_UNWIND: 0 backtrace, 1 frame pointers */
 
 void ml_hooks_init(void);           /* after MPI_Init (core.c) */
 void ml_hooks_attach(ml_slot_t *s); /* a new thread's tables (core.c, under the slot lock) */
@@ -165,23 +167,23 @@ void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64
 void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br);
 ml_cs_rec_t *ml_cs_insert(ml_cstab_t *t, const uintptr_t *pc, int n, int fid, uint32_t h);
 
-static inline void ml_hook_begin(ml_hook_t *h, ml_slot_t *S, int fid, void *ra)
+ML_INLINE void ml_hook_begin(ml_hook_t *h, ml_slot_t *S, int fid, void *ra)
 {
     h->ra = ra;
     h->comm = MPI_COMM_NULL;
     h->on = ml_hooks_on;
+    (void)S;
+    (void)fid;
     if (__builtin_expect(!h->on, 0)) return;
-    int di = ml_func_didx[fid];
-    h->bs = di >= 0 ? S->d[di].bytes_s : 0;
-    h->br = di >= 0 ? S->d[di].bytes_r : 0;
+    ml_cb.s = ml_cb.r = 0;
 }
 
-static inline uint32_t ml_cs_hash1(uintptr_t pc, int fid)
+ML_INLINE uint32_t ml_cs_hash1(uintptr_t pc, int fid)
 {
     return (uint32_t)(((uint64_t)pc * 0x9E3779B97F4A7C15ull + (uint64_t)fid) >> 32);
 }
 
-static inline void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+ML_INLINE void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
     r->calls++;
     ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
@@ -192,30 +194,30 @@ static inline void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, u
     }
 }
 
-static inline void ml_hook_end(const ml_hook_t *h, ml_slot_t *S, int fid, int tm, uint64_t t0, uint64_t dt)
+/* After the call, with the shared slot's lock held if S is shared (the
+ * wrapper takes it once around all its updates).  di, cls: the function's
+ * data record (-1: none) and time-line class, constants in the wrappers. */
+static inline void ml_hook_end_d(const ml_hook_t *h, ml_slot_t *S, int fid, int di, int cls, int tm,
+                                 uint64_t t0, uint64_t dt)
 {
     if (__builtin_expect(!h->on, 0) || !ml_fon[fid]) return;
-    int di = ml_func_didx[fid];
-    uint64_t bs = di >= 0 ? S->d[di].bytes_s - h->bs : 0;
-    uint64_t br = di >= 0 ? S->d[di].bytes_r - h->br : 0;
+    /* a completion call (no byte counters of its own) gives none: what its receives
+     * got belongs to the functions that started them (docs/runtime.md) */
+    uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
     if (__builtin_expect(ml_region_cur != 0, 0)) ml_region_add(S, fid, tm, dt, bs, br);
-    if (S->tl) {
-        if (__builtin_expect(S->shared, 0)) ml_tl_add_slow(S, fid, tm, t0, dt, bs + br);
-        else ml_tl_add(S->tl, fid, tm, t0, dt, bs + br);
-    }
-    if (S->cm && h->comm != MPI_COMM_NULL) {
-        if (__builtin_expect(S->shared, 0)) ml_cm_add_slow(S, h->comm, tm, dt, bs, br);
-        else ml_cm_upd(&S->cm[ml_cm_id(h->comm)], tm, dt, bs, br);
-    }
+    if (S->tl) ml_tl_add(S->tl, cls, tm, t0, dt, bs + br);
+    if (S->cm && h->comm != MPI_COMM_NULL) ml_cm_upd(&S->cm[ml_cm_id(h->comm)], tm, dt, bs, br);
     ml_cstab_t *t = S->cs;
-    if (ml_cs_depth == 1 && t && !S->shared) { /* the immediate caller: one probe, usually */
+    if (ml_cs_depth == 1 && t) { /* the immediate caller: one probe, usually */
         uintptr_t pc = (uintptr_t)h->ra;
+        uint64_t want = (uint64_t)(uint32_t)fid | (uint64_t)1 << 32; /* fid, n = 1, internal = 0, region = 0 */
         for (uint32_t i = ml_cs_hash1(pc, fid);; i++) {
             int32_t k = t->idx[i & t->mask];
             if (k < 0) break;
             ml_cs_rec_t *r = &t->rec[k];
-            if (r->pc[0] == pc && r->fid == (uint32_t)fid && r->n == 1) {
-                if (__builtin_expect(r->internal, 0)) break;
+            uint64_t key;
+            __builtin_memcpy(&key, &r->fid, sizeof key);
+            if (r->pc[0] == pc && key == want) {
                 ml_cs_upd(r, tm, dt, bs, br);
                 return;
             }
@@ -223,5 +225,15 @@ static inline void ml_hook_end(const ml_hook_t *h, ml_slot_t *S, int fid, int tm
     }
     if (ml_cs_depth) ml_cs_add_slow(S, fid, h->ra, tm, dt, bs, br);
 }
+
+static inline void ml_hook_end(const ml_hook_t *h, ml_slot_t *S, int fid, int tm, uint64_t t0, uint64_t dt)
+{
+    ml_hook_end_d(h, S, fid, ml_func_didx[fid], ml_tl_class[fid], tm, t0, dt);
+}
+
+/* Every wrapper's one call after the MPI call and its semantic helpers
+ * (callend.c): the function's record (ml_count) and the record kinds
+ * (ml_hook_end_d).  Out of line, once: the wrappers stay small. */
+void ml_call_end(const ml_hook_t *h, ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt);
 
 #endif

@@ -1,13 +1,22 @@
 /* mpilens runtime: records, clock, per-call fast path.
  *
- * Every generated wrapper (C and Fortran) follows the same shape:
+ * Every generated wrapper (C and Fortran; runtime/gen/genwrap.py, timed_body)
+ * has the same shape; FID, DI (its data record, -1 none) and TLC (its
+ * time-line class) are constants of the wrapper's enum:
  *
- *     int on = ml_enter();                 // outermost MPI call on this thread, profiling active?
- *     if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0; if (tm) t0 = ml_now(); }
+ *     int on = ml_enter();                  // outermost MPI call on this thread, profiling active?
+ *     if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0;
+ *               ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now();
+ *               [a send: its size and world peer, once] }
+ *     if (on) ml_fl_in(S, FID, ...);        // the in-flight state (flight.h)
  *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
+ *     if (on) ml_fl_out(S);
  *     dt = tm ? ml_now() - t0 : 0;
  *     ml_leave();
- *     if (on) { ml_count(S, FID, tm, dt); <semantic helpers>; }
+ *     if (on) { if (S->shared) lock;         // one test: threads beyond MPILENS_MAX_THREADS
+ *               if (ret == MPI_SUCCESS) { <semantic helpers: bytes, peers, requests> }
+ *               ml_call_end(&H, S, FID, DI, TLC, tm, t0, dt);  // function record + record kinds
+ *               if (S->shared) unlock; }
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
  * Fortran binding calls the C MPI_Xxx, ROMIO calling MPI_Allreduce, an engine
@@ -15,7 +24,8 @@
  *
  * Records live in per-thread slots (ml_slot_t), allocated once per thread at
  * the thread's first profiled call: no lock, no atomic, no allocation on the
- * per-call path.  Slots are merged at MPI_Finalize.
+ * per-call path.  Threads beyond MPILENS_MAX_THREADS share one slot, whose
+ * updates the wrapper makes under one lock.  Slots are merged at MPI_Finalize.
  */
 #ifndef MLENS_ML_H
 #define MLENS_ML_H
@@ -35,6 +45,8 @@
 #define ML_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 #endif
 #define ML_TLS __thread __attribute__((tls_model("initial-exec")))
+/* the per-call helpers: always inline into the wrappers (no call, no copy) */
+#define ML_INLINE static inline __attribute__((always_inline))
 
 typedef struct {
     uint64_t calls;   /* every call */
@@ -44,7 +56,8 @@ typedef struct {
     uint64_t tmax;
     uint64_t stimed;  /* of those, calls timed as the 1 in ML_SAMPLE_PERIOD sample (ML_TM_SAMPLE) */
     uint64_t sticks;  /* ... and their total duration */
-} ml_frec_t;
+    uint64_t quiet;   /* 1: past the warm-up and not slow (set at each timed call): ml_want_time's fast test */
+} __attribute__((aligned(64))) ml_frec_t; /* one cache line per function */
 
 typedef struct {
     uint64_t bytes_s, bytes_r;
@@ -55,7 +68,7 @@ typedef struct {
     uint64_t xnode[2][4];  /* messages with a known peer: [0] same node, [1] other node (msgs_s, bytes_s, msgs_r, bytes_r) */
     uint64_t span_calls[2]; /* collectives: calls on a communicator within one node, across nodes */
     uint64_t span_max[2];  /* collectives: most nodes a communicator spanned, most of its ranks on one node */
-} ml_drec_t;
+} __attribute__((aligned(64))) ml_drec_t; /* the counters a message updates first (one line), histograms after */
 
 typedef struct {
     uint64_t msgs_s, bytes_s, msgs_r, bytes_r;
@@ -84,6 +97,8 @@ extern int ml_world_size, ml_world_rank;
 extern ML_TLS int ml_depth;
 extern ML_TLS ml_slot_t *ml_tslot;
 extern ML_TLS int ml_served_flag;  /* set by ml_mark_served during an overridden call */
+
+extern ML_TLS uint32_t ml_rq_thread; /* 0; in a shared slot, this thread's number (req.c's keys) */
 
 ml_slot_t *ml_slot_attach(void);
 void ml_shared_lock(void);
@@ -137,7 +152,8 @@ static inline ml_slot_t *ml_slot(void)
 extern uint64_t ml_sample_mask, ml_slow_ticks;
 enum { ML_TM_NO = 0, ML_TM_POLICY = 1, ML_TM_SAMPLE = 2 }; /* why a call is timed (tm) */
 
-static inline int ml_want_time(const ml_frec_t *r)
+/* The policy's full test: still warming up, slow, or the sample. */
+ML_INLINE int ml_want_time_full(const ml_frec_t *r)
 {
     if (r->calls < ML_WARMUP_CALLS) return ML_TM_POLICY;
     /* mean of the timed calls without the longest one (one preempted call must not flip the policy) */
@@ -146,9 +162,18 @@ static inline int ml_want_time(const ml_frec_t *r)
     return ml_sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
 }
 
+/* One test for the 15 calls in 16 that are not timed: r->quiet says the full
+ * test would answer "no" to every call that is not the sample (its inputs
+ * change only at timed calls, where ml_count_upd recomputes it). */
+ML_INLINE int ml_want_time(const ml_frec_t *r)
+{
+    if (__builtin_expect((r->calls & ml_sample_mask) && r->quiet, 1)) return ML_TM_NO;
+    return ml_want_time_full(r);
+}
+
 /* A call into a record's timing counters: timed calls and their ticks, and of
  * those the sampled ones (ML_TM_SAMPLE), for ml_est_ticks. */
-static inline void ml_time_add(uint64_t *timed, uint64_t *ticks, uint64_t *stimed, uint64_t *sticks,
+ML_INLINE void ml_time_add(uint64_t *timed, uint64_t *ticks, uint64_t *stimed, uint64_t *sticks,
                                int tm, uint64_t dt)
 {
     if (!tm) return;
@@ -169,31 +194,34 @@ static inline double ml_est_ticks(uint64_t calls, uint64_t timed, uint64_t ticks
     return timed ? (double)ticks * ((double)calls / (double)timed) : 0.0;
 }
 
-static inline void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
+ML_INLINE void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
 {
     r->calls++;
-    if (tm) {
+    if (__builtin_expect(tm, 0)) {
         if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
         if (dt > r->tmax) r->tmax = dt;
+        ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
+        r->quiet = r->calls >= ML_WARMUP_CALLS && !(r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks);
     }
-    ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
 }
 
-static inline void ml_count(ml_slot_t *s, int fid, int tm, uint64_t dt)
+/* A call into function fid's record.  The caller holds the shared slot's lock
+ * if s is shared (the wrappers take it once around all their updates). */
+ML_INLINE void ml_count(ml_slot_t *s, int fid, int tm, uint64_t dt)
 {
     if (!ml_fon[fid]) return;
-    if (__builtin_expect(s->shared, 0)) {
-        ml_shared_lock();
-        ml_count_upd(&s->f[fid], tm, dt);
-        ml_shared_unlock();
-        return;
-    }
     ml_count_upd(&s->f[fid], tm, dt);
 }
 
-static inline void ml_time(ml_slot_t *s, int fid, uint64_t dt) { ml_count(s, fid, 1, dt); }
+/* A timed call outside a wrapper's body (MPI_Init, MPI_Pcontrol, MPI_Finalize's wait): takes the lock itself. */
+static inline void ml_time(ml_slot_t *s, int fid, uint64_t dt)
+{
+    if (__builtin_expect(s->shared, 0)) ml_shared_lock();
+    ml_count(s, fid, 1, dt);
+    if (__builtin_expect(s->shared, 0)) ml_shared_unlock();
+}
 
-static inline int ml_bin(uint64_t n)
+ML_INLINE int ml_bin(uint64_t n)
 {
     if (n == 0) return 0;
     int b = 64 - __builtin_clzll(n); /* 1 -> 1, 2..3 -> 2, 4..7 -> 3 */
@@ -217,38 +245,52 @@ typedef struct { MPI_Datatype dt; int64_t size; unsigned epoch; } ml_tcache_t;
 extern ML_TLS ml_tcache_t ml_tcache;
 extern volatile unsigned ml_type_epoch;
 int64_t ml_type_size_slow(MPI_Datatype dt);
-static inline int64_t ml_type_size(MPI_Datatype dt)
+ML_INLINE int64_t ml_type_size(MPI_Datatype dt)
 {
     if (ml_tcache.dt == dt && ml_tcache.epoch == ml_type_epoch) return ml_tcache.size;
     return ml_type_size_slow(dt);
 }
 
 /* comm rank -> MPI_COMM_WORLD rank, ML_NOPEER if none (MPI_PROC_NULL, MPI_ANY_SOURCE, ...) */
-static inline int ml_peer_world(MPI_Comm comm, int rank)
+ML_INLINE int ml_peer_world(MPI_Comm comm, int rank)
 {
     if (rank < 0) return ML_NOPEER;
     if (comm == MPI_COMM_WORLD) return rank;
     return ml_peer_world_slow(comm, rank);
 }
 
-static inline void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int hist)
+/* The bytes the semantic helpers gave this thread's current call (sent, received):
+ * zeroed by ml_hook_begin, read by ml_hook_end for the record kinds (call sites,
+ * regions, time line, communicators).  Per thread, so exact when threads share
+ * a slot (a difference of the slot's counters would take in the other threads'). */
+typedef struct { uint64_t s, r; } ml_callbytes_t;
+extern ML_TLS ml_callbytes_t ml_cb;
+
+/* Bytes of function fid (data record di = ml_func_didx[fid], a constant in the
+ * generated wrappers). */
+ML_INLINE void ml_bytes_d(ml_slot_t *s, int fid, int di, int side, uint64_t total, uint64_t block, int hist)
 {
-    int di = ml_func_didx[fid];
     if (di < 0 || !ml_fon[fid]) return;
     ml_drec_t *d = &s->d[di];
     if (side == ML_SEND) {
+        ml_cb.s += total;
         d->bytes_s += total;
         if (hist) {
             d->hist_s[ml_bin(block)]++;
             d->hist_bytes_s += block;
         }
     } else {
+        ml_cb.r += total;
         d->bytes_r += total;
         if (hist) d->hist_r[ml_bin(block)]++;
     }
 }
+ML_INLINE void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int hist)
+{
+    ml_bytes_d(s, fid, ml_func_didx[fid], side, total, block, hist);
+}
 
-static inline void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
+ML_INLINE void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
 {
     if (wpeer < 0 || wpeer >= ml_world_size) return;
     ml_peer_t *p = &s->peers[wpeer];
@@ -269,16 +311,28 @@ void ml_nodes_init(void);      /* collective over MPI_COMM_WORLD */
 void ml_node_span(const int *world, int n, int *nodes, int *rpn);
 
 /* A message with a known peer, split by whether the peer is on this rank's node. */
-static inline void ml_node_add(ml_slot_t *s, int fid, int side, int wpeer, uint64_t bytes)
+ML_INLINE void ml_node_add_d(ml_slot_t *s, int fid, int di, int side, int wpeer, uint64_t bytes)
 {
-    int di = ml_func_didx[fid];
     if (di < 0 || !ml_fon[fid] || wpeer < 0 || wpeer >= ml_world_size || !ml_node_of) return;
     uint64_t *x = s->d[di].xnode[ml_node_of[wpeer] != ml_my_node] + 2 * side;
     x[0]++;
     x[1] += bytes;
 }
+ML_INLINE void ml_node_add(ml_slot_t *s, int fid, int side, int wpeer, uint64_t bytes)
+{
+    ml_node_add_d(s, fid, ml_func_didx[fid], side, wpeer, bytes);
+}
 
-static inline void ml_p2p_send(ml_slot_t *s, int fid, int64_t count, MPI_Datatype dt, int dest, MPI_Comm comm)
+/* A send whose size (count x type size) and world peer the wrapper computed
+ * once before the call (for the in-flight state too): wpeer < 0 is no peer. */
+ML_INLINE void ml_p2p_sent(ml_slot_t *s, int fid, int di, uint64_t n, int wpeer)
+{
+    ml_bytes_d(s, fid, di, ML_SEND, n, n, 1);
+    ml_peer_add(s, ML_SEND, wpeer, n);
+    ml_node_add_d(s, fid, di, ML_SEND, wpeer, n);
+}
+
+ML_INLINE void ml_p2p_send(ml_slot_t *s, int fid, int64_t count, MPI_Datatype dt, int dest, MPI_Comm comm)
 {
     if (dest == MPI_PROC_NULL) return;
     uint64_t n = count > 0 ? (uint64_t)count * (uint64_t)ml_type_size(dt) : 0;
@@ -288,18 +342,37 @@ static inline void ml_p2p_send(ml_slot_t *s, int fid, int64_t count, MPI_Datatyp
     ml_node_add(s, fid, ML_SEND, wpeer, n);
 }
 
-/* A completed receive: the size actually received and the source, from the status. */
-static inline void ml_p2p_recv(ml_slot_t *s, int fid, MPI_Comm comm, const MPI_Status *st)
+/* Bytes a completed receive got, from its status: the byte count Open MPI and
+ * MPICH keep in the status (what MPI_Get_elements_x(MPI_BYTE) returns, without
+ * the call); other MPIs ask MPI_Get_elements_x. */
+ML_INLINE uint64_t ml_status_bytes(const MPI_Status *st)
 {
-    if (st->MPI_SOURCE == MPI_PROC_NULL) return;
+#if defined(OPEN_MPI) && OPEN_MPI
+    return (uint64_t)st->_ucount;
+#elif defined(MPICH_VERSION) && !defined(I_MPI_VERSION)
+    return (uint64_t)(unsigned)st->count_lo | ((uint64_t)((unsigned)st->count_hi_and_cancelled >> 1) << 32);
+#else
     MPI_Count n = 0;
     if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) n = 0;
-    ml_bytes(s, fid, ML_RECV, (uint64_t)n, (uint64_t)n, 1);
+    return (uint64_t)n;
+#endif
+}
+
+/* A completed receive: the size actually received and the source, from the status. */
+ML_INLINE void ml_p2p_recv_d(ml_slot_t *s, int fid, int di, MPI_Comm comm, const MPI_Status *st)
+{
+    if (st->MPI_SOURCE == MPI_PROC_NULL) return;
+    uint64_t n = ml_status_bytes(st);
+    ml_bytes_d(s, fid, di, ML_RECV, n, n, 1);
     if (comm != MPI_COMM_NULL) {
         int wpeer = ml_peer_world(comm, st->MPI_SOURCE);
-        ml_peer_add(s, ML_RECV, wpeer, (uint64_t)n);
-        ml_node_add(s, fid, ML_RECV, wpeer, (uint64_t)n);
+        ml_peer_add(s, ML_RECV, wpeer, n);
+        ml_node_add_d(s, fid, di, ML_RECV, wpeer, n);
     }
+}
+ML_INLINE void ml_p2p_recv(ml_slot_t *s, int fid, MPI_Comm comm, const MPI_Status *st)
+{
+    ml_p2p_recv_d(s, fid, ml_func_didx[fid], comm, st);
 }
 
 void ml_rma(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt, int target, MPI_Win win);
@@ -345,8 +418,22 @@ typedef struct {
     MPI_Request *saved;   /* copy of the request handles before the call */
     MPI_Status *st;       /* statuses to pass to PMPI (user's or scratch) */
     int track;            /* tracked requests exist: saving was done */
+    MPI_Request one;      /* n == 1 (MPI_Wait, MPI_Test): the saved handle, */
+    MPI_Status st1;       /* and the status when the application ignores it */
 } ml_cpl_t;
-MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore);
+MPI_Status *ml_cpl_begin_n(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore);
+ML_INLINE MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore)
+{
+    c->n = n;
+    c->track = 0;
+    if (!ml_req_live || n <= 0 || !reqs) return user_st;
+    if (n > 1) return ml_cpl_begin_n(c, n, reqs, user_st, ignore);
+    c->track = 1;
+    c->one = reqs[0];
+    c->saved = &c->one;
+    c->st = &c->st1;
+    return ignore ? c->st : user_st;
+}
 void ml_cpl_end(ml_slot_t *s, ml_cpl_t *c, int ndone, const int *idx, const MPI_Status *sts);
 
 /* ---- lifecycle (core.c) ---- */

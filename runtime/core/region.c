@@ -124,13 +124,7 @@ static void ml_rg_upd(ml_rgtab_t *t, int fid, int tm, uint64_t dt, uint64_t bs, 
 
 void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
-    if (!S->rg) return;
-    if (__builtin_expect(S->shared, 0)) {
-        ml_shared_lock();
-        ml_rg_upd(S->rg, fid, tm, dt, bs, br);
-        ml_shared_unlock();
-        return;
-    }
+    if (!S->rg) return; /* the shared slot's lock is held by the wrapper */
     ml_rg_upd(S->rg, fid, tm, dt, bs, br);
 }
 

@@ -12,7 +12,9 @@
  * - The time of the completion call itself belongs to MPI_Wait* / MPI_Test*.
  *
  * Each thread keeps its own table (fixed capacity MPILENS_MAX_REQUESTS, open
- * addressing with backward-shift deletion): no lock, no atomic.  A request
+ * addressing with backward-shift deletion): no lock, no atomic.  Threads
+ * beyond MPILENS_MAX_THREADS share one slot and its table, under the shared
+ * slot's lock, each thread's entries keyed apart (ml_rkey).  A request
  * completed by another thread than the one that started it is not attributed;
  * requests beyond the capacity are counted as "untracked_requests".
  *
@@ -37,11 +39,18 @@ typedef struct ml_rq {
     uint64_t t0;
 } ml_rq_t;
 
+/* The key of a request in the table: its handle, and in a shared slot the
+ * calling thread's number (ml_rq_thread, core.c) in the top 16 bits.  An MPI
+ * library hands a request that one thread's Wait has just freed to the next
+ * thread's Irecv at once, before the first thread has attributed its
+ * completion: in a table shared by threads, handles alone would mix the two
+ * (a receive lost, another counted twice).  Handles are pointers (Open MPI)
+ * or 32-bit integers (MPICH, Intel MPI): the top 16 bits are free. */
 static inline uint64_t ml_rkey(MPI_Request r)
 {
     uint64_t k = 0;
     memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
-    return k + 1;
+    return (k + 1) ^ ((uint64_t)ml_rq_thread << 48);
 }
 
 static inline size_t ml_rhash(uint64_t k, int cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (size_t)(cap - 1); }
@@ -111,8 +120,10 @@ void ml_req_free(MPI_Request req)
 {
     ml_slot_t *s = ml_tslot;
     if (!s) return;
+    if (__builtin_expect(s->shared, 0)) ml_shared_lock(); /* before the call: not under the wrapper's lock */
     ml_rq_t *e = ml_rfind(s, ml_rkey(req));
     if (e) ml_rdelete(s, e);
+    if (__builtin_expect(s->shared, 0)) ml_shared_unlock();
 }
 
 void ml_req_start(ml_slot_t *s, int fid, MPI_Request req)
@@ -136,11 +147,9 @@ void ml_req_done(ml_slot_t *s, MPI_Request req, const MPI_Status *st)
     if (!(e->flags & ML_RQ_PERSIST)) ml_rdelete(s, e);
 }
 
-MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore)
+/* ml_cpl_begin (ml.h) for more than one request: copies into scratch */
+MPI_Status *ml_cpl_begin_n(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore)
 {
-    c->n = n;
-    c->track = 0;
-    if (!ml_req_live || n <= 0 || !reqs) return user_st;
     c->track = 1;
     c->saved = ml_scratch(sizeof(MPI_Request) * (size_t)n, 0);
     memcpy(c->saved, reqs, sizeof(MPI_Request) * (size_t)n);

@@ -20,6 +20,7 @@ volatile unsigned ml_type_epoch = 1;
 void ml_type_forget(void) { __atomic_add_fetch(&ml_type_epoch, 1, __ATOMIC_RELAXED); }
 
 ML_TLS ml_tcache_t ml_tcache;
+ML_TLS ml_callbytes_t ml_cb;
 
 int64_t ml_type_size_slow(MPI_Datatype dt)
 {

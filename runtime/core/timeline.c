@@ -20,51 +20,15 @@
 #include "profile.h"
 
 int ml_tl_bins = 64;
-unsigned char ml_tl_class[ML_NFUNC];
 static int ml_tl_shift0 = 20;
 
 ml_slot_t *ml_first_slot(void);
 
 static const char *const ml_tl_names[ML_TL_NCLASS] = {"p2p", "coll", "rma", "io", "other"};
 
-static int ml_has(const char *name, const char *const *words)
-{
-    for (int i = 0; words[i]; i++)
-        if (strstr(name, words[i])) return 1;
-    return 0;
-}
-
-/* Class of an MPI function, by name. */
-static int ml_tl_classify(const char *name)
-{
-    static const char *const p2p[] = {"send", "recv", "Send", "Recv", "Wait", "Test", "Probe", "probe",
-                                      "Start", "Cancel", "Request", NULL};
-    static const char *const coll[] = {"Barrier", "barrier", "Bcast", "bcast", "Reduce", "reduce", "Gather",
-                                       "gather", "Scatter", "scatter", "Alltoall", "alltoall", "Scan", "scan",
-                                       "Neighbor_", NULL};
-    static const char *const rma[] = {"Put", "Get", "Rput", "Rget", "Accumulate", "accumulate", "Fetch_and_op",
-                                      "Compare_and_swap", "Win_", NULL};
-    /* MPI_Get_ names that are not one-sided (MPI_Get_accumulate and the large-count MPI_Get_c are) */
-    static const char *const not_rma[] = {"MPI_Get_count", "MPI_Get_elements", "MPI_Get_address", "MPI_Get_version",
-                                          "MPI_Get_library_version", "MPI_Get_processor_name",
-                                          "MPI_Get_hw_resource_info", NULL};
-    if (strncmp(name, "MPI_File_", 9) == 0) return ML_TL_IO;
-    if (strncmp(name, "MPI_Win_", 8) == 0 || ml_has(name + 4, rma)) {
-        int other = 0;
-        for (int i = 0; not_rma[i]; i++)
-            if (strncmp(name, not_rma[i], strlen(not_rma[i])) == 0) other = 1;
-        if (!other) return ML_TL_RMA;
-    }
-    if (ml_has(name + 4, coll) && !strstr(name, "Reduce_local") && strncmp(name, "MPI_Op", 6) != 0) return ML_TL_COLL;
-    if (ml_has(name + 4, p2p) && !strstr(name, "_c2f") && !strstr(name, "_f2c")) return ML_TL_P2P;
-    return ML_TL_OTHER;
-}
-
 void ml_tl_init(void)
 {
     if (!ml_tl_bins) return;
-    for (int i = 1; i < ML_NFUNC; i++) ml_tl_class[i] = (unsigned char)ml_tl_classify(ml_func_name[i]);
-    ml_tl_class[0] = ML_TL_OTHER;
     uint64_t ms = ml_ns_to_ticks(1000000);
     ml_tl_shift0 = 0;
     while (ml_tl_shift0 < 62 && (2ull << ml_tl_shift0) <= ms) ml_tl_shift0++;
@@ -82,6 +46,7 @@ void ml_tl_attach(ml_slot_t *s)
     }
     s->tl->nbins = ml_tl_bins;
     s->tl->shift = ml_tl_shift0;
+    s->tl->row = s->tl->cell;
 }
 
 size_t ml_tl_bytes(void)
@@ -94,6 +59,7 @@ void ml_tl_reset(ml_slot_t *s)
     if (!s->tl) return;
     memset(s->tl->cell, 0, (size_t)s->tl->nbins * ML_TL_NCLASS * sizeof(ml_tl_cell_t));
     s->tl->shift = ml_tl_shift0;
+    s->tl->row = s->tl->cell;
     s->tl->last = 0;
     s->tl->merges = 0;
 }
@@ -130,13 +96,15 @@ void ml_tl_grow(ml_tltab_t *t, uint64_t rel)
     }
 }
 
-void ml_tl_add_slow(ml_slot_t *S, int fid, int tm, uint64_t t0, uint64_t dt, uint64_t bytes)
+/* A timed call at t0: the bin of t0 becomes the thread's current row (bins
+ * merge first when t0 falls past the last one). */
+void ml_tl_move(ml_tltab_t *t, uint64_t t0)
 {
-    ml_shared_lock();
-    ml_tl_add(S->tl, fid, tm, t0, dt, bytes);
-    ml_shared_unlock();
+    t->last = t0;
+    uint64_t rel = t0 > ml_t_init ? t0 - ml_t_init : 0;
+    if (__builtin_expect((rel >> t->shift) >= (uint64_t)t->nbins, 0)) ml_tl_grow(t, rel);
+    t->row = &t->cell[(rel >> t->shift) * ML_TL_NCLASS];
 }
-
 static void ml_put_row(ml_buf_t *b, const char *key, const ml_tl_cell_t *cell, int n, int what)
 {
     ml_buf_printf(b, ",\"%s\":[", key);

@@ -180,6 +180,34 @@ TOPO_CREATE = {"Cart_create": "comm_cart", "Graph_create": "comm_graph",
                "Dist_graph_create": "comm_dist_graph", "Dist_graph_create_adjacent": "comm_dist_graph"}
 
 
+TL_CLASSES = ("ML_TL_P2P", "ML_TL_COLL", "ML_TL_RMA", "ML_TL_IO", "ML_TL_OTHER")
+
+
+def tl_class(name: str) -> int:
+    """Time-line class of an MPI function, by name (runtime/core/timeline.c): 0 p2p,
+    1 coll, 2 rma, 3 io, 4 other."""
+    def has(words: tuple[str, ...]) -> bool:
+        return any(w in name[4:] for w in words)
+    p2p = ("send", "recv", "Send", "Recv", "Wait", "Test", "Probe", "probe", "Start", "Cancel", "Request")
+    coll = ("Barrier", "barrier", "Bcast", "bcast", "Reduce", "reduce", "Gather", "gather", "Scatter",
+            "scatter", "Alltoall", "alltoall", "Scan", "scan", "Neighbor_")
+    rma = ("Put", "Get", "Rput", "Rget", "Accumulate", "accumulate", "Fetch_and_op", "Compare_and_swap", "Win_")
+    # MPI_Get_ names that are not one-sided (MPI_Get_accumulate and the large-count MPI_Get_c are)
+    not_rma = ("MPI_Get_count", "MPI_Get_elements", "MPI_Get_address", "MPI_Get_version",
+               "MPI_Get_library_version", "MPI_Get_processor_name", "MPI_Get_hw_resource_info")
+    if not name.startswith("MPI_"):
+        return 4
+    if name.startswith("MPI_File_"):
+        return 3
+    if (name.startswith("MPI_Win_") or has(rma)) and not any(name.startswith(x) for x in not_rma):
+        return 2
+    if has(coll) and "Reduce_local" not in name and not name.startswith("MPI_Op"):
+        return 1
+    if has(p2p) and "_c2f" not in name and "_f2c" not in name:
+        return 0
+    return 4
+
+
 def base_of(name: str) -> str:
     b = name[4:]  # strip MPI_
     if b.endswith("_c") and b[:-2]:
@@ -269,6 +297,8 @@ class Plan:
     subst: dict[str, str] = field(default_factory=dict)   # argument replacements in the call
     kind: str = "time"
     fl: str = ""    # the in-flight hook's arguments (fl_args; runtime/core/flight.h)
+    onpre: list[str] = field(default_factory=list)  # before the call, when recording (S set)
+    decl: list[str] = field(default_factory=list)   # locals the onpre lines set
 
 
 def status_plan(b: Binding, plan: Plan, name: str = "status") -> str:
@@ -294,8 +324,16 @@ def fl_args(kind: str, b: Binding, peer: str = "", tag: str = "", count: str = "
         return getattr(b, conv)(n) if n and b.has(n) else none
     dt = "sendtype" if count == "sendcount" else "datatype"
     nbytes = f"ml_fl_bytes({b.count(count)}, {b.dtype(dt)})" if count and b.has(count) and b.has(dt) else "0"
-    return (f"ML_FL_{kind}, {arg('comm', 'comm', 'MPI_COMM_NULL')}, {arg(peer, 'int_', 'ML_FL_NOARG')}, "
-            f"{arg(tag, 'int_', '-1')}, {nbytes}, {arg(peer2, 'int_', 'ML_FL_NOARG')}, "
+    comm = arg('comm', 'comm', 'MPI_COMM_NULL')
+
+    def wpeer(n: str) -> str:  # the world rank (or ML_FL_*) of a peer argument
+        if n.startswith("_"):
+            return n  # computed once before (the wrapper's local)
+        return f"ml_fl_peer({comm}, {b.int_(n)})" if n and b.has(n) else "ML_FL_NONE"
+    if count == "_nb":
+        nbytes = "_nb"
+    return (f"ML_FL_{kind}, {comm}, {wpeer(peer)}, "
+            f"{arg(tag, 'int_', '-1')}, {nbytes}, {wpeer(peer2)}, "
             f"{arg(tag2, 'int_', '-1')}, {rq}, {nrq}")
 
 
@@ -354,10 +392,14 @@ def plan_for(fname: str, b: Binding) -> Plan:
     # --- point-to-point sends
     if base in P2P_SEND:
         p.kind = "send"
-        p.fl = fl_args("SEND", b, "dest", "tag", "count")
-        p.post.append(f"ml_p2p_send(S, {F}, {b.count('count')}, {b.dtype('datatype')}, {b.int_('dest')}, {b.comm('comm')});")
+        # size and world peer once, before the call: for the in-flight state and the records
+        p.decl.append("int64_t _nb = 0; int _wp = ML_FL_NONE;")
+        p.onpre.append(f"_nb = ml_fl_bytes({b.count('count')}, {b.dtype('datatype')}); "
+                       f"_wp = ml_fl_peer({b.comm('comm')}, {b.int_('dest')});")
+        p.fl = fl_args("SEND", b, "_wp", "tag", "_nb")
+        p.post.append(f"if ({b.int_('dest')} != MPI_PROC_NULL) ml_p2p_sent(S, {F}, DI, (uint64_t)_nb, _wp);")
         if base.startswith("I"):
-            p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, {F}, ML_RQ_SEND, {b.comm('comm')}, S->fl.bytes, S->fl.peer);")
+            p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, {F}, ML_RQ_SEND, {b.comm('comm')}, _nb, _wp);")
         return p
     if base in P2P_SEND_INIT:
         p.kind = "send_init"
@@ -375,7 +417,7 @@ def plan_for(fname: str, b: Binding) -> Plan:
         p.kind = "recv"
         st = status_plan(b, p)
         comm = b.comm("comm") if b.has("comm") else "MPI_COMM_NULL"
-        p.post.append(f"ml_p2p_recv(S, {F}, {comm}, {st});")
+        p.post.append(f"ml_p2p_recv_d(S, {F}, DI, {comm}, {st});")
         return p
     if base in ("Irecv", "Imrecv", "Recv_init"):
         p.kind = "irecv"
@@ -573,7 +615,8 @@ def coll_plan(cb: str, b: Binding, p: Plan) -> Plan:
     p.fl = fl_args("COLL", b, "root", count=scalar)
     name = b.cfunc_name[4:]
     if name.startswith("I") and not name.endswith("_init"):
-        p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, FID, ML_RQ_COLL, {b.comm('comm')}, S->fl.bytes, S->fl.peer);")
+        p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, FID, ML_RQ_COLL, {b.comm('comm')}, "
+                      f"S->shared ? 0 : S->fl.bytes, S->shared ? ML_FL_NONE : S->fl.peer);")
     return p
 
 
@@ -587,6 +630,7 @@ def creq_of(b: Binding) -> str:
 # Emitting C wrappers
 
 HOOKS_INIT = {"MPI_Init", "MPI_Init_thread"}
+DIDX: dict[str, int] = {}  # function -> its data record index (-1: none), set in main
 OVERRIDE_INCLUDES: list[str] = []  # one #include per engine's overrides.h (set in main)
 
 
@@ -601,13 +645,20 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     sizes, peers, tracked requests) is recorded only when it succeeded: a failed MPI
     call moved no bytes (with MPI_ERRORS_RETURN the application sees the error and
     goes on).  Only the outermost MPI call of a thread is recorded (ml_enter).
+
+    The function's constants (FID, its data record DI, its time-line class TLC) are
+    in the wrapper's enum, so each helper tests them at compile time.  A slot shared
+    by threads (beyond MPILENS_MAX_THREADS) is tested once after the call: its lock
+    is taken once around every update.
     """
     out = ["    int on = ml_enter();"]
     out += ["    " + ln for ln in plan.pre if ln]
     out.append("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0; ml_hook_t H;")
+    out += ["    " + ln for ln in plan.decl]
+    onpre = " ".join(plan.onpre)
     out.append("    if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0; "
-               "ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now(); }")
-    fl = plan.fl or "ML_FL_OTHER, MPI_COMM_NULL, ML_FL_NOARG, -1, 0, ML_FL_NOARG, -1, NULL, 0"
+               f"ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now();{' ' + onpre if onpre else ''} }}")
+    fl = plan.fl or "ML_FL_OTHER, MPI_COMM_NULL, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0"
     out.append(f"    if (ML_FL_ON && on) ml_fl_in(S, FID, {fl}, tm ? t0 : ml_fl_clock);")
     if served:
         out.append("    ml_served_flag = 0;")
@@ -616,18 +667,18 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     if served:
         out.append("    int served = ml_served_flag; ml_served_flag = 0;")
     out += ["    uint64_t dt = tm ? ml_now() - t0 : 0;", "    ml_leave();",
-            "    if (on) {", "        ml_count(S, FID, tm, dt);"]
+            "    if (on) {",
+            "        int _sh = S->shared;",
+            "        if (__builtin_expect(_sh, 0)) ml_shared_lock();"]
     post = [ln for ln in plan.post if ln]
-    if post or served:
-        out.append("        if (__builtin_expect(S->shared, 0)) ml_shared_lock();")
-        if served:
-            out.append("        if (served) ml_served_count(S, FID);")
-        if post:
-            out.append(f"        if ({ok}) {{")
-            out += ["            " + ln for ln in post]
-            out.append("        }")
-        out.append("        if (__builtin_expect(S->shared, 0)) ml_shared_unlock();")
-    out.append("        ml_hook_end(&H, S, FID, tm, t0, dt);")
+    if served:
+        out.append("        if (served) ml_served_count(S, FID);")
+    if post:
+        out.append(f"        if ({ok}) {{")
+        out += ["            " + ln for ln in post]
+        out.append("        }")
+    out.append("        ml_call_end(&H, S, FID, DI, TLC, tm, t0, dt);")
+    out.append("        if (__builtin_expect(_sh, 0)) ml_shared_unlock();")
     out.append("    }")
     return out
 
@@ -659,7 +710,7 @@ def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
         call = emit_call(target, cnames, plan, names)
         isvoid = f.ret == "void"
         out.append(f"ML_EXPORT {f.ret} {f.name}({decl})\n{{")
-        out.append(f"    enum {{ FID = {fid[f.name]} }};")
+        out.append(f"    enum {{ FID = {fid[f.name]}, DI = {DIDX[f.name]}, TLC = {TL_CLASSES[tl_class(f.name)]} }};")
         if f.name in HOOKS_INIT:
             out.append(f"    uint64_t t0 = ml_now_slow();\n    {f.ret} ret = {call};")
             out.append("    if (ret == MPI_SUCCESS) ml_after_init(argc, argv);")
@@ -792,7 +843,7 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
             elif cname not in fid:  # known to the Fortran library only: pass through, untimed
                 out.append(f"    {'return ' if ret != 'void' else ''}{call};")
             else:
-                out.append(f"    enum {{ FID = {fid[cname]} }};")
+                out.append(f"    enum {{ FID = {fid[cname]}, DI = {DIDX[cname]}, TLC = {TL_CLASSES[tl_class(cname)]} }};")
                 ierr = f"*(MPI_Fint *)({cnames[-1]})" if names and names[-1] == "ierror" else ""
                 fcall = f"{'' if ret == 'void' else ret + ' ret = '}{call}"
                 out += timed_body(plan, fcall, f"{ierr} == MPI_SUCCESS" if ierr else "1",
@@ -889,6 +940,7 @@ def main() -> int:
         else:
             didx.append(-1)
 
+    DIDX.update(zip(names, didx))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     wrap_c = gen_c(funcs, fid, overrides)
@@ -901,10 +953,13 @@ def main() -> int:
          f"#define ML_NWRAP_C {len(funcs) + 1}", f"#define ML_NWRAP_F {nf}",
          f"#define ML_FID_PCONTROL {fid['MPI_Pcontrol']}",
          "extern const char *const ml_func_name[ML_NFUNC];",
-         "extern const short ml_func_didx[ML_NFUNC];", "#endif", ""]
+         "extern const short ml_func_didx[ML_NFUNC];",
+         "extern const unsigned char ml_tl_class[ML_NFUNC];", "#endif", ""]
     c = [HEADER, '#include "ml_funcs.h"',
          "const char *const ml_func_name[ML_NFUNC] = {" + ", ".join(f'"{n}"' for n in names) + "};",
-         "const short ml_func_didx[ML_NFUNC] = {" + ", ".join(map(str, didx)) + "};", ""]
+         "const short ml_func_didx[ML_NFUNC] = {" + ", ".join(map(str, didx)) + "};",
+         "/* time-line class: 0 p2p, 1 coll, 2 rma, 3 io, 4 other (genwrap.py tl_class) */",
+         "const unsigned char ml_tl_class[ML_NFUNC] = {" + ", ".join(str(tl_class(n)) for n in names) + "};", ""]
     for fname, text in (("ml_funcs.h", "\n".join(h)), ("ml_funcs.c", "\n".join(c)),
                         ("wrap_c.c", wrap_c), ("wrap_f.c", wrap_f)):
         p = out / fname

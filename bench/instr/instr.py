@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Instructions mpilens adds per MPI call, counted with callgrind (noise-free).
+
+Compiles bench/instr/instr_ops.c with the MPI's compiler wrapper, runs it as one
+process under `valgrind --tool=callgrind` with libmpilens.so preloaded, once per
+call-site depth (MPILENS_CALLSITES), and prints one JSON document: for each
+operation the instructions per call natively (PMPI_*) and through mpilens
+(MPI_*), and their difference.  See docs/bench.md ("instr").
+
+    bench/instr/instr.py --mpi openmpi --prefix build/openmpi [--depths 0,1,2] [--calls 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MPICC = {"openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich", "intelmpi": "mpicc"}
+LAUNCH = {
+    "openmpi": ["mpirun.openmpi", "-np", "1", "--allow-run-as-root", "--oversubscribe"],
+    "mpich": ["mpiexec.mpich", "-n", "1"],
+    "intelmpi": ["mpirun", "-n", "1"],
+}
+# per-op: MPI calls in one iteration
+CALLS = {"comm_rank": 1, "send_recv": 2, "isend_recv_wait": 3, "allreduce": 1}
+
+
+def fail(msg: str) -> None:
+    print(f"instr: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def dumps(outdir: Path) -> dict[str, int]:
+    """label -> instructions, from callgrind's client-request dumps."""
+    got: dict[str, int] = {}
+    for p in outdir.iterdir():
+        if not p.name.startswith("cg."):
+            continue
+        label = total = None
+        with p.open(errors="replace") as fh:
+            for ln in fh:
+                m = re.match(r"desc: Trigger: Client Request: (\S+)", ln)
+                if m:
+                    label = m.group(1)
+                m = re.match(r"(?:totals|summary):\s+(\d+)", ln)
+                if m:
+                    total = int(m.group(1))
+        if label and total is not None:
+            got[label] = total
+    return got
+
+
+def run_depth(exe: Path, lib: Path, launch: list[str], depth: int, calls: int, tmp: Path,
+              extra_env: dict[str, str]) -> dict[str, int]:
+    outdir = tmp / f"d{depth}"
+    outdir.mkdir()
+    env = dict(os.environ)
+    env.update({"LD_PRELOAD": str(lib), "MPILENS_CALLSITES": str(depth),
+                "MPILENS_OUTPUT": str(outdir / "p.prof"), "MPILENS_QUIET": "1",
+                "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
+    env.update(extra_env)
+    cmd = launch + ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                    f"--callgrind-out-file={outdir}/cg.%p", str(exe), str(calls)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        fail(f"depth {depth}: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+    got = dumps(outdir)
+    if not got:
+        fail(f"depth {depth}: no callgrind dumps in {outdir}")
+    return got
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mpi", required=True, choices=sorted(MPICC))
+    ap.add_argument("--prefix", required=True, help="mpilens build or install prefix (lib/libmpilens.so)")
+    ap.add_argument("--depths", default="0,1,2", help="MPILENS_CALLSITES values (default 0,1,2)")
+    ap.add_argument("--calls", type=int, default=1024, help="iterations per loop (default 1024)")
+    ap.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
+                    help="extra environment for the profiled runs (repeatable)")
+    ap.add_argument("--keep", metavar="DIR", help="keep the callgrind files in DIR")
+    a = ap.parse_args()
+    lib = Path(a.prefix).resolve() / "lib" / "libmpilens.so"
+    if not lib.is_file():
+        fail(f"--prefix {a.prefix}: {lib} not found")
+    if not shutil.which("valgrind"):
+        fail("valgrind not found (apt-get install valgrind)")
+    try:
+        depths = [int(x) for x in a.depths.split(",")]
+    except ValueError:
+        fail(f"--depths {a.depths!r}: expected integers from 0 to 8, comma-separated")
+    if any(d < 0 or d > 8 for d in depths) or a.calls < 16:
+        fail("--depths: 0..8; --calls: at least 16")
+    extra = {}
+    for kv in a.env:
+        k, sep, v = kv.partition("=")
+        if not sep or not k.startswith("MPILENS_"):
+            fail(f"--env {kv!r}: expected MPILENS_NAME=VALUE")
+        extra[k] = v
+    tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="mpilens-instr-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        exe = tmp / "instr_ops"
+        r = subprocess.run([MPICC[a.mpi], "-O2", "-g", "-fno-omit-frame-pointer",
+                            str(HERE / "instr_ops.c"), "-o", str(exe)], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"compiling instr_ops.c failed:\n{r.stderr}")
+        res: dict[str, dict] = {}
+        for d in depths:
+            got = run_depth(exe, lib, LAUNCH[a.mpi], d, a.calls, tmp, extra)
+            per: dict[str, dict] = {}
+            for op, k in CALLS.items():
+                nat, prof = got.get(f"{op}/native"), got.get(f"{op}/profiled")
+                if nat is None or prof is None:
+                    fail(f"depth {d}: no count for {op}")
+                per[op] = {"mpi_calls_per_iter": k,
+                           "native_per_iter": round(nat / a.calls, 1),
+                           "profiled_per_iter": round(prof / a.calls, 1),
+                           "added_per_iter": round((prof - nat) / a.calls, 1)}
+            res[f"callsites_{d}"] = per
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    doc = {"format": "mpilens-bench", "family": "instr", "version": 1,
+           "options": {"mpi": a.mpi, "prefix": str(Path(a.prefix).resolve()), "calls": a.calls,
+                       "depths": depths, "env": extra},
+           "unit": "instructions (callgrind Ir) per loop iteration, loop overhead included in both",
+           "results": res}
+    json.dump(doc, sys.stdout, indent=1)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
