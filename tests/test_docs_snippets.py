@@ -47,6 +47,8 @@ class Rule:
 T_INSTALL = "tests/test_install.py runs make install and the by-hand steps into a temporary prefix"
 T_CLUSTER = ("needs the virtual cluster (root, network namespaces; tests/cluster/vcluster): "
              "tests/test_cluster*.py run these lines")
+T_SLURM = ("Slurm: needs slurmctld and slurmd on the virtual cluster; tests/test_slurm.py "
+           "runs docs/slurm.md's scripts and srun lines there")
 RULES = [
     Rule(r"^make (demo|test)\b", "make demo is the CI's newcomer path (.ci/run) and "
          "tests/test_cli_demo.py; make test is this suite itself"),
@@ -57,11 +59,21 @@ RULES = [
          "extra installed (.ci/setup --test)"),
     Rule(r"^module ", "Environment Modules: tests/test_install.py loads the installed modulefile"),
     Rule(r"vcluster|\$L\b", T_CLUSTER),
-    Rule(r"\bsrun\b", "srun: no Slurm on this machine (tests/cluster/ runs Slurm jobs)"),
+    Rule(r"\bsrun\b", T_SLURM),
+    # docs/slurm.md: its job script, task prolog and commands run in tests/test_slurm.py
+    Rule(r"^export SLURM_|^sinfo\b|\bsbatch\b|\bsqueue\b|^set -eu$|^exec mpilens run .*\\$"
+         r"|MPILENS_PREFIX:-|MPILENS_PROFILE:-on|^lib=\"\$MPILENS_PREFIX|^\[ -r \"\$lib\" \]"
+         r"|^case \":\$\{LD_PRELOAD|^echo \"export |^\[ -n \"\$\{MPILENS_OUTPUT", T_SLURM),
     Rule(r"\.prof\.partial", "a partial profile needs a job that hangs or is killed: "
          "tests/test_flight.py reports them"),
     Rule(r"--region solve", "the bundled example has no regions; tests/test_regions.py "
          "runs report --region on a program with regions"),
+    Rule(r"app-\*\.prof", T_SLURM),
+    Rule(r"^bench/instr/instr\.py", "counts instructions under valgrind's callgrind, minutes "
+         "per function (docs/bench.md gives its figures)"),
+    Rule(r"bench/reader/bench\.py|^--dir /tmp/reader-bench|^\.venv/bin/mpilens demo --out-dir "
+         r"/tmp/demo$", "the reader benchmark synthesizes and reads profiles of up to 100,000 "
+         "ranks (minutes); tests/test_scale.py reads a synthesized 10,000-rank profile"),
     Rule(r"^mpilens bench FAMILY", "the synopsis, not a command"),
     Rule(r"--nranks 2,4,8 -- mpirun -np 8|mpiexec -n 9|--nprocs 2,4,8",
          "needs 8 or 9 ranks: beyond the 4 ranks of this 2-core CI (MPICH busy-polls); "
