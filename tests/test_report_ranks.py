@@ -67,7 +67,7 @@ def test_rank_table_csv_and_text(prof4) -> None:
     assert len(got) == P
     for g, r in zip(got, rows, strict=True):
         assert {k: str(v) for k, v in r.items()} == g
-    text = report(prof4, "--ranks")
+    text = report(prof4, "--ranks", "--width", "250")  # every column (80 leaves some out)
     assert "Per rank (time in MPI and calls without MPI_Init/Finalize)" in text
     for r in rows:
         cells = [str(r["rank"]), r["host"], str(r["node"]), fmt_time(r["wall_s"]),

@@ -57,14 +57,15 @@ def summary(prof: Profile) -> dict[str, Any]:
     caution = sorted(n for n, f in prof.functions.items() if f.get("caution"))
     return {
         "profile": str(prof.path),
-        "job_id": h.get("job_id", ""),
-        "command": h.get("command", ""),
-        "created": h.get("created", ""),
+        # (a partial profile's dumps may hold null for these: docs/flight-recorder.md)
+        "job_id": h.get("job_id") or "",
+        "command": h.get("command") or "",
+        "created": h.get("created") or "",
         "nranks": prof.nranks,
-        "hosts": list(h.get("hosts", [])),
+        "hosts": [x if isinstance(x, str) else "?" for x in h.get("hosts") or []],
         "ranks_per_host": list(h.get("ranks_per_host", [])),
-        "mpi_library": h.get("mpi_library", "unknown"),
-        "mpi_flavour": h.get("mpi_flavour", "unknown"),
+        "mpi_library": h.get("mpi_library") or "unknown",
+        "mpi_flavour": h.get("mpi_flavour") or "unknown",
         "wall_s": wall,
         "mpi_s": mpi,
         "mpi_pct": mpi_pct,

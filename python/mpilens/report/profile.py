@@ -261,7 +261,7 @@ def _lines(p: Path) -> Iterator[tuple[int, bytes]]:
             n = 0
             while raw := f.readline(limits.MAX_LINE_BYTES + 1):
                 n += 1
-                if len(raw) > limits.MAX_LINE_BYTES:
+                if len(raw) - raw.endswith(b"\n") > limits.MAX_LINE_BYTES:
                     raise _bad(p, f"corrupted profile: line {n} is longer than "
                                   f"{limits.MAX_LINE_BYTES >> 20} MiB")
                 yield n, limits.neutralize_controls(raw)
@@ -333,11 +333,12 @@ def _only_blank(lines: Iterator[tuple[int, bytes]]) -> bool:
 def _rank_line(p: Path, checker: _Checker, item: tuple[int, bytes], last: bool, count: int,
                folder: Folder, folds: dict[str, Any]) -> None:
     lineno, raw = item
+    limits.check_depth_fast(p, raw)
     try:
         rec = json.loads(_text(p, raw))
-    except RecursionError:  # nesting beyond Python's limit: one line (limits.py bounds depth)
-        raise _bad(p, f"corrupted profile: line {lineno}: JSON nested deeper than "
-                      f"{limits.MAX_DEPTH} levels") from None
+    except RecursionError:  # brackets inside strings hid the depth from the fast check
+        raise _bad(p, f"corrupted profile: JSON nested deeper than {limits.MAX_DEPTH} "
+                      "levels") from None
     except json.JSONDecodeError:
         what = ("truncated profile: the last line is incomplete"
                 if last and not raw.endswith(b"\n")

@@ -218,7 +218,7 @@ def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
         state = {"no_dump": Text("no dump", style="yellow"),
                  "not_in_mpi": Text("not in MPI", style="yellow")}.get(r["state"])
         t.add_row(str(r["rank"]), Text(f"{r['reason']} #{r['dump']}" if r["reason"] else "-"),
-                  state or Text(r["call"] + (f" (+{r['threads_in_mpi'] - 1} thread(s))"
+                  state or Text((r["call"] or "-") + (f" (+{r['threads_in_mpi'] - 1} thread(s))"
                                              if r["threads_in_mpi"] > 1 else "")),
                   "" if r["since_s"] is None else fmt_time(r["since_s"]),
                   waitsfor.ranges(r["waits_for"]) + (" ..." if r.get("waits_for_more") else ""))
