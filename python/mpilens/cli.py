@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe found at this last flush is a BrokenPipeError here
+        return status
     except UserError as exc:
         print(f"mpilens: {exc}", file=sys.stderr)
         return 2
