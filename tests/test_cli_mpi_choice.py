@@ -43,6 +43,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return make
 
 
+# justified: choosing between two MPIs' builds can only be shown where both launchers exist
 needs_both = pytest.mark.skipif(
     not all(shutil.which(p) for p in LAUNCHERS.values()),
     reason="needs the Debian launchers of both Open MPI and MPICH (mpirun.openmpi, "
@@ -87,11 +88,13 @@ def test_several_builds_none_chosen(tree) -> None:
 
 
 @needs_both
+# justified: the real job needs both builds, which exist only in the last MPI's pass
 @pytest.mark.skipif(FLAVOUR != "mpich", reason="one real job is enough: run under MPICH's "
                     "pass, when the CI has built both MPIs")
 def test_run_with_mpiexec_mpich_uses_the_mpich_build(tmp_path: Path) -> None:
     builds = {f: REPO / "build" / f for f in LAUNCHERS}
     if not all((b / paths.EXEC).exists() for b in builds.values()):
+        # justified: make test builds one MPI at a time; the check runs once both builds exist
         pytest.skip("needs build/openmpi and build/mpich in this checkout (make test builds "
                     "each MPI's in turn; this runs once both exist)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPILENS_")}
