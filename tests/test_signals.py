@@ -147,6 +147,27 @@ def test_sigterm_to_run_ends_the_job(build: Path, tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".mpilens-*.tmp"))  # the temporary profile (docs/runtime.md)
 
 
+def test_sigterm_from_timeout_is_not_sent_twice(build: Path, tmp_path: Path) -> None:
+    """`timeout` signals its child (mpilens) and then its whole process group, the
+    launcher included: passing the signal on as well would be a second SIGTERM, on which
+    Open MPI's mpirun SIGKILLs its ranks before their flight recorders dump (no partial
+    profile was left).  Every rank's dump is there, made on SIGTERM."""
+    proc = subprocess.Popen(["timeout", "-s", "TERM", "600", sys.executable, "-m",
+                             "mpilens.cli", "run", "-o", str(tmp_path / "job.prof"), "--",
+                             *launcher(NP), str(build / "tests" / "sig_wait"),
+                             str(tmp_path)], env=cli_env(), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = _rank_pids(tmp_path, proc)
+    proc.send_signal(signal.SIGTERM)  # to timeout: what it does when its time is up
+    _wait_for(lambda: all(_state(p) is None for p in pids), 30, "the ranks to end")
+    rc, _, err = _finish(proc, pids)
+    assert rc != 0 and "Traceback" not in err, err
+    assert "after SIGTERM, SIGCONT;" in err, err  # each signal named once
+    for r in range(NP):
+        head, _ = read_profile(tmp_path / "job.prof.partial" / f"rank-{r}")
+        assert (head["rank"], head["reason"], head["signal"]) == (r, "signal", "SIGTERM")
+
+
 def test_sigint_from_kill_is_passed_on(build: Path, tmp_path: Path) -> None:
     proc = _start(["run", "-o", tmp_path / "job.prof", "--", *launcher(NP),
                    build / "tests" / "sig_wait", tmp_path], tmp_path)

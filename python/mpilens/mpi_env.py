@@ -45,6 +45,7 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signa
 # in our group, has had them already when they come from the kernel.
 _FROM_TTY = frozenset({signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGHUP})
 _SI_KERNEL = 0x80
+_SI_USER = 0
 _WAITED = (*FORWARDED, signal.SIGCHLD)
 # Signals that ask a job to end (SIGUSR1/2 are the application's: Slurm's --signal).
 _ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
@@ -178,14 +179,42 @@ def exit_status(returncode: int) -> int:
     return returncode if returncode >= 0 else 128 - returncode
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _reached_launcher(sig: int, code: int, sender: int, same_group: bool) -> bool:
+    """Whether a signal we received has reached the launcher by the same act: the
+    terminal's signals to the foreground group, a signal from our group's leader
+    when that is `timeout` (without --foreground it leads the group, signals its child
+    and then the group), one from slurmstepd (it signals every process of the step).
+    A signal sent to the group by anything else cannot be told from one sent to us
+    alone, and is passed on."""
+    if code == _SI_KERNEL:
+        return same_group and sig in _FROM_TTY
+    if code != _SI_USER or sender <= 0:
+        return False
+    name = _comm(sender)
+    if name == "timeout":
+        return same_group and sender == os.getpgrp()
+    return name == "slurmstepd"
+
+
 class _Forwarder:
     """Passes the FORWARDED signals this process receives on to one child process.
 
     The signals are blocked in the calling thread (and in threads it starts) and
     collected by a thread with sigwaitinfo, which knows where each came from: a
     signal the terminal sent to the whole foreground process group has reached the
-    launcher already and is not sent twice (a second Ctrl-C makes mpirun kill its
-    job without clean-up).  SIGTSTP also stops this process, as a shell expects."""
+    launcher already and is not sent twice (a second Ctrl-C or SIGTERM within 5 s makes
+    Open MPI's mpirun SIGKILL its ranks, before their flight recorders dump).  The same
+    holds for a signal from `timeout` leading our process group (it signals its child,
+    then its whole group) and for one from `slurmstepd` (Slurm's time limit and scancel
+    signal every process of the step): see _reached_launcher.  SIGTSTP also stops this process, as a
+    shell expects."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[Any] | None = None
@@ -215,13 +244,13 @@ class _Forwarder:
         while not self._stop.is_set():
             info = signal.sigwaitinfo(_WAITED)
             if info.si_signo in FORWARDED and not self._stop.is_set():
-                self._deliver(info.si_signo, info.si_code)
+                self._deliver(info.si_signo, info.si_code, info.si_pid)
 
-    def _deliver(self, sig: int, code: int) -> None:
+    def _deliver(self, sig: int, code: int, sender: int = 0) -> None:
         proc = self.proc
         self.received.append(sig)
         same_group = proc is not None and _pgid(proc.pid) == os.getpgrp()
-        already = sig in _FROM_TTY and code == _SI_KERNEL and same_group
+        already = _reached_launcher(sig, code, sender, same_group)
         if proc is not None and proc.poll() is None and not already:
             try:
                 os.kill(proc.pid, sig)
@@ -315,7 +344,9 @@ def run_job(cmd: list[str], env: dict[str, str] | None = None,
             fw.raise_if_stopped(status)
         status = fw.stopped_status(status) or status
     done = subprocess.CompletedProcess(cmd, status, out, err)
-    done.signals = [signal.Signals(s).name for s in fw.received]  # type: ignore[attr-defined]
+    # each signal once, in the order first received (`timeout` sends its signal twice)
+    done.signals = [signal.Signals(s).name  # type: ignore[attr-defined]
+                    for s in dict.fromkeys(fw.received)]
     return done
 
 
