@@ -208,13 +208,10 @@ class _Forwarder:
 
     The signals are blocked in the calling thread (and in threads it starts) and
     collected by a thread with sigwaitinfo, which knows where each came from: a
-    signal the terminal sent to the whole foreground process group has reached the
-    launcher already and is not sent twice (a second Ctrl-C or SIGTERM soon after the first makes
-    Open MPI's mpirun SIGKILL its ranks, before their flight recorders dump).  The same
-    holds for a signal from `timeout` leading our process group (it signals its child,
-    then its whole group) and for one from `slurmstepd` (Slurm's time limit and scancel
-    signal every process of the step): see _reached_launcher.  SIGTSTP also stops this process, as a
-    shell expects."""
+    signal that has reached the launcher already by the same act (_reached_launcher)
+    is not sent twice (a second Ctrl-C or SIGTERM soon after the first makes Open
+    MPI's mpirun SIGKILL its ranks, before their flight recorders dump).  SIGTSTP also
+    stops this process, as a shell expects."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[Any] | None = None
