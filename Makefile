@@ -89,7 +89,7 @@ _demo:
 	$(PY) -m mpilens.cli demo
 
 _test: _build
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=15 tests
 
 # The runtime (cmake --install, with PREFIX/bin/mpilens, a relocatable script) and the
 # virtual environment it runs, PREFIX/lib/mpilens/venv.  One PREFIX per MPI; the prefix
