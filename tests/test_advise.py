@@ -532,10 +532,13 @@ def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
     model = write_model(tmp_path / "m.json", prof, L_s=1.0)
     real = launcher(4)
     kind = "openmpi" if FLAVOUR == "openmpi" else "hydra"
+    # the line's own mapping option gives way to the change's (else Open MPI stops on
+    # "Conflicting directives for mapping policy", hydra on a duplicate host file)
+    own = ["--map-by", "slot"] if kind == "openmpi" else ["-ppn", "4"]
     proc = mpilens("advise", prof, "--model", model, "--format", "json", "--no-measure", "--check",
                    "--runs", 1,
                    "--launcher", kind, "--check-output", tmp_path / "c", "--",
-                   AS_NODE.parent / "as_nodes_launcher.sh", *real[1:], AS_NODE, APP, "pairs",
+                   AS_NODE.parent / "as_nodes_launcher.sh", *real[1:], *own, AS_NODE, APP, "pairs",
                    iters, size, env={"LAUNCHER_PROG": real[0], "MPILENS_TEST_NODES": " ".join(rr),
                                      "MPILENS_TIMING": "all"})
     assert proc.returncode == 3, proc.stderr  # one pair: not resolved
@@ -545,7 +548,8 @@ def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
     after = chk["finding"]["figures"]["mapping_after"]
     assert (tmp_path / "c-rankfile").read_text() == chk["finding"]["apply"]["files"]["rankfile"]
     assert chk["applied"] == " ".join(["--rankfile" if FLAVOUR == "openmpi" else "-f",
-                                       str(tmp_path / "c-rankfile")])
+                                       str(tmp_path / "c-rankfile")]) \
+        + f" (taken out of the launcher line: {' '.join(own)})"
     base, changed = tmp_path / "c-baseline.prof", tmp_path / "c-changed.prof"
     assert [r["host"] for r in lines(base)[1]] == rr
     assert [r["host"] for r in lines(changed)[1]] == after

@@ -62,7 +62,8 @@ def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "the kept model of this host, measured once: --remeasure)")
     p.add_argument("--remeasure", action="store_true",
                    help="measure the kept network model of this profile's hosts, MPI and "
-                        "ranks per node again (without --model)")
+                        "ranks per node again, and the candidates' times rule 3 keeps "
+                        "(without --model)")
     p.add_argument("--no-measure", action="store_true",
                    help="when the model is more than 3x off a collective's measured time, "
                         "do not run the candidates (mpilens-bench coll on the job's "
