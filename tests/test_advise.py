@@ -752,6 +752,8 @@ def test_bad_input_one_line_exit_2(build: Path, tmp_path: Path) -> None:
     assert "not with --no-measure alone" in _bad(prof, "--model", model, "--no-measure", "--",
                                                  "mpirun", "./a")
     assert "--check needs the job's launcher line" in _bad(prof, "--model", model, "--check")
+    assert "--check-rule chooses the finding --check applies" in _bad(prof, "--model", model,
+                                                                      "--check-rule", "3")
 
 
 def test_without_a_model_the_profile_must_come_from_here(build: Path, tmp_path: Path) -> None:

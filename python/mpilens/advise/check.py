@@ -117,10 +117,12 @@ def median_pair(pairs: list[tuple[Profile, Profile]]) -> tuple[Profile, Profile]
 
 def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str, *,
           force: bool = False, rerun_baseline: bool = True, runs: int = 1,
-          timeout: float | None = None, launcher_kind: str | None = None) -> dict[str, Any]:
-    finding = top_applicable(result)
+          timeout: float | None = None, launcher_kind: str | None = None,
+          rule: int | None = None) -> dict[str, Any]:
+    finding = top_applicable(result, rule)
     if finding is None:
-        raise UserError(f"{prof.path}: no finding's change can be applied without a code edit "
+        which = f"finding of rule {rule}" if rule is not None else "finding"
+        raise UserError(f"{prof.path}: no {which}'s change can be applied without a code edit "
                         f"(an environment variable, a launcher option or a rankfile): nothing "
                         f"to check")
     if command and command[0] == "--":

@@ -182,6 +182,11 @@ def advise(prof: Profile, model: netmodel.NetModel,
     }
 
 
-def top_applicable(result: dict[str, Any]) -> dict[str, Any] | None:
-    """The highest-ranked finding whose change needs no code edit."""
-    return next((f for f in result["findings"] if f.get("apply")), None)
+def top_applicable(result: dict[str, Any], rule: int | None = None) -> dict[str, Any] | None:
+    """The highest-ranked finding whose change needs no code edit; with rule: the
+    highest-ranked one of that rule among the findings, then the minor and the withheld
+    ones (--check-rule: check a change advise does not put first)."""
+    if rule is None:
+        return next((f for f in result["findings"] if f.get("apply")), None)
+    return next((f for f in result["findings"] + result["minor"] + result["withheld"]
+                 if f.get("apply") and f["rule"] == rule), None)

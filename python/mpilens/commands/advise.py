@@ -79,6 +79,10 @@ def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--check-output", metavar="PREFIX", default=None,
                    help="--check's profiles: PREFIX-baseline.prof and PREFIX-changed.prof "
                         "(default: the profile's name without .prof, plus -check)")
+    p.add_argument("--check-rule", type=positive_int, default=None, metavar="RULE",
+                   help="--check: the highest-ranked finding of this rule whose change needs "
+                        "no code edit, minor and withheld ones included (default: the top "
+                        "finding that needs no code edit)")
     p.add_argument("--no-baseline-run", action="store_true",
                    help="--check: compare with PROFILE instead of running the baseline again")
     p.add_argument("--runs", type=positive_int, default=5,
@@ -114,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"mpilens: a launcher line ('{' '.join(command)}') is used by --check and "
               f"to measure candidates: not with --no-measure alone", file=sys.stderr)
         return 2
+    if args.check_rule is not None and not args.check:
+        print("mpilens: --check-rule chooses the finding --check applies: give --check too",
+              file=sys.stderr)
+        return 2
     if args.check and not command:
         print("mpilens: --check needs the job's launcher line after --, e.g. "
               "mpilens advise job.prof --check -- mpirun -np 4 ./app", file=sys.stderr)
@@ -140,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         done = checking.check(result, prof, command, prefix, force=args.force,
                               rerun_baseline=not args.no_baseline_run, runs=args.runs,
-                              timeout=args.timeout, launcher_kind=args.launcher)
+                              timeout=args.timeout, launcher_kind=args.launcher,
+                              rule=args.check_rule)
     except checking.JobFailed as exc:
         print(f"mpilens: {exc}", file=sys.stderr)
         return exc.status
