@@ -177,3 +177,48 @@ def test_real_short_run_of_the_candidates(build: Path, tmp_path: Path) -> None:
     stamp = kept[0].stat().st_mtime_ns
     again = mpilens_inproc(*args)
     assert again.stdout == first.stdout and kept[0].stat().st_mtime_ns == stamp
+
+
+# ------------------------------------------------- --check's verdict on given per-call times
+
+def _scaled(src: Path, dst: Path, factor: float) -> Path:
+    """The profile with MPI_Alltoall's time scaled by factor (header and rank lines)."""
+    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    for row in rows:
+        f = row["functions"].get("MPI_Alltoall")
+        if f:
+            f["time_s"] *= factor
+    dst.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dst
+
+
+@pytest.mark.parametrize("case", ["large", "none"])
+def test_check_verdict_on_given_per_call_times(build: Path, tmp_path: Path, case: str) -> None:
+    """--check's judge (check.py) on runs whose MPI_Alltoall time per call is given: a
+    change that halves it (gains 45..55 %) is confirmed, exit 0; a change without effect
+    (gains -3..+4 %) is not confirmed (not resolved, or refuted against the prediction)."""
+    from mpilens.advise import check as checking
+    from test_advise import A2A_BLOCK, A2A_ITERS, A2A_NP, SLOW
+
+    src = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    prof = load(str(src))
+    model = netmodel.load(write_model(tmp_path / "m.json", src))
+    res = engine.advise(prof, model, None, None)
+    finding = engine.top_applicable(res)
+    assert finding is not None and finding["target"] == ["MPI_Alltoall"]
+    base = [1.0, 1.1, 0.9, 1.05, 0.95]
+    changed = {"large": [0.5, 0.6, 0.45, 0.5, 0.5],
+               "none": [1.0 * 0.98, 1.1 * 1.03, 0.9 * 0.99, 1.05 * 1.01, 0.95 * 0.96]}[case]
+    runs = [(load(str(_scaled(src, tmp_path / f"b{i}.prof", b))),
+             load(str(_scaled(src, tmp_path / f"c{i}.prof", c))))
+            for i, (b, c) in enumerate(zip(base, changed))]
+    done = checking.judge(res, finding, prof, runs, [], {}, True)
+    gains = [(b - c) / b for b, c in zip(base, changed)]
+    assert done["relative_gains"] == pytest.approx(gains, rel=1e-9)
+    if case == "large":
+        assert (done["verdict"], done["exit_status"]) == ("confirmed", 0)
+        assert done["measured_interval"] == pytest.approx([min(gains), max(gains)], rel=1e-9)
+    else:
+        assert done["verdict"] in ("not resolved", "refuted")
+        assert done["exit_status"] == {"not resolved": 3, "refuted": 1}[done["verdict"]]
+        assert done["measured_interval"][0] < 0 < done["measured_interval"][1]
