@@ -222,3 +222,39 @@ def test_check_verdict_on_given_per_call_times(build: Path, tmp_path: Path, case
         assert done["verdict"] in ("not resolved", "refuted")
         assert done["exit_status"] == {"not resolved": 3, "refuted": 1}[done["verdict"]]
         assert done["measured_interval"][0] < 0 < done["measured_interval"][1]
+
+
+def test_check_of_a_split_finding_decides_on_its_size_only(build: Path, tmp_path: Path) -> None:
+    """A rule-3 finding judged per size (8 B calls apart from 64 KiB calls): --check's
+    time per call is that of the function's call sites of that size class; the other
+    size's calls, even 10x slower in the changed runs, do not enter it."""
+    from mpilens.advise import check as checking
+    from mpilens.advise.rules.collective import site_class
+
+    src = profile("mixed", 2, "mixed", 100, 65536)
+
+    def scaled(dst: Path, small: float, large: float) -> Path:
+        rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+        for row in rows[1:]:
+            for site in row.get("callsites", []):
+                if site["function"] == "MPI_Allreduce":
+                    site["time_s"] *= small if site_class(site) == 4 else large
+        dst.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return dst
+
+    prof = load(str(src))
+    finding = {"rule": 3, "title": "MPI_Allreduce, 8 B calls: another algorithm",
+               "target": ["MPI_Allreduce"], "gain_s": 0.0, "apply": {"env": {}},
+               "figures": {"size": 8, "size_class": 4, "split": True}}
+    factors = [0.5, 0.6, 0.45, 0.5, 0.55]
+    runs = [(load(str(scaled(tmp_path / f"b{i}.prof", 1.0, 1.0))),
+             load(str(scaled(tmp_path / f"c{i}.prof", f, 10.0)))) for i, f in enumerate(factors)]
+    done = checking.judge({"wall_s": 1.0}, finding, prof, runs, [], {}, True)
+    assert done["size_class"] == 4
+    assert done["relative_gains"] == pytest.approx([1 - f for f in factors], rel=1e-9)
+    assert (done["verdict"], done["exit_status"]) == ("confirmed", 0)
+    _, ranks = lines(src)
+    sites = [s for r in ranks for s in r["callsites"]
+             if s["function"] == "MPI_Allreduce" and site_class(s) == 4]
+    assert done["per_call_baseline_s"][0] == pytest.approx(
+        sum(s["time_s"] for s in sites) / sum(s["calls"] for s in sites), rel=1e-12)

@@ -88,7 +88,9 @@ def check_text(check: dict[str, Any]) -> str:
     rows = [("finding", f"[rule {f['rule']}] {f['title']}"),
             ("change applied", check["applied"]),
             ("runs", runs),
-            ("decided on", f"time per call of {names}"),
+            ("decided on", f"time per call of {names}" + (
+                f" (its call sites of {fmt_bytes(f['figures']['size'])} calls)"
+                if check.get("size_class") is not None else "")),
             ("per call, baseline", ", ".join(fmt_time(x) for x in check["per_call_baseline_s"])),
             ("per call, changed", ", ".join(fmt_time(x) for x in check["per_call_changed_s"])),
             ("gain per pair", ", ".join(_pct(x) for x in check["relative_gains"])),

@@ -117,8 +117,16 @@ def find(ctx: Context) -> list[Finding]:
             finding = _judge(ctx, name, group["function"], group["size"], P,
                              assume + [group["assumption"]], group["transfer"],
                              group["label"])
-            out += [finding] if finding else []
+            if finding:  # --check decides on the call sites of this size class
+                finding.figures["size_class"] = group["size_class"]
+                out.append(finding)
     return out
+
+
+def site_class(site: dict[str, Any]) -> int:
+    """A call site's size class: the class of most of its calls (its `hist`)."""
+    hist = site.get("hist") or []
+    return max(range(len(hist)), key=lambda b: (hist[b], -b)) if hist else 0
 
 
 def split_by_size(ctx: Context, name: str, f: dict[str, Any], P: int
@@ -136,8 +144,7 @@ def split_by_size(ctx: Context, name: str, f: dict[str, Any], P: int
                 continue
             if size_modes({"hist_send": site.get("hist") or []}):
                 return None  # one site, very different sizes: no split
-            hist = site.get("hist") or []
-            cls = max(range(len(hist)), key=lambda b: (hist[b], -b)) if hist else 0
+            cls = site_class(site)
             g = groups.setdefault(cls, {"calls": 0, "bytes_sent": 0, "bytes_recv": 0,
                                         "time_s": 0.0})
             for k in ("calls", "bytes_sent", "bytes_recv"):
@@ -163,7 +170,7 @@ def split_by_size(ctx: Context, name: str, f: dict[str, Any], P: int
             m = g["bytes_sent"] / calls
         fn = {"calls": calls, "bytes_sent": g["bytes_sent"], "bytes_recv": g["bytes_recv"],
               "time_s": g["time_s"], "hist_send_bytes": round(m * calls)}
-        out.append({"function": fn, "size": m, "transfer": g["best"],
+        out.append({"function": fn, "size": m, "transfer": g["best"], "size_class": cls,
                     "label": f"{fmt_bytes(m)} calls",
                     "assumption": (f"{name}'s {calls:,} calls of {fmt_bytes(m)} (their call "
                                    f"sites) judged apart from its calls of other sizes; the "
