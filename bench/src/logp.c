@@ -242,8 +242,9 @@ static long measure_pair(ml_json *out, int b, const logp_cfg_t *c, double *med)
 }
 
 /* The expected duration of measure_pair for every size, from a probe before it:
- * ping-pong round trips at 0 B and at the largest size (at most PROBE_MAX, the time
- * per byte extrapolated linearly beyond), each the least of two after a warm-up;
+ * ping-pong round trips at 0 B (the mean of 30) and at the largest size (at most
+ * PROBE_MAX, the time per byte extrapolated linearly beyond; the mean of 10), after a
+ * warm-up each: the mean, not the least, so that a busy machine's waits count;
  * the messages each size sends (RTT, os/or, trains, acknowledgements) and the
  * receiver's waits then cost what the probe's one-way time says.  Collective over
  * MPI_COMM_WORLD; the estimate is rank 0's (the other ranks get -1). */
@@ -258,10 +259,10 @@ static double expected_duration(int b, const logp_cfg_t *c)
         unsigned char *buf = ml_alloc((size_t)(probe ? probe : 1));
         memset(buf, 0, (size_t)(probe ? probe : 1));
         for (int k = 0; k < 2; k++) {
-            int n = (int)(k ? probe : 0);
-            double best = INFINITY;
-            for (int j = 0; j < 3; j++) {
-                double t0 = MPI_Wtime();
+            int n = (int)(k ? probe : 0), reps = k ? 10 : 30;
+            double t0 = 0;
+            for (int j = -1; j < reps; j++) {   /* one warm-up, then the mean */
+                if (j == 0) t0 = MPI_Wtime();
                 if (role == 0) {
                     MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
                     MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -269,10 +270,8 @@ static double expected_duration(int b, const logp_cfg_t *c)
                     MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                     MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
                 }
-                double t = MPI_Wtime() - t0;
-                if (j > 0 && t < best) best = t;
             }
-            rt[k] = best;
+            rt[k] = (MPI_Wtime() - t0) / reps;
         }
         free(buf);
     }
