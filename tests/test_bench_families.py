@@ -47,6 +47,7 @@ def test_p2p_pair_sizes_and_osu_reference(tmp_path: Path) -> None:
                 < 0.85 * prev["bw_Bps"]["median_ci95"][0]:
             want.append((r["size"], "bandwidth_drop"))
     assert [(c["size"], c["evidence"]) for c in doc["analysis"]["crossovers"]] == want
+    assert doc["expected_s"] > 0  # said before measuring (a probe of 0 B and 1 KiB)
 
 
 def test_coll_every_operation_two_rank_counts(tmp_path: Path) -> None:

@@ -289,16 +289,6 @@ static double expected_duration(int b, const logp_cfg_t *c)
     return total;
 }
 
-static void announce(double expected, long long probe)
-{
-    if (ml_rank != 0) return;
-    if (ml_progress_on) fprintf(stderr, "MLB-ESTIMATE %.6g\n", expected);
-    else if (expected >= 10)
-        fprintf(stderr, "logp: expected duration about %.0f s (from round trips of 0 and %lld B "
-                "before starting); --max-size, --samples or --iters shorten it\n", expected, probe);
-    fflush(stderr);
-}
-
 /* --pairs intra,inter: the model of each class under "classes"; its top-level
  * parameters are the inter-node class's (the network), else the one measured.
  * Returns malloc'd JSON text. */
@@ -347,7 +337,7 @@ int ml_logp(ml_json *out, int argc, char **argv)
     for (int k = 0; k < (classes ? ML_NPAIR : 1); k++)
         if (!classes || (classes & 1u << k)) expected += expected_duration(classes ? partner[k] : 1, &c);
     long long maxs = c.sz[c.ns - 1];
-    announce(expected, maxs < PROBE_MAX ? maxs : PROBE_MAX);
+    if (ml_rank == 0) ml_announce("logp", expected, maxs < PROBE_MAX ? maxs : PROBE_MAX);
     if (ml_rank == 0) {
         ml_json_obj(out, "options");
         ml_json_pair_options(out, 0, partner[first], classes);

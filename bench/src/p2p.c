@@ -167,6 +167,50 @@ typedef struct {
     unsigned modes;
 } p2p_cfg_t;
 
+/* The expected duration of run_pair, from a probe before it (the pair's two ranks):
+ * each mode's sample of 3 repetitions at 0 B and at the largest size (at most
+ * PROBE_MAX; the time per byte extrapolated linearly beyond), after one repetition
+ * each; every size then costs its samples' and warm-up's repetitions, and the OSU
+ * reference loops theirs, at the time per repetition interpolated to the size. */
+#define PROBE_MAX (1LL << 20)
+static double expected_duration(pair_t *p, const p2p_cfg_t *c)
+{
+    long long maxs = c->sz[c->ns - 1], probe = maxs < PROBE_MAX ? maxs : PROBE_MAX;
+    double t0[NMODE] = {0}, t1[NMODE] = {0};
+    for (int m = 0; m < NMODE; m++) {
+        if (!(c->modes & (1u << m))) continue;
+        int bwmode = m == M_BW || m == M_BIBW;
+        long long lo = bwmode ? (probe < 1 ? probe : 1) : 0;
+        sample(p, m, lo, 1);
+        t0[m] = sample(p, m, lo, 3) / 3;
+        t1[m] = probe > lo ? sample(p, m, probe, 3) / 3 : t0[m];
+    }
+    double total = 0;
+    for (int i = 0; i < c->ns; i++) {
+        long long s = c->sz[i];
+        int iters = (int)(c->iters_opt ? c->iters_opt : s <= 8192 ? 100 : s <= 262144 ? 20 : 5);
+        int bwit = (int)(c->bwit_opt ? c->bwit_opt : s <= 8192 ? 4 : s <= 262144 ? 2 : 1);
+        int big = s > 8192;
+        long long osu_n = c->osu_n;
+        long long li = big ? (osu_n / 10 ? osu_n / 10 : 1) : osu_n, ls = li / 100 ? li / 100 : 1;
+        long long bi = big ? (osu_n / 500 ? osu_n / 500 : 1) : (osu_n / 100 ? osu_n / 100 : 1);
+        long long bs = bi / 10 ? bi / 10 : 1;
+        for (int m = 0; m < NMODE; m++) {
+            if (!(c->modes & (1u << m))) continue;
+            int bwmode = m == M_BW || m == M_BIBW;
+            if (bwmode && s == 0) continue;
+            double t = t0[m] + (probe > 0 ? (t1[m] - t0[m]) * (double)s / (double)probe : 0);
+            if (t < t0[m]) t = t0[m];
+            int it = bwmode ? bwit : iters;
+            double reps = (double)c->samples * it + (c->warmup ? (bwmode ? (c->warmup + p->window - 1) / p->window : c->warmup) : 0);
+            total += reps * t;
+            if (c->osu && m == M_LAT) total += c->rounds * (double)(li + ls) * t;
+            if (c->osu && m == M_BW) total += c->rounds * (double)(bi + bs) * t;
+        }
+    }
+    return total;
+}
+
 /* Every size and mode between the ranks p->a and p->b (collective over
  * MPI_COMM_WORLD); "results" and "analysis" go into the current object of out
  * on rank 0; lat_med / bw_med (3 x ns) get the medians, then the low and the high
@@ -187,6 +231,8 @@ static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_me
     }
     MPI_Comm_split(MPI_COMM_WORLD, p->role >= 0 ? 0 : MPI_UNDEFINED, p->role, &p->comm);
 
+    double expected = p->role >= 0 ? expected_duration(p, c) : 0;
+    if (p->role == 0) ml_announce("p2p", expected, maxs < PROBE_MAX ? maxs : PROBE_MAX);
     ml_json *w = ml_json_new();      /* built on rank a, shipped to rank 0 */
     double *x = malloc((size_t)samples * sizeof *x), *xo = malloc((size_t)rounds * sizeof *xo);
     long errors = 0;
@@ -270,6 +316,8 @@ static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_me
     ml_json_ship(out, "analysis", cr, p->a);
     ml_json_free(cr);
     ml_json_free(w);
+    MPI_Bcast(&expected, 1, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
+    if (ml_rank == 0) ml_json_num(out, "expected_s", expected);  /* beside results */
     MPI_Bcast(lat_med, 3 * ns, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
     MPI_Bcast(bw_med, 3 * ns, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
     free(x); free(xo);
