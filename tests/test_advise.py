@@ -71,7 +71,10 @@ def interp(ys: list[float], x: float) -> float:
 
 
 def advise(prof: Path, model: Path | None, *extra: str) -> dict[str, Any]:
-    args = ["advise", str(prof), "--format", "json", *extra]
+    # --no-measure: these tests assert the model's exact figures; when the model is far
+    # off a collective's measured time, the candidates would be measured instead
+    # (test_advise_measure.py)
+    args = ["advise", str(prof), "--format", "json", "--no-measure", *extra]
     if model is not None:
         args += ["--model", str(model)]
     proc = mpilens_inproc(*args)
@@ -196,7 +199,8 @@ def test_check_decides_on_the_alltoall_time_per_call(build: Path, tmp_path: Path
     not asserted: on this shared machine it is not a property of the code."""
     prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
     model = write_model(tmp_path / "m.json", prof)
-    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--check", "--runs", RUNS,
+    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--no-measure", "--check",
+                   "--runs", RUNS,
                    "--check-output", tmp_path / "chk", "--", *launcher(A2A_NP), APP,
                    "alltoall", A2A_ITERS, A2A_BLOCK,
                    env={**SLOW, "MPILENS_TIMING": "all"})
@@ -273,7 +277,7 @@ def test_kept_model_same_output_and_intervals(build: Path, tmp_path: Path) -> No
              "ci95": ci}
     path.write_text(json.dumps({"format": "mpilens-kept-netmodel", "version": 1, "key": k,
                                 "samples": 10, "model": model}))
-    outs = [mpilens_inproc("advise", str(prof)) for _ in range(2)]
+    outs = [mpilens_inproc("advise", str(prof), "--no-measure") for _ in range(2)]
     assert outs[0].returncode == 0, outs[0].stderr
     assert outs[0].stdout == outs[1].stdout  # byte for byte
     assert f"model: kept {path}" in outs[0].stdout
@@ -416,7 +420,8 @@ def test_check_text_table_and_exit_status(build: Path, tmp_path: Path) -> None:
     prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
     model = write_model(tmp_path / "m.json", prof)
     (tmp_path / "t-baseline.prof").write_text("not written by this check\n")  # not refused
-    proc = mpilens("advise", prof, "--model", model, "--check", "--no-baseline-run", "--runs", 1,
+    proc = mpilens("advise", prof, "--model", model, "--no-measure", "--check", "--no-baseline-run",
+                   "--runs", 1,
                    "--check-output", tmp_path / "t", "--", *launcher(A2A_NP), APP,
                    "alltoall", A2A_ITERS, A2A_BLOCK, env={**SLOW, "MPILENS_TIMING": "all"})
     out = proc.stdout
@@ -527,9 +532,13 @@ def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
     model = write_model(tmp_path / "m.json", prof, L_s=1.0)
     real = launcher(4)
     kind = "openmpi" if FLAVOUR == "openmpi" else "hydra"
-    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--check", "--runs", 1,
+    # the line's own mapping option gives way to the change's (else Open MPI stops on
+    # "Conflicting directives for mapping policy", hydra on a duplicate host file)
+    own = ["--map-by", "slot"] if kind == "openmpi" else ["-ppn", "4"]
+    proc = mpilens("advise", prof, "--model", model, "--format", "json", "--no-measure", "--check",
+                   "--runs", 1,
                    "--launcher", kind, "--check-output", tmp_path / "c", "--",
-                   AS_NODE.parent / "as_nodes_launcher.sh", *real[1:], AS_NODE, APP, "pairs",
+                   AS_NODE.parent / "as_nodes_launcher.sh", *real[1:], *own, AS_NODE, APP, "pairs",
                    iters, size, env={"LAUNCHER_PROG": real[0], "MPILENS_TEST_NODES": " ".join(rr),
                                      "MPILENS_TIMING": "all"})
     assert proc.returncode == 3, proc.stderr  # one pair: not resolved
@@ -539,7 +548,8 @@ def test_check_applies_the_rankfile(build: Path, tmp_path: Path) -> None:
     after = chk["finding"]["figures"]["mapping_after"]
     assert (tmp_path / "c-rankfile").read_text() == chk["finding"]["apply"]["files"]["rankfile"]
     assert chk["applied"] == " ".join(["--rankfile" if FLAVOUR == "openmpi" else "-f",
-                                       str(tmp_path / "c-rankfile")])
+                                       str(tmp_path / "c-rankfile")]) \
+        + f" (taken out of the launcher line: {' '.join(own)})"
     base, changed = tmp_path / "c-baseline.prof", tmp_path / "c-changed.prof"
     assert [r["host"] for r in lines(base)[1]] == rr
     assert [r["host"] for r in lines(changed)[1]] == after
@@ -619,7 +629,8 @@ def test_sigterm_to_check_ends_the_job(build: Path, tmp_path: Path) -> None:
     prof = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
     model = write_model(tmp_path / "m.json", prof)
     proc = subprocess.Popen([sys.executable, "-m", "mpilens.cli", "advise", str(prof),
-                             "--model", str(model), "--check", "--runs", "1", "--check-output",
+                             "--model", str(model), "--no-measure", "--check", "--runs", "1",
+                             "--check-output",
                              str(tmp_path / "c"), "--", *launcher(NP),
                              str(build / "tests" / "sig_wait"), str(tmp_path)],
                             env=cli_env(), cwd=tmp_path, stdout=subprocess.PIPE,
@@ -706,7 +717,7 @@ def test_little_communication_is_said_first(build: Path, tmp_path: Path) -> None
     assert first["key"] == "nothing-to-gain" and first["rule"] == 7
     assert first["figures"]["mpi_share"] == pytest.approx(share, rel=1e-12)
     assert first["gain_s"] == pytest.approx(header["mpi_s"]["mean"], rel=1e-12)
-    text = mpilens_inproc("advise", prof, "--model", tmp_path / "m.json")
+    text = mpilens_inproc("advise", prof, "--model", tmp_path / "m.json", "--no-measure")
     assert text.returncode == 0
     assert text.stdout.splitlines()[3].startswith("1. [rule 7] Little to gain in communication")
 
@@ -738,8 +749,11 @@ def test_bad_input_one_line_exit_2(build: Path, tmp_path: Path) -> None:
     assert "no such file" in _bad(prof, "--model", tmp_path / "missing.json")
     assert "no such file" in _bad(tmp_path / "missing.prof")
     model = write_model(tmp_path / "m.json", prof)
-    assert "only used with --check" in _bad(prof, "--model", model, "--", "mpirun", "./a")
+    assert "not with --no-measure alone" in _bad(prof, "--model", model, "--no-measure", "--",
+                                                 "mpirun", "./a")
     assert "--check needs the job's launcher line" in _bad(prof, "--model", model, "--check")
+    assert "--check-rule chooses the finding --check applies" in _bad(prof, "--model", model,
+                                                                      "--check-rule", "3")
 
 
 def test_without_a_model_the_profile_must_come_from_here(build: Path, tmp_path: Path) -> None:
@@ -879,17 +893,52 @@ def test_profile_records_the_machine_and_advise_sees_oversubscription(build: Pat
                    if f["confidence_why"].startswith("lowered"))
 
 
-def test_calls_of_very_different_sizes_are_not_judged_on_their_mean(build: Path,
-                                                                   tmp_path: Path) -> None:
-    """MPI_Allreduce of 8 B and of 64 KiB, as many calls of each: rule 3 does not advise
-    an algorithm for "32 KiB buffers" (their mean) and says why; the same job's
-    one-size Allreduce (compute mode, 8 B) is judged (test_allreduce_algorithm_knob_of_the_mpi)."""
+def test_calls_of_very_different_sizes_are_judged_apart(build: Path, tmp_path: Path) -> None:
+    """MPI_Allreduce of 8 B and of 64 KiB from two call sites, as many calls of each: rule 3
+    never advises for "32 KiB buffers" (their mean) but judges each size apart, from the
+    rank lines' call sites (exact calls, sizes and fastest rank's time per call); without
+    call sites (MPILENS_CALLSITES=0) it does not judge them and says why."""
+    from mpilens.advise import netmodel
+    from mpilens.advise.finding import Context
+    from mpilens.advise.rules.collective import split_by_size
+    from mpilens.report.profile import load as load_profile
+
     iters, np_ = 100, 2
     prof = profile("mixed", np_, "mixed", iters, 65536)
-    res = advise(prof, write_model(tmp_path / "m.json", prof))
-    header, _ = lines(prof)
+    model = write_model(tmp_path / "m.json", prof)
+    res = advise(prof, model)
+    header, ranks = lines(prof)
     hist = header["functions"]["MPI_Allreduce"]["hist_send"]
     assert [b for b, c in enumerate(hist) if c] == [4, 17] and hist[4] == hist[17] == iters * np_
+    # the groups, recomputed here from the call sites: 8 B (class 4) and 64 KiB (class 17)
+    expect = {}
+    for size in (8, 65536):
+        per = []
+        for r in ranks:
+            sites = [c for c in r["callsites"] if c["function"] == "MPI_Allreduce"
+                     and c["bytes_sent"] == size * c["calls"]]
+            assert len(sites) == 1 and sites[0]["calls"] == iters
+            per.append(sites[0]["time_s"] / sites[0]["calls"])
+        expect[size] = min(per)
+    ctx = Context(load_profile(str(prof)), netmodel.load(model))
+    groups = split_by_size(ctx, "MPI_Allreduce", ctx.prof.functions["MPI_Allreduce"], np_)
+    assert groups is not None
+    assert [(g["size"], g["function"]["calls"]) for g in groups] == [(8, iters * np_),
+                                                                   (65536, iters * np_)]
+    assert [g["transfer"][0] for g in groups] == [pytest.approx(expect[8], rel=1e-12),
+                                                 pytest.approx(expect[65536], rel=1e-12)]
+    found = [f for f in every(res) if f["key"] == "collective-algorithm"
+             and f["figures"]["function"] == "MPI_Allreduce"]
+    for f in found:  # whichever the model proposes, it is for one size, with its figures
+        size = f["figures"]["size"]
+        assert size in (8, 65536) and f["figures"]["split"]
+        assert f["figures"]["measured_per_call_s"] == pytest.approx(expect[size], rel=1e-12)
+        assert f["figures"]["calls_per_rank"] == iters
+        assert f["title"] == f"MPI_Allreduce, {'8 B' if size == 8 else '64 KiB'} calls: " \
+                             f"another algorithm"
+    assert "MPI_Allreduce's calls have sizes" not in " ".join(res["warnings"])
+    bare = profile("mixed-nosites", np_, "mixed", iters, 65536, env={"MPILENS_CALLSITES": "0"})
+    res = advise(bare, write_model(tmp_path / "m2.json", bare))
     assert not [f for f in every(res) if f["key"] == "collective-algorithm"
                 and f["figures"]["function"] == "MPI_Allreduce"]
     assert "MPI_Allreduce's calls have sizes from 8 B to 64 KiB" in " ".join(res["warnings"])

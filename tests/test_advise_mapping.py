@@ -61,3 +61,23 @@ def test_a_failed_runs_whole_error_is_shown() -> None:
     many = "".join(f"line {i}\n" for i in range(50))
     assert check.error_text(many).splitlines() == ["[10 earlier lines]",
                                                    *[f"line {i}" for i in range(10, 50)]]
+
+
+def test_check_rule_chooses_among_findings_minor_and_withheld() -> None:
+    """--check applies the top finding whose change needs no code edit; --check-rule R
+    the highest-ranked of rule R with one, minor and withheld findings included."""
+    from mpilens.advise.engine import top_applicable
+
+    def f(rule: int, title: str, apply: bool) -> dict[str, object]:
+        return {"rule": rule, "title": title, "apply": {"env": {"X": "1"}} if apply else None}
+
+    result = {"findings": [f(5, "imbalance", False), f(2, "latency", False), f(3, "a", True)],
+              "minor": [f(3, "b", True), f(4, "placement", True)],
+              "withheld": [f(1, "rails", True)]}
+    assert top_applicable(result)["title"] == "a"
+    assert top_applicable(result, 3)["title"] == "a"
+    assert top_applicable(result, 4)["title"] == "placement"
+    assert top_applicable(result, 1)["title"] == "rails"
+    assert top_applicable(result, 2) is None  # a code change: nothing --check can apply
+    none = {"findings": [f(5, "imbalance", False)], "minor": [f(3, "b", True)], "withheld": []}
+    assert top_applicable(none) is None and top_applicable(none, 3)["title"] == "b"

@@ -3,12 +3,13 @@ documented JSON fields present, exact topology/checksums/file contents."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
 from conftest import FLAVOUR, mpi_env, run_mpi
-from test_bench_common import check_env, check_stats, fnv1a, pattern, run_family
+from test_bench_common import bench_exe, check_env, check_stats, fnv1a, pattern, run_family
 
 
 def test_p2p_pair_sizes_and_osu_reference(tmp_path: Path) -> None:
@@ -33,7 +34,20 @@ def test_p2p_pair_sizes_and_osu_reference(tmp_path: Path) -> None:
         ol = r["osu_latency"]
         assert (ol["iters"], ol["skip"], len(ol["runs"])) == (20, 1, 2)
         assert ol["latency_s"] > 0
-    assert isinstance(doc["analysis"]["crossovers"], list)
+    # crossovers only outside the intervals (bench/src/p2p.c): recomputed from the
+    # medians' 95 % intervals at the ends least favourable to a step or a drop
+    want = []
+    for prev, r in itertools.pairwise(res):
+        if prev["size"] == 0:
+            continue
+        lo, hi = r["latency_s"]["median_ci95"][0], prev["latency_s"]["median_ci95"][1]
+        if r["size"] >= 64 and lo - 2 * hi + res[0]["latency_s"]["median_ci95"][0] > 0.3 * lo:
+            want.append((r["size"], "latency_step"))
+        if r["size"] >= 1024 and r["bw_Bps"]["median_ci95"][1] \
+                < 0.85 * prev["bw_Bps"]["median_ci95"][0]:
+            want.append((r["size"], "bandwidth_drop"))
+    assert [(c["size"], c["evidence"]) for c in doc["analysis"]["crossovers"]] == want
+    assert doc["expected_s"] > 0  # said before measuring (a probe of 0 B and 1 KiB)
 
 
 def test_coll_every_operation_two_rank_counts(tmp_path: Path) -> None:
@@ -130,6 +144,19 @@ def test_logp_parameters_and_model_file(tmp_path: Path) -> None:
         assert m[key] == [r[key]["median"] for r in doc["results"]]
     assert m["g_raw_s"] == [r["g_s"]["median"] for r in doc["results"]]
     check_logp_model(m)
+    assert doc["options"]["expected_s"] > 0  # announced before measuring
+
+
+def test_logp_announces_its_expected_duration_first(tmp_path: Path) -> None:
+    """logp measures round trips at 0 B and the largest size before starting and sends
+    the expected duration (MLB-ESTIMATE, shown by `mpilens bench` from 10 s on) before
+    the first size's progress line."""
+    proc = run_mpi(2, [bench_exe(), "logp", "--max-size", "4K", "--samples", "2",
+                       "--iters", "2", "--train", "4", "--progress",
+                       "--out", tmp_path / "l.json"], timeout=120)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("MLB-")]
+    assert lines[0].startswith("MLB-ESTIMATE ") and float(lines[0].split()[1]) > 0
+    assert all(ln.startswith("MLB-PROGRESS ") for ln in lines[1:]) and len(lines) == 1 + 14
 
 
 def test_logp_model_rules_on_chosen_medians(build: Path) -> None:

@@ -40,6 +40,16 @@ long ml_rss_kib(const char *field)
     return v;
 }
 
+void ml_announce(const char *family, double expected, long long probe)
+{
+    if (ml_progress_on) fprintf(stderr, "MLB-ESTIMATE %.6g\n", expected);
+    else if (expected >= 10)
+        fprintf(stderr, "%s: expected duration about %.0f s (from round trips of 0 and %lld B "
+                "before starting); --max-size, --samples or --iters shorten it\n", family,
+                expected, probe);
+    fflush(stderr);
+}
+
 void ml_progress(long done, long total)
 {
     if (ml_progress_on && ml_rank == 0) {

@@ -241,6 +241,54 @@ static long measure_pair(ml_json *out, int b, const logp_cfg_t *c, double *med)
     return errors;
 }
 
+/* The expected duration of measure_pair for every size, from a probe before it:
+ * ping-pong round trips at 0 B (the mean of 30) and at the largest size (at most
+ * PROBE_MAX, the time per byte extrapolated linearly beyond; the mean of 10), after a
+ * warm-up each: the mean, not the least, so that a busy machine's waits count;
+ * the messages each size sends (RTT, os/or, trains, acknowledgements) and the
+ * receiver's waits then cost what the probe's one-way time says.  Collective over
+ * MPI_COMM_WORLD; the estimate is rank 0's (the other ranks get -1). */
+#define PROBE_MAX (1LL << 20)
+static double expected_duration(int b, const logp_cfg_t *c)
+{
+    int me = ml_rank, role = me == 0 ? 0 : me == b ? 1 : -1, o = role == 0 ? b : 0;
+    long long maxs = c->sz[c->ns - 1], probe = maxs < PROBE_MAX ? maxs : PROBE_MAX;
+    double rt[2] = {0, 0};
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (role >= 0) {
+        unsigned char *buf = ml_alloc((size_t)(probe ? probe : 1));
+        memset(buf, 0, (size_t)(probe ? probe : 1));
+        for (int k = 0; k < 2; k++) {
+            int n = (int)(k ? probe : 0), reps = k ? 10 : 30;
+            double t0 = 0;
+            for (int j = -1; j < reps; j++) {   /* one warm-up, then the mean */
+                if (j == 0) t0 = MPI_Wtime();
+                if (role == 0) {
+                    MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
+                    MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
+                }
+            }
+            rt[k] = (MPI_Wtime() - t0) / reps;
+        }
+        free(buf);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (role != 0) return -1;
+    double one0 = rt[0] / 2, per_byte = probe ? (rt[1] - rt[0]) / 2 / (double)probe : 0;
+    if (per_byte < 0) per_byte = 0;
+    double total = 0, S = c->samples, R = c->reps, T = c->train;
+    for (int i = 0; i < c->ns; i++) {
+        double t = one0 + per_byte * (double)c->sz[i];
+        double msgs = 2 * (S + 1) * R + 2 * S * R + S * (T + 1);   /* of this size */
+        double acks = 2 * S * R + 2 * S;                           /* of 0 bytes */
+        total += msgs * t + acks * one0 + S * R * (3 * t + 5e-6);  /* + or's waits */
+    }
+    return total;
+}
+
 /* --pairs intra,inter: the model of each class under "classes"; its top-level
  * parameters are the inter-node class's (the network), else the one measured.
  * Returns malloc'd JSON text. */
@@ -285,6 +333,11 @@ int ml_logp(ml_json *out, int argc, char **argv)
     int first = classes ? ((classes & 1u << ML_PAIR_INTRA) ? ML_PAIR_INTRA : ML_PAIR_INTER) : 0;
     double *med = malloc(4 * (size_t)c.ns * sizeof *med);
     long errors = 0;
+    double expected = 0;   /* every pair measured, from a probe of each */
+    for (int k = 0; k < (classes ? ML_NPAIR : 1); k++)
+        if (!classes || (classes & 1u << k)) expected += expected_duration(classes ? partner[k] : 1, &c);
+    long long maxs = c.sz[c.ns - 1];
+    if (ml_rank == 0) ml_announce("logp", expected, maxs < PROBE_MAX ? maxs : PROBE_MAX);
     if (ml_rank == 0) {
         ml_json_obj(out, "options");
         ml_json_pair_options(out, 0, partner[first], classes);
@@ -293,6 +346,7 @@ int ml_logp(ml_json *out, int argc, char **argv)
         ml_json_int(out, "samples", c.samples);
         ml_json_int(out, "iters", c.reps);
         ml_json_int(out, "train", c.train);
+        ml_json_num(out, "expected_s", expected);
         ml_json_end(out);
     }
     char *m = NULL;

@@ -69,6 +69,10 @@ void ml_pair_partners(unsigned classes, int partner[ML_NPAIR]);
 /* options "ranks": [a, b] and, with --pairs, "pairs": the classes asked for */
 void ml_json_pair_options(ml_json *w, int a, int b, unsigned classes);
 extern int ml_progress_on;
+/* The expected duration of a family, said before it starts (by the calling rank):
+ * "MLB-ESTIMATE <s>" with --progress (mpilens bench shows it from 10 s on), else a
+ * plain line from 10 s on; probe: the largest size the estimate's probe sent. */
+void ml_announce(const char *family, double expected, long long probe);
 /* result files (--out, --model): 0 or an errno value.  ml_check_writable runs before
  * the benchmark: the directory exists and a file can be created there, path is not a
  * directory nor a read-only file; it creates nothing that stays and never truncates.

@@ -124,16 +124,22 @@ static void parse_ranks(int *a, int *b)
 }
 
 /* sizes where the latency gains a fixed cost beyond the linear model (protocol
- * switch) or the bandwidth drops as the size grows */
+ * switch) or the bandwidth drops as the size grows.  lat and bw hold 3 x ns values:
+ * the medians, then the low and the high ends of their 95 % intervals; a crossover
+ * is claimed only when it holds at the ends of the intervals that make it hardest
+ * (outside the noise), not on the medians alone. */
 static void crossovers(ml_json *w, const long long *sz, int ns, const double *lat,
                        const double *bw)
 {
+    const double *lat_lo = lat + ns, *lat_hi = lat + 2 * ns;
+    const double *bw_lo = bw + ns, *bw_hi = bw + 2 * ns;
     ml_json_arr(w, "crossovers");
-    double base = ns ? lat[0] : 0;
+    double base_lo = ns ? lat_lo[0] : 0;
     for (int i = 1; i < ns; i++) {
         if (sz[i - 1] == 0 || sz[i] != 2 * sz[i - 1]) continue;
-        double excess = lat[i] - 2 * lat[i - 1] + base;
-        if (sz[i] >= 64 && isfinite(excess) && excess > 0.3 * lat[i]) {
+        /* excess = lat - 2 lat[i-1] + lat[0] > 0.3 lat, at the ends least favourable */
+        double excess = lat_lo[i] - 2 * lat_hi[i - 1] + base_lo;
+        if (sz[i] >= 64 && isfinite(excess) && excess > 0.3 * lat_lo[i]) {
             ml_json_obj(w, NULL);
             ml_json_int(w, "size", sz[i]);
             ml_json_str(w, "evidence", "latency_step");
@@ -141,7 +147,8 @@ static void crossovers(ml_json *w, const long long *sz, int ns, const double *la
             ml_json_num(w, "after", lat[i]);
             ml_json_end(w);
         }
-        if (sz[i] >= 1024 && isfinite(bw[i]) && isfinite(bw[i - 1]) && bw[i] < 0.85 * bw[i - 1]) {
+        if (sz[i] >= 1024 && isfinite(bw_hi[i]) && isfinite(bw_lo[i - 1]) &&
+            bw_hi[i] < 0.85 * bw_lo[i - 1]) {
             ml_json_obj(w, NULL);
             ml_json_int(w, "size", sz[i]);
             ml_json_str(w, "evidence", "bandwidth_drop");
@@ -160,9 +167,54 @@ typedef struct {
     unsigned modes;
 } p2p_cfg_t;
 
+/* The expected duration of run_pair, from a probe before it (the pair's two ranks):
+ * each mode's sample of 3 repetitions at 0 B and at the largest size (at most
+ * PROBE_MAX; the time per byte extrapolated linearly beyond), after one repetition
+ * each; every size then costs its samples' and warm-up's repetitions, and the OSU
+ * reference loops theirs, at the time per repetition interpolated to the size. */
+#define PROBE_MAX (1LL << 20)
+static double expected_duration(pair_t *p, const p2p_cfg_t *c)
+{
+    long long maxs = c->sz[c->ns - 1], probe = maxs < PROBE_MAX ? maxs : PROBE_MAX;
+    double t0[NMODE] = {0}, t1[NMODE] = {0};
+    for (int m = 0; m < NMODE; m++) {
+        if (!(c->modes & (1u << m))) continue;
+        int bwmode = m == M_BW || m == M_BIBW;
+        long long lo = bwmode ? (probe < 1 ? probe : 1) : 0;
+        sample(p, m, lo, 1);
+        t0[m] = sample(p, m, lo, 3) / 3;
+        t1[m] = probe > lo ? sample(p, m, probe, 3) / 3 : t0[m];
+    }
+    double total = 0;
+    for (int i = 0; i < c->ns; i++) {
+        long long s = c->sz[i];
+        int iters = (int)(c->iters_opt ? c->iters_opt : s <= 8192 ? 100 : s <= 262144 ? 20 : 5);
+        int bwit = (int)(c->bwit_opt ? c->bwit_opt : s <= 8192 ? 4 : s <= 262144 ? 2 : 1);
+        int big = s > 8192;
+        long long osu_n = c->osu_n;
+        long long li = big ? (osu_n / 10 ? osu_n / 10 : 1) : osu_n, ls = li / 100 ? li / 100 : 1;
+        long long bi = big ? (osu_n / 500 ? osu_n / 500 : 1) : (osu_n / 100 ? osu_n / 100 : 1);
+        long long bs = bi / 10 ? bi / 10 : 1;
+        for (int m = 0; m < NMODE; m++) {
+            if (!(c->modes & (1u << m))) continue;
+            int bwmode = m == M_BW || m == M_BIBW;
+            if (bwmode && s == 0) continue;
+            double t = t0[m] + (probe > 0 ? (t1[m] - t0[m]) * (double)s / (double)probe : 0);
+            if (t < t0[m]) t = t0[m];
+            int it = bwmode ? bwit : iters;
+            double reps = (double)c->samples * it + (c->warmup ? (bwmode ? (c->warmup + p->window - 1) / p->window : c->warmup) : 0);
+            total += reps * t;
+            if (c->osu && m == M_LAT) total += c->rounds * (double)(li + ls) * t;
+            if (c->osu && m == M_BW) total += c->rounds * (double)(bi + bs) * t;
+        }
+    }
+    return total;
+}
+
 /* Every size and mode between the ranks p->a and p->b (collective over
  * MPI_COMM_WORLD); "results" and "analysis" go into the current object of out
- * on rank 0; lat_med / bw_med get the medians on every rank.  Returns errors. */
+ * on rank 0; lat_med / bw_med (3 x ns) get the medians, then the low and the high
+ * ends of their 95 % intervals, on every rank.  Returns errors. */
 static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_med, double *bw_med)
 {
     const long long *sz = c->sz;
@@ -179,6 +231,8 @@ static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_me
     }
     MPI_Comm_split(MPI_COMM_WORLD, p->role >= 0 ? 0 : MPI_UNDEFINED, p->role, &p->comm);
 
+    double expected = p->role >= 0 ? expected_duration(p, c) : 0;
+    if (p->role == 0) ml_announce("p2p", expected, maxs < PROBE_MAX ? maxs : PROBE_MAX);
     ml_json *w = ml_json_new();      /* built on rank a, shipped to rank 0 */
     double *x = malloc((size_t)samples * sizeof *x), *xo = malloc((size_t)rounds * sizeof *xo);
     long errors = 0;
@@ -188,7 +242,7 @@ static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_me
         int iters = (int)(iters_opt ? iters_opt : s <= 8192 ? 100 : s <= 262144 ? 20 : 5);
         int bwit = (int)(bwit_opt ? bwit_opt : s <= 8192 ? 4 : s <= 262144 ? 2 : 1);
         unsigned seed = (unsigned)(2 * i + p->role + 1);
-        lat_med[i] = bw_med[i] = NAN;
+        for (int e = 0; e < 3; e++) lat_med[e * ns + i] = bw_med[e * ns + i] = NAN;
         MPI_Barrier(MPI_COMM_WORLD);
         if (p->role >= 0) {
             ml_fill(p->sbuf, (size_t)s, 0, seed);
@@ -231,9 +285,10 @@ static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_me
                 memset(p->rbuf, 0, (size_t)s);
             }
             ml_json_stats(w, mode_keys[m], x, samples, 1.0);
-            double med = ml_median(x, samples);
-            if (m == M_LAT) lat_med[i] = med;
-            if (m == M_BW) bw_med[i] = med;
+            ml_stats st;
+            ml_stats_compute(x, samples, &st);
+            if (m == M_LAT) { lat_med[i] = st.median; lat_med[ns + i] = st.ci_lo; lat_med[2 * ns + i] = st.ci_hi; }
+            if (m == M_BW) { bw_med[i] = st.median; bw_med[ns + i] = st.ci_lo; bw_med[2 * ns + i] = st.ci_hi; }
             if (withosu) {
                 double om = ml_median(xo, rounds);
                 char key[32];
@@ -245,7 +300,7 @@ static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_me
                 ml_json_end(w);
                 ml_json_int(w, "iters", m == M_LAT ? li : bi);
                 ml_json_int(w, "skip", m == M_LAT ? ls : bs);
-                ml_json_num(w, "ours_vs_osu_pct", 100.0 * (med / om - 1.0));
+                ml_json_num(w, "ours_vs_osu_pct", 100.0 * (st.median / om - 1.0));
                 ml_json_end(w);
             }
         }
@@ -261,8 +316,10 @@ static long run_pair(ml_json *out, pair_t *p, const p2p_cfg_t *c, double *lat_me
     ml_json_ship(out, "analysis", cr, p->a);
     ml_json_free(cr);
     ml_json_free(w);
-    MPI_Bcast(lat_med, ns, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
-    MPI_Bcast(bw_med, ns, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
+    MPI_Bcast(&expected, 1, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
+    if (ml_rank == 0) ml_json_num(out, "expected_s", expected);  /* beside results */
+    MPI_Bcast(lat_med, 3 * ns, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
+    MPI_Bcast(bw_med, 3 * ns, MPI_DOUBLE, p->a, MPI_COMM_WORLD);
     free(x); free(xo);
     free(p->sbuf); free(p->rbuf);
     if (p->comm != MPI_COMM_NULL) MPI_Comm_free(&p->comm);
@@ -273,7 +330,22 @@ enum { C_INTRA = ML_PAIR_INTRA, C_INTER = ML_PAIR_INTER, NCLASS = ML_NPAIR };
 static const char *const *const class_names = ml_pair_names;
 
 /* The class faster at each size and the sizes where that changes (seed 001 2.2.2:
- * where shared memory stops winning), by median latency and by median bandwidth. */
+ * where shared memory stops winning), by latency and by bandwidth.  A class wins at
+ * a size only when its 95 % interval lies wholly on the better side of the other's
+ * (sizes where the intervals overlap decide nothing, "faster" is null there); a
+ * crossover is claimed where the winner changes between two decided sizes. */
+/* The class better at size i beyond both intervals (bandwidth: higher; latency:
+ * lower), -1 when the intervals overlap or a value is missing. */
+static int decided(double *const v[NCLASS], int ns, int i, int higher_better)
+{
+    double a_lo = v[C_INTRA][ns + i], a_hi = v[C_INTRA][2 * ns + i];
+    double b_lo = v[C_INTER][ns + i], b_hi = v[C_INTER][2 * ns + i];
+    if (!isfinite(a_lo) || !isfinite(a_hi) || !isfinite(b_lo) || !isfinite(b_hi)) return -1;
+    if (higher_better ? b_lo > a_hi : b_hi < a_lo) return C_INTER;
+    if (higher_better ? a_lo > b_hi : a_hi < b_lo) return C_INTRA;
+    return -1;
+}
+
 static void compare_classes(ml_json *out, const p2p_cfg_t *c, double *const lat[NCLASS],
                             double *const bw[NCLASS])
 {
@@ -283,6 +355,11 @@ static void compare_classes(ml_json *out, const p2p_cfg_t *c, double *const lat[
         ml_json_int(out, "size", c->sz[i]);
         ml_json_num(out, "latency_inter_over_intra", lat[C_INTER][i] / lat[C_INTRA][i]);
         ml_json_num(out, "bw_inter_over_intra", bw[C_INTER][i] / bw[C_INTRA][i]);
+        for (int k = 0; k < 2; k++) {
+            int win = decided(k ? bw : lat, c->ns, i, k);
+            if (win < 0) ml_json_null(out, k ? "faster_bw" : "faster_latency");
+            else ml_json_str(out, k ? "faster_bw" : "faster_latency", class_names[win]);
+        }
         ml_json_end(out);
     }
     ml_json_end(out);
@@ -291,9 +368,9 @@ static void compare_classes(ml_json *out, const p2p_cfg_t *c, double *const lat[
         double *const *v = k ? bw : lat;
         int prev = -1;
         for (int i = 0; i < c->ns; i++) {
-            double a = v[C_INTRA][i], b = v[C_INTER][i];
-            if (!isfinite(a) || !isfinite(b) || a == b) continue;
-            int inter_wins = k ? b > a : b < a;
+            int win = decided(v, c->ns, i, k);
+            if (win < 0) continue;
+            int inter_wins = win == C_INTER;
             if (prev >= 0 && inter_wins != prev) {
                 ml_json_obj(out, NULL);
                 ml_json_int(out, "size", c->sz[i]);
@@ -361,8 +438,8 @@ int ml_p2p(ml_json *out, int argc, char **argv)
 
     double *lat[NCLASS], *bw[NCLASS];
     for (int k = 0; k < NCLASS; k++) {
-        lat[k] = malloc((size_t)c.ns * sizeof **lat);
-        bw[k] = malloc((size_t)c.ns * sizeof **bw);
+        lat[k] = malloc(3 * (size_t)c.ns * sizeof **lat);  /* medians, interval ends */
+        bw[k] = malloc(3 * (size_t)c.ns * sizeof **bw);
     }
     long errors = 0;
     if (!classes) {

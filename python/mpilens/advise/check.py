@@ -117,10 +117,12 @@ def median_pair(pairs: list[tuple[Profile, Profile]]) -> tuple[Profile, Profile]
 
 def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str, *,
           force: bool = False, rerun_baseline: bool = True, runs: int = 1,
-          timeout: float | None = None, launcher_kind: str | None = None) -> dict[str, Any]:
-    finding = top_applicable(result)
+          timeout: float | None = None, launcher_kind: str | None = None,
+          rule: int | None = None) -> dict[str, Any]:
+    finding = top_applicable(result, rule)
     if finding is None:
-        raise UserError(f"{prof.path}: no finding's change can be applied without a code edit "
+        which = f"finding of rule {rule}" if rule is not None else "finding"
+        raise UserError(f"{prof.path}: no {which}'s change can be applied without a code edit "
                         f"(an environment variable, a launcher option or a rankfile): nothing "
                         f"to check")
     if command and command[0] == "--":
@@ -184,23 +186,39 @@ def targets(finding: dict[str, Any], prof: Profile) -> list[str]:
     return names or [n for n in prof.functions if n not in OUTSIDE]
 
 
-def per_call(p: Profile, names: list[str]) -> float | None:
+def totals(p: Profile, names: list[str], size_class: int | None = None) -> tuple[int, float]:
+    """(calls, time_s) of the functions over all ranks; with size_class (a finding judged
+    per size, rule 3): of their call sites of that size class only (the rank lines)."""
+    if size_class is None:
+        return (sum(int(p.functions.get(n, {}).get("calls", 0)) for n in names),
+                sum(float(p.functions.get(n, {}).get("time_s", 0.0)) for n in names))
+    from .rules.collective import site_class
+    calls, time = 0, 0.0
+    for r in p.ranks:
+        for site in r.get("callsites") or []:
+            if site.get("function") in names and site_class(site) == size_class:
+                calls += int(site.get("calls", 0))
+                time += float(site.get("time_s", 0.0))
+    return calls, time
+
+
+def per_call(p: Profile, names: list[str], size_class: int | None = None) -> float | None:
     """Time per call of the functions, over all ranks: sum of time_s / sum of calls."""
-    calls = sum(int(p.functions.get(n, {}).get("calls", 0)) for n in names)
-    time = sum(float(p.functions.get(n, {}).get("time_s", 0.0)) for n in names)
+    calls, time = totals(p, names, size_class)
     return time / calls if calls else None
 
 
-def per_rank(p: Profile, names: list[str]) -> float:
+def per_rank(p: Profile, names: list[str], size_class: int | None = None) -> float:
     """Time per rank in the functions."""
-    return sum(float(p.functions.get(n, {}).get("time_s", 0.0)) for n in names) / p.nranks
+    return totals(p, names, size_class)[1] / p.nranks
 
 
-def relative_gains(runs: list[tuple[Profile, Profile]], names: list[str]) -> list[float]:
+def relative_gains(runs: list[tuple[Profile, Profile]], names: list[str],
+                   size_class: int | None = None) -> list[float]:
     """(baseline - changed) / baseline of the functions' time per call, pair by pair."""
     out = []
     for base, changed in runs:
-        b, c = per_call(base, names), per_call(changed, names)
+        b, c = per_call(base, names, size_class), per_call(changed, names, size_class)
         if b is None or c is None or b <= 0:
             raise JobFailed(f"{base.path if b is None else changed.path}: the run made no "
                             f"call of {', '.join(names)}: nothing to compare", 1)
@@ -214,13 +232,14 @@ def judge(result: dict[str, Any], finding: dict[str, Any], prof: Profile,
     """The verdict on the targeted functions' time per call (stats.decide), and, beside
     it, the wall time of the median pair (`mpilens diff`'s comparison)."""
     names = targets(finding, prof)
-    in_profile = per_rank(prof, names)
+    cls = finding.get("figures", {}).get("size_class")  # judged per size: those sites
+    in_profile = per_rank(prof, names, cls)
     predicted = float(finding["gain_s"])
     predicted_rel = min(predicted / in_profile, 1.0) if in_profile > 0 else 0.0
-    gains = relative_gains(runs_done, names)
+    gains = relative_gains(runs_done, names, cls)
     verdict = stats.decide(gains, predicted_rel)
     iv = verdict.interval
-    base_time = median(per_rank(b, names) for b, _ in runs_done)
+    base_time = median(per_rank(b, names, cls) for b, _ in runs_done)
     baseline, changed = median_pair(runs_done)
     diff = compare(baseline, changed)
     measured = -float(diff["wall_change_s"])
@@ -239,8 +258,9 @@ def judge(result: dict[str, Any], finding: dict[str, Any], prof: Profile,
         "runs": len(runs_done),
         "baseline_rerun": rerun_baseline,
         "functions": names,
-        "per_call_baseline_s": [per_call(b, names) for b, _ in runs_done],
-        "per_call_changed_s": [per_call(c, names) for _, c in runs_done],
+        "size_class": cls,
+        "per_call_baseline_s": [per_call(b, names, cls) for b, _ in runs_done],
+        "per_call_changed_s": [per_call(c, names, cls) for _, c in runs_done],
         "relative_gains": gains,
         "verdict": verdict.verdict,
         "verdict_why": verdict.reason,

@@ -10,6 +10,7 @@ from ..report.profile import Profile
 from ..units import fmt_bytes
 from . import kept, machine, netmodel
 from .finding import Context, Finding
+from .measure import Measurer
 from .rules import RULES
 from .rules.latency import bin_range
 
@@ -64,18 +65,24 @@ def model_for(prof: Profile, path: str | None, remeasure: bool = False) -> netmo
     return model
 
 
-def warnings(prof: Profile) -> list[str]:
+def warnings(prof: Profile, model: netmodel.NetModel | None = None) -> list[str]:
     """What makes the profile's times doubtful."""
     from .collectives import FAMILIES
-    from .rules.collective import size_modes
+    from .rules.collective import size_modes, sizes, split_by_size
 
     out: list[str] = []
+    ctx = Context(prof, model) if model is not None else None
     for name in FAMILIES:
-        modes = size_modes(prof.functions.get(name, {}))
+        f = prof.functions.get(name, {})
+        modes = size_modes(f)
+        if modes and ctx is not None and prof.ranks \
+                and split_by_size(ctx, name, f, sizes(name, f, prof.nranks)[1]):
+            continue  # judged per size, from the call sites (rule 3)
         if modes:
             out.append(f"{name}'s calls have sizes from {fmt_bytes(modes[0])} to "
                        f"{fmt_bytes(modes[1])} (its send histogram): rule 3 does not judge "
-                       f"them on their mean size (no profile records their times apart)")
+                       f"them on their mean size, nor apart (its call sites mix sizes, or "
+                       f"the profile has none: MPILENS_CALLSITES)")
     if not prof.ranks:
         return out
     t = prof.columns()
@@ -112,21 +119,23 @@ def with_intervals(ctx: Context, found: list[Finding]) -> None:
         return
     gains = []
     for end in ends:
-        c = Context(ctx.prof, end, ctx.rails)
+        c = Context(ctx.prof, end, ctx.rails, ctx.measure)
         gains.append({ident(f): f.gain_s for rule in RULES for f in rule.find(c)
                       for f in [bounded(c, f)]})
     for f in found:
+        if "measured" in f.figures:  # measured candidates: their own interval
+            continue
         vals = [f.gain_s] + [g.get(ident(f), 0.0) for g in gains]
         f.gain_interval = [min(vals), max(vals)]
 
 
 def advise(prof: Profile, model: netmodel.NetModel,
-           rails: list[str] | None = None) -> dict[str, Any]:
+           rails: list[str] | None = None, measure: Measurer | None = None) -> dict[str, Any]:
     """Findings, ranked: rule 7 first; when imbalance dominates, it comes next and the
     network findings are withheld; the others by predicted gain, those of low confidence
     after the rest.  Network findings predicting under MINOR_PCT of the wall time are minor."""
     check_profile(prof)
-    ctx = Context(prof, model, rails)
+    ctx = Context(prof, model, rails, measure)
     found: list[Finding] = [bounded(ctx, f) for rule in RULES for f in rule.find(ctx)]
     with_intervals(ctx, found)
     found = [f for f in found if not f.network or f.gain_s > 0]  # nothing to gain: no advice
@@ -160,11 +169,12 @@ def advise(prof: Profile, model: netmodel.NetModel,
                   "intervals": model.ci95 is not None},
         "rail_interfaces": rails,
         "timing": prof.header.get("timing", {}).get("mode", "unknown"),
-        "warnings": warnings(prof) + [
+        "warnings": warnings(prof, model) + [
             f"oversubscribed: {o['host']} ran {o['ranks']} ranks on {o['cpus']} CPUs (the "
             f"profile's cpus_online and affinity): times include waiting for a CPU, so "
             f"network findings are of low confidence" for o in over],
         "machine": {"oversubscribed": over, "launch": machine.launch(prof)},
+        "notes": list(ctx.notes),
         "imbalance_bound": imbalance_bound,
         "findings": [f.as_dict() for f in shown],
         "withheld": [f.as_dict() for f in withheld],
@@ -172,6 +182,11 @@ def advise(prof: Profile, model: netmodel.NetModel,
     }
 
 
-def top_applicable(result: dict[str, Any]) -> dict[str, Any] | None:
-    """The highest-ranked finding whose change needs no code edit."""
-    return next((f for f in result["findings"] if f.get("apply")), None)
+def top_applicable(result: dict[str, Any], rule: int | None = None) -> dict[str, Any] | None:
+    """The highest-ranked finding whose change needs no code edit; with rule: the
+    highest-ranked one of that rule among the findings, then the minor and the withheld
+    ones (--check-rule: check a change advise does not put first)."""
+    if rule is None:
+        return next((f for f in result["findings"] if f.get("apply")), None)
+    return next((f for f in result["findings"] + result["minor"] + result["withheld"]
+                 if f.get("apply") and f["rule"] == rule), None)

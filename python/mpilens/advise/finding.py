@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..report.analysis import OUTSIDE
 from ..report.profile import Profile
 from .netmodel import NetModel
+
+if TYPE_CHECKING:
+    from .measure import Measurer
 
 # Confidence: the model's prediction of what ran, over the measured time, inside this
 # range means the model describes this run.
@@ -19,6 +22,11 @@ class Context:
     prof: Profile
     model: NetModel
     rails: list[str] | None = None   # --rail-interfaces: the devices of the nodes' rails
+    # runs the candidates when the model is far off (measure.py); None: cannot here
+    measure: Measurer | None = None
+    # what the rules say without a finding (e.g. candidates measured, none faster
+    # beyond the noise): advise's "notes"
+    notes: list[str] = field(default_factory=list)
 
     @property
     def nranks(self) -> int:

@@ -17,7 +17,9 @@ def _wrap(label: str, text: str, width: int) -> list[str]:
 
 def _gain(f: dict[str, Any]) -> str:
     iv = f.get("gain_interval")
-    span = f", {fmt_time(iv[0])} .. {fmt_time(iv[1])} over the model's intervals" if iv else ""
+    where = ("the measured candidates' intervals" if "measured" in f.get("figures", {})
+             else "the model's intervals")
+    span = f", {fmt_time(iv[0])} .. {fmt_time(iv[1])} over {where}" if iv else ""
     return f"gain {fmt_time(f['gain_s'])} ({f['gain_pct']:.1f} % of wall{span})"
 
 
@@ -58,6 +60,9 @@ def text(result: dict[str, Any]) -> str:
             else "no rule of docs/advise.md applies to this profile."))
     for i, f in enumerate(result["findings"], 1):
         lines += finding_lines(i, f, width) + [""]
+    for note in result.get("notes", []):
+        lines += textwrap.wrap(note, width=width, initial_indent="note: ",
+                               subsequent_indent="      ") + [""]
     if result["minor"]:
         lines.append("Minor (each under 1 % of the wall time): "
                      + "; ".join(f"[rule {f['rule']}] {f['title']}: {_gain(f)}"
@@ -83,7 +88,9 @@ def check_text(check: dict[str, Any]) -> str:
     rows = [("finding", f"[rule {f['rule']}] {f['title']}"),
             ("change applied", check["applied"]),
             ("runs", runs),
-            ("decided on", f"time per call of {names}"),
+            ("decided on", f"time per call of {names}" + (
+                f" (its call sites of {fmt_bytes(f['figures']['size'])} calls)"
+                if check.get("size_class") is not None else "")),
             ("per call, baseline", ", ".join(fmt_time(x) for x in check["per_call_baseline_s"])),
             ("per call, changed", ", ".join(fmt_time(x) for x in check["per_call_changed_s"])),
             ("gain per pair", ", ".join(_pct(x) for x in check["relative_gains"])),

@@ -24,6 +24,8 @@ from .. import mpi_env, paths, profiled
 from ..errors import UserError
 
 PROGRESS = "MLB-PROGRESS "
+ESTIMATE = "MLB-ESTIMATE "  # the family's expected duration, before it starts (logp)
+ANNOUNCE_S = 10.0           # durations from this long on are announced
 ERROR = "mpilens-bench: "
 
 
@@ -62,6 +64,20 @@ def run_program(launcher: list[str], argv: list[str], env: dict[str, str] | None
         raise UserError(f"benchmark did not finish within {timeout} s") from None
 
 
+def announce(console: Console, family: str, line: str) -> None:
+    """Print the expected duration a family sends before starting (MLB-ESTIMATE <s>),
+    when it is ANNOUNCE_S or more: a long benchmark says so before it runs."""
+    try:
+        seconds = float(line.split()[1])
+    except (IndexError, ValueError):
+        return
+    if seconds >= ANNOUNCE_S:
+        from ..units import fmt_time
+        console.print(f"{family}: expected duration about {fmt_time(seconds)} (from round "
+                      f"trips measured before starting); --max-size, --samples or --iters "
+                      f"shorten it", highlight=False, markup=False)
+
+
 def run_bench(launcher: list[str], family: str, options: list[str], *,
               progress: bool = True, label: str = "", timeout: float | None = None,
               extra_env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -95,7 +111,9 @@ def run_bench(launcher: list[str], family: str, options: list[str], *,
         with bar:
             task = bar.add_task(family, total=None)
             for line in proc.stderr:
-                if line.startswith(PROGRESS):
+                if line.startswith(ESTIMATE):
+                    announce(console, family, line)
+                elif line.startswith(PROGRESS):
                     done, total = (int(v) for v in line.split()[1:3])
                     bar.update(task, completed=done, total=total)
                 else:

@@ -5,6 +5,11 @@ P-LogP prediction from the network model of `mpilens bench logp --model FILE`, o
 the model kept for this host, measured once), the change for the profile's MPI, and the predicted
 gain in seconds and % of wall time, each with how sure it is.
 
+When the model is more than 3x off a collective's measured time per call, the
+candidates are measured instead (mpilens-bench coll at the profile's size and
+communicator size, on the launcher line given after --, else the one the profile
+recorded), kept beside the model, and the finding says so (--no-measure: scale).
+
 `--check -- LAUNCHER LINE` applies the top finding whose change needs no code edit,
 runs the job as it is and with the change under the profiler, alternately, and decides
 on the changed functions' time per call: confirmed (exit status 0), refuted (1) or not
@@ -21,7 +26,7 @@ from pathlib import Path
 
 from .. import launch
 from ..advise import check as checking
-from ..advise import engine, render
+from ..advise import engine, measure, render
 from ..report import limits
 from ..report.profile import load
 from .diff import render as render_diff
@@ -57,7 +62,12 @@ def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "the kept model of this host, measured once: --remeasure)")
     p.add_argument("--remeasure", action="store_true",
                    help="measure the kept network model of this profile's hosts, MPI and "
-                        "ranks per node again (without --model)")
+                        "ranks per node again, and the candidates' times rule 3 keeps "
+                        "(without --model)")
+    p.add_argument("--no-measure", action="store_true",
+                   help="when the model is more than 3x off a collective's measured time, "
+                        "do not run the candidates (mpilens-bench coll on the job's "
+                        "launcher line) but scale the model, at low confidence")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--rail-interfaces", metavar="DEV0,DEV1[,...]", type=_devices, default=None,
                    help="the network devices of the nodes' rails: rule 1 predicts for that "
@@ -69,6 +79,10 @@ def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--check-output", metavar="PREFIX", default=None,
                    help="--check's profiles: PREFIX-baseline.prof and PREFIX-changed.prof "
                         "(default: the profile's name without .prof, plus -check)")
+    p.add_argument("--check-rule", type=positive_int, default=None, metavar="RULE",
+                   help="--check: the highest-ranked finding of this rule whose change needs "
+                        "no code edit, minor and withheld ones included (default: the top "
+                        "finding that needs no code edit)")
     p.add_argument("--no-baseline-run", action="store_true",
                    help="--check: compare with PROFILE instead of running the baseline again")
     p.add_argument("--runs", type=positive_int, default=5,
@@ -100,8 +114,12 @@ def run(args: argparse.Namespace) -> int:
     command = rest[k + 1:]
     _options(argparse.ArgumentParser(prog="mpilens advise PROFILE", allow_abbrev=False)
              ).parse_args(rest[:k], namespace=args)
-    if command and not args.check:
-        print(f"mpilens: a launcher line ('{' '.join(command)}') is only used with --check",
+    if command and args.no_measure and not args.check:
+        print(f"mpilens: a launcher line ('{' '.join(command)}') is used by --check and "
+              f"to measure candidates: not with --no-measure alone", file=sys.stderr)
+        return 2
+    if args.check_rule is not None and not args.check:
+        print("mpilens: --check-rule chooses the finding --check applies: give --check too",
               file=sys.stderr)
         return 2
     if args.check and not command:
@@ -115,7 +133,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     model = engine.model_for(prof, args.model, args.remeasure)
-    result = engine.advise(prof, model, args.rail_interfaces)
+    line = command[1:] if command[:1] == ["--"] else command
+    measurer = None if args.no_measure else \
+        measure.measurer_for(prof, line, args.remeasure, args.launcher)
+    result = engine.advise(prof, model, args.rail_interfaces, measurer)
     if not args.check:
         if args.format == "json":
             json.dump(limits.strict(result), sys.stdout, indent=1, allow_nan=False)
@@ -127,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         done = checking.check(result, prof, command, prefix, force=args.force,
                               rerun_baseline=not args.no_baseline_run, runs=args.runs,
-                              timeout=args.timeout, launcher_kind=args.launcher)
+                              timeout=args.timeout, launcher_kind=args.launcher,
+                              rule=args.check_rule)
     except checking.JobFailed as exc:
         print(f"mpilens: {exc}", file=sys.stderr)
         return exc.status

@@ -9,12 +9,14 @@ the profile records it (the engine's Alltoall section), else the measured time p
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
 from ...units import fmt_bytes, fmt_time
 from ..collectives import FAMILIES, Algorithm, candidates, knob
 from ..finding import FIT_RANGE, Context, Finding, fit_confidence
+from ..measure import BASELINE, DISAGREE, Sample
 
 RULE = 3
 WORTH = 1.2  # the engine's re-learning threshold: 20 % slower is worth changing
@@ -81,6 +83,21 @@ def transfer_per_call(ctx: Context, name: str) -> tuple[float, int] | None:
     return float(best), int(called[(per == best).nonzero()[0][0]])
 
 
+def far_off(pred: dict[str, float], ran: str | None, measured: float) -> str | None:
+    """Why the model and the measured time per call are more than DISAGREE x apart (the
+    algorithm that ran: its prediction; not recorded: every algorithm's), None if not."""
+    lo, hi = (pred[ran], pred[ran]) if ran else (min(pred.values()), max(pred.values()))
+    if hi > 0 and measured > DISAGREE * hi:
+        return (f"the measured {fmt_time(measured)} per call is {measured / hi:.3g} x the "
+                f"model's {'prediction for ' + ran if ran else 'slowest algorithm'} "
+                f"({fmt_time(hi)})")
+    if lo > 0 and measured < lo / DISAGREE:
+        return (f"the measured {fmt_time(measured)} per call is {lo / measured:.3g} x below "
+                f"the model's {'prediction for ' + ran if ran else 'fastest algorithm'} "
+                f"({fmt_time(lo)})")
+    return None
+
+
 def find(ctx: Context) -> list[Finding]:
     out = []
     for name in FAMILIES:
@@ -88,16 +105,82 @@ def find(ctx: Context) -> list[Finding]:
         if not f or not int(f.get("calls", 0)):
             continue
         m, P, assume = sizes(name, f, ctx.nranks)
-        if P < 2 or size_modes(f):
-            continue  # one rank; or calls of very different sizes (engine.py warns)
-        finding = _judge(ctx, name, f, m, P, assume)
-        if finding:
-            out.append(finding)
+        if P < 2:
+            continue  # one rank
+        if not size_modes(f):
+            finding = _judge(ctx, name, f, m, P, assume)
+            out += [finding] if finding else []
+            continue
+        # calls of very different sizes: judged per size, from the call sites (each of
+        # one size); without such call sites not at all (engine.py warns)
+        for group in split_by_size(ctx, name, f, P) or []:
+            finding = _judge(ctx, name, group["function"], group["size"], P,
+                             assume + [group["assumption"]], group["transfer"],
+                             group["label"])
+            if finding:  # --check decides on the call sites of this size class
+                finding.figures["size_class"] = group["size_class"]
+                out.append(finding)
+    return out
+
+
+def site_class(site: dict[str, Any]) -> int:
+    """A call site's size class: the class of most of its calls (its `hist`)."""
+    hist = site.get("hist") or []
+    return max(range(len(hist)), key=lambda b: (hist[b], -b)) if hist else 0
+
+
+def split_by_size(ctx: Context, name: str, f: dict[str, Any], P: int
+                  ) -> list[dict[str, Any]] | None:
+    """The function's calls grouped by size, from the rank lines' call sites (each
+    site's calls in one size class; a group: the sites of one class): per group the
+    calls, bytes and time (as a function record), the size per call, and the fastest
+    rank's time per call.  None when a site mixes classes SPREAD apart or the profile
+    has no call sites of the function (MPILENS_CALLSITES=0)."""
+    groups: dict[int, dict[str, Any]] = {}
+    for rank, r in enumerate(ctx.prof.ranks):
+        per: dict[int, list[float]] = {}
+        for site in r.get("callsites") or []:
+            if site.get("function") != name or not int(site.get("calls", 0)):
+                continue
+            if size_modes({"hist_send": site.get("hist") or []}):
+                return None  # one site, very different sizes: no split
+            cls = site_class(site)
+            g = groups.setdefault(cls, {"calls": 0, "bytes_sent": 0, "bytes_recv": 0,
+                                        "time_s": 0.0})
+            for k in ("calls", "bytes_sent", "bytes_recv"):
+                g[k] += int(site.get(k, 0))
+            g["time_s"] += float(site.get("time_s", 0.0))
+            acc = per.setdefault(cls, [0.0, 0.0])
+            acc[0] += float(site.get("time_s", 0.0))
+            acc[1] += int(site.get("calls", 0))
+        for cls, (t, c) in per.items():
+            if c and ("best" not in groups[cls] or t / c < groups[cls]["best"][0]):
+                groups[cls]["best"] = (t / c, rank)
+    if len(groups) < 2 or sum(g["calls"] for g in groups.values()) != int(f["calls"]):
+        return None  # one size after all, or calls outside the recorded sites
+    out = []
+    for cls in sorted(groups):
+        g = groups[cls]
+        calls = g["calls"]
+        if name == "MPI_Alltoall":
+            m = g["bytes_sent"] / calls / P    # P blocks per call (P from the function)
+        elif name == "MPI_Bcast":
+            m = (g["bytes_sent"] + g["bytes_recv"]) / calls
+        else:
+            m = g["bytes_sent"] / calls
+        fn = {"calls": calls, "bytes_sent": g["bytes_sent"], "bytes_recv": g["bytes_recv"],
+              "time_s": g["time_s"], "hist_send_bytes": round(m * calls)}
+        out.append({"function": fn, "size": m, "transfer": g["best"], "size_class": cls,
+                    "label": f"{fmt_bytes(m)} calls",
+                    "assumption": (f"{name}'s {calls:,} calls of {fmt_bytes(m)} (their call "
+                                   f"sites) judged apart from its calls of other sizes; the "
+                                   f"knob applies to every call of {name}")})
     return out
 
 
 def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
-           assume: list[str]) -> Finding | None:
+           assume: list[str], transfer: tuple[float, int] | None = None,
+           label: str = "") -> Finding | None:
     model, flavour = ctx.model, ctx.flavour
     algs = candidates(name, P, flavour)
     if not algs:
@@ -106,12 +189,21 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
     best: Algorithm = min(algs, key=lambda a: (pred[a.name], a.name))
     calls = int(f["calls"])
     per_rank = calls / ctx.nranks
-    got = transfer_per_call(ctx, name)
+    got = transfer or transfer_per_call(ctx, name)
     if got is None:
         return None
     measured, fastest = got
     ran = engine_algorithm(ctx, m, P) if name == "MPI_Alltoall" else None
-    if ran is not None and ran in pred:
+    ran = ran if ran in pred else None
+    far = far_off(pred, ran, measured)
+    unmeasured = "not measured: the profile ran on another host, or --no-measure"
+    if far and ctx.measure is not None:
+        done = _measured(ctx, name, f, m, P, assume, algs, pred, ran, measured, fastest, far,
+                         label)
+        if not isinstance(done, str):
+            return done
+        unmeasured = done  # the measurement failed: the model's ratio, low confidence
+    if ran is not None:
         # the model gives the ratio, the profile the time: measured x (1 - T_best / T_ran)
         ratio = pred[best.name] / pred[ran] if pred[ran] > 0 else 1.0
         after = measured * ratio
@@ -144,6 +236,9 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
                         f"of a quieter network); the gain takes the slowest algorithm as the "
                         f"one that ran and scales the measured time by the model's ratio, so "
                         f"the gain is an upper bound")
+    if far:
+        conf_why += f"; {far}, and the candidates were {unmeasured}: the gain scales the model"
+        conf = "low"
     if best.name == ran or not worth:
         return None
     ch = knob(name, best, flavour)
@@ -159,7 +254,7 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
         if mpi_alt:
             also += f"; or the MPI's own: {mpi_alt['line']}"
     return Finding(
-        rule=RULE, key="collective-algorithm", title=f"{name}: another algorithm",
+        rule=RULE, key="collective-algorithm", title=_title(name, label),
         what=(f"{calls:,} calls ({per_rank:g} per rank) of {fmt_bytes(m)} "
               f"{'blocks' if name in ('MPI_Alltoall', 'MPI_Allgather') else 'buffers'} on "
               f"{P} ranks, {fmt_time(measured)} per call measured on rank {fastest} (the "
@@ -182,5 +277,115 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
                "assumptions": assume + ["the calls are spread evenly over the ranks"]},
         apply={"env": ch["env"], "launcher_args": []}, target=[name],
         figures={"function": name, "size": m, "comm_size": P, "calls_per_rank": per_rank,
-                 "measured_per_call_s": measured, "measured_rank": fastest, "ran": ran, "after_per_call_s": after,
+                 "measured_per_call_s": measured, "measured_rank": fastest, "ran": ran,
+                 "after_per_call_s": after, "split": bool(label),
                  "best": best.name, "predicted_s": pred})
+
+
+def _title(name: str, label: str) -> str:
+    return f"{name}{', ' + label if label else ''}: another algorithm"
+
+
+def _measured(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
+              assume: list[str], algs: list[Algorithm], pred: dict[str, float],
+              ran: str | None, measured: float, fastest: int, far: str, label: str = ""
+              ) -> Finding | str | None:
+    """The model is far off: each candidate measured (measure.py) at this size and
+    communicator size on the job's launcher line; the fastest is proposed when its
+    interval lies below the interval of the run as it ran (outside the noise), and the
+    gain scales the profile's time per call by their ratio.  None: measured, no claim
+    (no candidate faster beyond the intervals); a string: why nothing was measured."""
+    assert ctx.measure is not None
+    knobs = {a.name: knob(name, a, ctx.flavour) for a in algs}
+    base_label = ran or BASELINE
+    own = knobs[ran] if ran else None
+    candidates: dict[str, dict[str, str]] = {base_label: dict(own["env"]) if own else {}}
+    for a in algs:
+        ch = knobs[a.name]
+        if a.name != ran and ch is not None:
+            candidates[a.name] = dict(ch["env"])
+    got = ctx.measure(name, m, P, candidates)
+    calls = int(f["calls"])
+    per_rank = calls / ctx.nranks
+    if isinstance(got, str):
+        return f"not measured: {got}"
+    if base_label not in got:
+        return None
+    base = got[base_label]
+    others = {k: v for k, v in got.items() if k != base_label}
+    if not others or base.lo <= 0:
+        return None
+    best_name = min(others, key=lambda k: (others[k].median, k))
+    best = others[best_name]
+    if not best.hi < base.lo:  # not faster beyond the intervals: "cannot tell" beats a guess
+        ctx.notes.append(
+            f"rule 3, {_title(name, label).removesuffix(': another algorithm')}: {far}; the "
+            f"candidates measured at {fmt_bytes(m)} on {P} ranks (median per call, 95 % "
+            f"interval): "
+            + ", ".join(f"{k} {fmt_time(v.median)} [{fmt_time(v.lo)} .. {fmt_time(v.hi)}]"
+                        for k, v in sorted(got.items(), key=lambda kv: (kv[1].median, kv[0])))
+            + f": none is faster than {base_label} beyond both intervals, no change proposed")
+        return None
+    ratio = best.median / base.median
+    after = measured * ratio
+    gain = per_rank * (measured - after)
+    interval = [per_rank * measured * (1 - best.hi / base.lo),
+                per_rank * measured * (1 - best.lo / base.hi)]
+    ch = knobs[best_name]
+    assert ch is not None
+    alg = next(a for a in algs if a.name == best_name)
+    # the benchmark's own call against the job's: far apart, the job's calls pay what
+    # the benchmark's do not (late arrival, contention, waiting for a CPU)
+    apart = max(base.median / measured, measured / base.median) if measured > 0 else math.inf
+    conf, conf_note = "high", ""
+    if apart > DISAGREE:
+        conf = "medium"
+        conf_note = (f"; but the benchmark's {base_label} ({fmt_time(base.median)}) is "
+                     f"{apart:.3g} x apart from the job's {fmt_time(measured)} per call: the "
+                     f"job's calls pay what the benchmark's do not, the gain assumes they "
+                     f"scale alike")
+
+    def show(k: str, s: Sample) -> str:
+        return f"{k} {fmt_time(s.median)} [{fmt_time(s.lo)} .. {fmt_time(s.hi)}]"
+
+    table = ", ".join(show(k, s) for k, s in sorted(got.items(), key=lambda kv: kv[1].median))
+    return Finding(
+        rule=RULE, key="collective-algorithm", title=_title(name, label),
+        what=(f"{calls:,} calls ({per_rank:g} per rank) of {fmt_bytes(m)} "
+              f"{'blocks' if name in ('MPI_Alltoall', 'MPI_Allgather') else 'buffers'} on "
+              f"{P} ranks, {fmt_time(measured)} per call measured on rank {fastest} (the "
+              f"fastest; the others' extra is late arrival, rule 5)"
+              + (f", algorithm {ran} (adaptive engine)" if ran else "")),
+        why=(f"{far}: the model does not describe this run, so each candidate was measured "
+             f"(mpilens-bench coll, {fmt_bytes(m)}, {P} ranks, the job's launcher line; "
+             f"median per call and its 95 % interval): {table}; {best_name} ({alg.formula} "
+             f"in the model) is faster than {base_label} beyond both intervals"),
+        change=ch["line"], gain_s=gain, gain_pct=ctx.pct(gain),
+        gain_note=(f"measured, not modelled: {per_rank:g} calls per rank x "
+                   f"{fmt_time(measured)} per call x (1 - {best_name} / {base_label} = "
+                   f"{fmt_time(best.median)} / {fmt_time(base.median)}); interval "
+                   f"{fmt_time(interval[0])} .. {fmt_time(interval[1])} from the two "
+                   f"medians' 95 % intervals"),
+        confidence=conf,
+        confidence_why=(f"measured: {best_name}'s 95 % interval ({fmt_time(best.lo)} .. "
+                        f"{fmt_time(best.hi)}) lies below {base_label}'s ({fmt_time(base.lo)} "
+                        f".. {fmt_time(base.hi)}) at this size, communicator size and "
+                        f"launcher line" + conf_note),
+        basis={"profile": [f"{name}: rank {fastest}'s time per call {measured:.6g} s",
+                           f"{name}: calls {calls}, size per call {m:.6g} B, {P} ranks"],
+               "model": [ctx.model.describe()]
+                        + [f"{a.name}: {a.formula} = {pred[a.name]:.6g} s" for a in algs]
+                        + [far],
+               "assumptions": assume + [
+                   "the calls are spread evenly over the ranks",
+                   (f"the job's calls gain as the benchmark's did: the ratio {best_name} / "
+                    f"{base_label} at {fmt_bytes(m)} (bench medians, interpolated between "
+                    f"the powers of two around the size)")]},
+        apply={"env": ch["env"], "launcher_args": []}, target=[name],
+        gain_interval=interval,
+        figures={"function": name, "size": m, "comm_size": P, "calls_per_rank": per_rank,
+                 "measured_per_call_s": measured, "measured_rank": fastest, "ran": ran,
+                 "after_per_call_s": after, "best": best_name, "predicted_s": pred,
+                 "measured": {k: {"median_s": s.median, "ci95_s": [s.lo, s.hi]}
+                              for k, s in got.items()},
+                 "baseline": base_label, "ratio": ratio})

@@ -1,0 +1,260 @@
+"""advise when the model is more than 3x off a collective's measured time: the candidates
+are measured (mpilens-bench coll at the profile's size and communicator size, on the
+job's launcher line) and the prediction comes from those times (docs/advise.md, When
+the model is far off).
+
+Given samples (a measurer returning chosen medians and intervals): the exact prediction,
+the interval, and no claim when the intervals overlap.  One real short run of the
+candidates (Allreduce, 2 ranks): what is kept, the finding recomputed from it, and the
+same output byte for byte the second time without measuring again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FLAVOUR, launcher
+from mpilens.advise import engine, measure, netmodel
+from mpilens.advise.measure import BASELINE, Sample
+from mpilens.report.profile import load
+from test_advise import ALLREDUCE_KNOBS, APP, EXEC, lines, profile, write_model
+from test_cli_support import mpilens_inproc
+
+ITERS, NP = 300, 2
+TINY = {"L_s": 1e-9, "g_s": [1e-9, 2e-9, 3e-9, 4e-9]}  # ns: far below any measured call
+
+
+def _setup(tmp_path: Path) -> tuple[Any, netmodel.NetModel, float]:
+    path = profile("allreduce", NP, "compute", ITERS, 0)
+    prof = load(str(path))
+    model = netmodel.load(write_model(tmp_path / "m.json", path, **TINY))
+    _, ranks = lines(path)
+    measured = min(r["functions"]["MPI_Allreduce"]["time_s"]
+                   / r["functions"]["MPI_Allreduce"]["calls"] for r in ranks)
+    return prof, model, measured
+
+
+def _finding(res: dict[str, Any]) -> dict[str, Any] | None:
+    got = [f for f in res["findings"] + res["withheld"] + res["minor"]
+           if f["key"] == "collective-algorithm" and f["figures"]["function"] == "MPI_Allreduce"]
+    assert len(got) <= 1
+    return got[0] if got else None
+
+
+class Given:
+    """A measurer with chosen samples per candidate; records what it was asked."""
+
+    def __init__(self, samples: dict[str, Sample] | str) -> None:
+        self.samples = samples
+        self.asked: list[tuple[str, float, int, dict[str, dict[str, str]]]] = []
+
+    def __call__(self, function: str, size: float, comm_size: int,
+                 candidates: dict[str, dict[str, str]]) -> dict[str, Sample] | str:
+        self.asked.append((function, size, comm_size, candidates))
+        if isinstance(self.samples, str):
+            return self.samples
+        return {k: v for k, v in self.samples.items() if k in candidates}
+
+
+@pytest.mark.skipif(FLAVOUR not in ALLREDUCE_KNOBS, reason="knob table for Open MPI and MPICH "
+                    "(Intel MPI's I_MPI_ADJUST numbers cannot be verified here)")
+def test_measured_candidates_give_the_prediction(build: Path, tmp_path: Path) -> None:
+    """A large measured effect: the fastest candidate's interval below the baseline's:
+    the gain is calls x measured x (1 - best / baseline), its interval from the ends."""
+    prof, model, measured = _setup(tmp_path)
+    knobs = ALLREDUCE_KNOBS[FLAVOUR]
+    fast = "recursive_doubling"
+    samples = {BASELINE: Sample(10e-6, 9e-6, 11e-6), fast: Sample(4e-6, 3.5e-6, 4.5e-6)}
+    samples.update({k: Sample(12e-6, 11e-6, 13e-6) for k in knobs if k != fast})
+    given = Given(samples)
+    res = engine.advise(prof, model, None, given)
+    # asked once per model (the model and its two interval ends: none here), 8 B, 2 ranks
+    assert [a[:3] for a in given.asked] == [("MPI_Allreduce", 8.0, NP)]
+    asked = given.asked[0][3]
+    assert next(iter(asked)) == BASELINE and asked[BASELINE] == {}
+    assert set(asked) == {BASELINE, *knobs}
+    f = _finding(res)
+    assert f is not None
+    assert f["figures"]["best"] == fast and f["figures"]["baseline"] == BASELINE
+    assert f["figures"]["ratio"] == pytest.approx(0.4, rel=1e-12)
+    assert f["figures"]["after_per_call_s"] == pytest.approx(measured * 0.4, rel=1e-12)
+    gain = ITERS * measured * (1 - 0.4)
+    assert f["gain_s"] == pytest.approx(min(gain, res["mpi_s"]), rel=1e-12)
+    assert f["gain_interval"] == pytest.approx([ITERS * measured * (1 - 4.5 / 9),
+                                                ITERS * measured * (1 - 3.5 / 11)], rel=1e-12)
+    assert f["gain_note"].startswith("measured, not modelled: ")
+    assert "so each candidate was measured" in f["why"]
+    assert f["figures"]["measured"][fast] == {"median_s": 4e-6, "ci95_s": [3.5e-6, 4.5e-6]}
+    assert f["target"] == ["MPI_Allreduce"]
+    if FLAVOUR == "openmpi":
+        assert f["apply"]["env"]["OMPI_MCA_coll_tuned_allreduce_algorithm"] == str(knobs[fast])
+    else:
+        assert f["apply"]["env"] == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": knobs[fast]}
+    # measured beyond both intervals: high, medium when the benchmark's baseline (10 us)
+    # is more than 3x apart from the job's time per call; oversubscription lowers it
+    apart = max(10e-6 / measured, measured / 10e-6)
+    expect = "high" if apart <= 3 else "medium"
+    if "lowered from" in f["confidence_why"]:
+        assert f["confidence"] == "low" and f"lowered from {expect}" in f["confidence_why"]
+    else:
+        assert f["confidence"] == expect
+    assert ("x apart from the job's" in f["confidence_why"]) == (expect == "medium")
+
+
+@pytest.mark.skipif(FLAVOUR not in ALLREDUCE_KNOBS, reason="knob table for Open MPI and MPICH")
+def test_no_effect_within_the_intervals_is_no_claim(build: Path, tmp_path: Path) -> None:
+    """A candidate faster by its median but inside the baseline's interval: no finding
+    (the model's scaled figure is not used either: the measurement says it cannot tell)."""
+    prof, model, _ = _setup(tmp_path)
+    samples = {BASELINE: Sample(10e-6, 8e-6, 12e-6)}
+    samples.update({k: Sample(9.5e-6 + i * 1e-7, 7.9e-6, 11e-6)
+                    for i, k in enumerate(ALLREDUCE_KNOBS[FLAVOUR])})
+    res = engine.advise(prof, model, None, Given(samples))
+    assert _finding(res) is None
+    # the interval of the best touching the baseline's lower end is not "outside" either
+    samples = {BASELINE: Sample(10e-6, 8e-6, 12e-6)}
+    samples.update({k: Sample(5e-6, 4e-6, 8e-6) for k in ALLREDUCE_KNOBS[FLAVOUR]})
+    assert _finding(engine.advise(prof, model, None, Given(samples))) is None
+
+
+@pytest.mark.skipif(FLAVOUR not in ALLREDUCE_KNOBS, reason="knob table for Open MPI and MPICH")
+def test_failed_measurement_falls_back_to_the_model_at_low_confidence(build: Path,
+                                                                        tmp_path: Path) -> None:
+    prof, model, _ = _setup(tmp_path)
+    res = engine.advise(prof, model, None, Given("the run of candidate ring failed (exit 1)"))
+    f = _finding(res)
+    assert f is not None and f["confidence"] == "low" and "measured" not in f["figures"]
+    assert "not measured: the run of candidate ring failed (exit 1)" in f["confidence_why"]
+    # without a measurer (another host, --no-measure): the same figure, said so
+    g = _finding(engine.advise(prof, model, None, None))
+    assert g is not None and g["gain_s"] == f["gain_s"]
+    assert "not measured: the profile ran on another host, or --no-measure" in g["confidence_why"]
+
+
+def test_sizes_and_interpolation() -> None:
+    assert measure.pow2_around(8) == (8, 8)
+    assert measure.pow2_around(48) == (32, 64)
+    assert measure.pow2_around(0.5) == (0, 0)
+    rows = [{"size": 32, "time_s": {"median": 2.0, "median_ci95": [1.0, 3.0]}},
+            {"size": 64, "time_s": {"median": 4.0, "median_ci95": [3.0, 7.0]}}]
+    assert measure.at_size(rows, 48) == Sample(3.0, 2.0, 5.0)
+    assert measure.at_size(rows, 32) == Sample(2.0, 1.0, 3.0)
+    assert measure.launcher_part(["mpirun", "-np", "4", "--map-by", "node", "./app", "-x"]) == \
+        ["mpirun", "-np", "4", "--map-by", "node"]
+    assert measure.launcher_part(["./app"]) == []
+
+
+@pytest.mark.skipif(FLAVOUR not in ALLREDUCE_KNOBS, reason="knob table for Open MPI and MPICH")
+def test_real_short_run_of_the_candidates(build: Path, tmp_path: Path) -> None:
+    """The candidates run for real (mpilens-bench coll, 8 B, 2 ranks, the launcher line
+    given after --): kept under the profile's key; the finding (or its absence) follows
+    from the kept medians and intervals; the second advise reuses them (same bytes)."""
+    path = profile("allreduce", NP, "compute", ITERS, 0)
+    model = write_model(tmp_path / "m.json", path, **TINY)
+    args = ["advise", str(path), "--model", str(model), "--format", "json", "--", *launcher(NP),
+            str(EXEC), str(APP), "compute", str(ITERS), "0"]
+    first = mpilens_inproc(*args)
+    assert first.returncode == 0, first.stderr
+    kept = sorted((Path(measure.kept.cache_dir())).glob("candidates-*.json"))
+    assert len(kept) == 1
+    doc = json.loads(kept[0].read_text())
+    assert doc["key"]["function"] == "MPI_Allreduce" and doc["key"]["sizes"] == [8, 8]
+    assert doc["key"]["comm_size"] == NP
+    assert set(doc["runs"]) == {BASELINE, *ALLREDUCE_KNOBS[FLAVOUR]}
+    samples = {k: measure.at_size(rows, 8) for k, rows in doc["runs"].items()}
+    assert all(s.lo <= s.median <= s.hi for s in samples.values())
+    base = samples.pop(BASELINE)
+    best = min(samples, key=lambda k: (samples[k].median, k))
+    f = _finding(json.loads(first.stdout))
+    if samples[best].hi < base.lo:
+        assert f is not None and f["figures"]["best"] == best
+        assert f["figures"]["ratio"] == pytest.approx(samples[best].median / base.median,
+                                                      rel=1e-12)
+    else:
+        assert f is None
+    stamp = kept[0].stat().st_mtime_ns
+    again = mpilens_inproc(*args)
+    assert again.stdout == first.stdout and kept[0].stat().st_mtime_ns == stamp
+
+
+# ------------------------------------------------- --check's verdict on given per-call times
+
+def _scaled(src: Path, dst: Path, factor: float) -> Path:
+    """The profile with MPI_Alltoall's time scaled by factor (header and rank lines)."""
+    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    for row in rows:
+        f = row["functions"].get("MPI_Alltoall")
+        if f:
+            f["time_s"] *= factor
+    dst.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dst
+
+
+@pytest.mark.parametrize("case", ["large", "none"])
+def test_check_verdict_on_given_per_call_times(build: Path, tmp_path: Path, case: str) -> None:
+    """--check's judge (check.py) on runs whose MPI_Alltoall time per call is given: a
+    change that halves it (gains 45..55 %) is confirmed, exit 0; a change without effect
+    (gains -3..+4 %) is not confirmed (not resolved, or refuted against the prediction)."""
+    from mpilens.advise import check as checking
+    from test_advise import A2A_BLOCK, A2A_ITERS, A2A_NP, SLOW
+
+    src = profile("a2a-slow", A2A_NP, "alltoall", A2A_ITERS, A2A_BLOCK, env=SLOW)
+    prof = load(str(src))
+    model = netmodel.load(write_model(tmp_path / "m.json", src))
+    res = engine.advise(prof, model, None, None)
+    finding = engine.top_applicable(res)
+    assert finding is not None and finding["target"] == ["MPI_Alltoall"]
+    base = [1.0, 1.1, 0.9, 1.05, 0.95]
+    changed = {"large": [0.5, 0.6, 0.45, 0.5, 0.5],
+               "none": [1.0 * 0.98, 1.1 * 1.03, 0.9 * 0.99, 1.05 * 1.01, 0.95 * 0.96]}[case]
+    runs = [(load(str(_scaled(src, tmp_path / f"b{i}.prof", b))),
+             load(str(_scaled(src, tmp_path / f"c{i}.prof", c))))
+            for i, (b, c) in enumerate(zip(base, changed))]
+    done = checking.judge(res, finding, prof, runs, [], {}, True)
+    gains = [(b - c) / b for b, c in zip(base, changed)]
+    assert done["relative_gains"] == pytest.approx(gains, rel=1e-9)
+    if case == "large":
+        assert (done["verdict"], done["exit_status"]) == ("confirmed", 0)
+        assert done["measured_interval"] == pytest.approx([min(gains), max(gains)], rel=1e-9)
+    else:
+        assert done["verdict"] in ("not resolved", "refuted")
+        assert done["exit_status"] == {"not resolved": 3, "refuted": 1}[done["verdict"]]
+        assert done["measured_interval"][0] < 0 < done["measured_interval"][1]
+
+
+def test_check_of_a_split_finding_decides_on_its_size_only(build: Path, tmp_path: Path) -> None:
+    """A rule-3 finding judged per size (8 B calls apart from 64 KiB calls): --check's
+    time per call is that of the function's call sites of that size class; the other
+    size's calls, even 10x slower in the changed runs, do not enter it."""
+    from mpilens.advise import check as checking
+    from mpilens.advise.rules.collective import site_class
+
+    src = profile("mixed", 2, "mixed", 100, 65536)
+
+    def scaled(dst: Path, small: float, large: float) -> Path:
+        rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+        for row in rows[1:]:
+            for site in row.get("callsites", []):
+                if site["function"] == "MPI_Allreduce":
+                    site["time_s"] *= small if site_class(site) == 4 else large
+        dst.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return dst
+
+    prof = load(str(src))
+    finding = {"rule": 3, "title": "MPI_Allreduce, 8 B calls: another algorithm",
+               "target": ["MPI_Allreduce"], "gain_s": 0.0, "apply": {"env": {}},
+               "figures": {"size": 8, "size_class": 4, "split": True}}
+    factors = [0.5, 0.6, 0.45, 0.5, 0.55]
+    runs = [(load(str(scaled(tmp_path / f"b{i}.prof", 1.0, 1.0))),
+             load(str(scaled(tmp_path / f"c{i}.prof", f, 10.0)))) for i, f in enumerate(factors)]
+    done = checking.judge({"wall_s": 1.0}, finding, prof, runs, [], {}, True)
+    assert done["size_class"] == 4
+    assert done["relative_gains"] == pytest.approx([1 - f for f in factors], rel=1e-9)
+    assert (done["verdict"], done["exit_status"]) == ("confirmed", 0)
+    _, ranks = lines(src)
+    sites = [s for r in ranks for s in r["callsites"]
+             if s["function"] == "MPI_Allreduce" and site_class(s) == 4]
+    assert done["per_call_baseline_s"][0] == pytest.approx(
+        sum(s["time_s"] for s in sites) / sum(s["calls"] for s in sites), rel=1e-12)
