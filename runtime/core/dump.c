@@ -29,7 +29,6 @@
 #define ML_DUMP_MAX_REQUESTS 256 /* requests listed per dump (all are counted) */
 #define ML_DUMP_MAX_WAITS 64     /* requests listed per completion call */
 
-ml_slot_t *ml_first_slot(void);
 
 static ml_slot_t ml_dm;          /* this rank's records merged (peers allocated at start) */
 static ml_buf_t ml_db;           /* the text */

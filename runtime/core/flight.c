@@ -18,6 +18,7 @@
  * The recorder never calls MPI and takes no lock an application thread holds;
  * it reads the records and the in-flight state as they are (flight.h). */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,7 +41,6 @@
 
 ml_fl_cfg_t ml_fl_cfg;
 volatile uint64_t ml_fl_clock = 0;
-ml_slot_t *ml_first_slot(void);
 
 static char ml_fl_dir[4400];          /* <output>.partial */
 static int ml_fl_pipe[2] = {-1, -1};
@@ -54,6 +55,71 @@ static ML_TLS int ml_fl_is_recorder = 0;
 const ml_fl_signame_t ml_fl_signals[] = {
     {"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"XCPU", SIGXCPU}, {"INT", SIGINT},
     {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"ALRM", SIGALRM}, {NULL, 0}};
+
+/* ---- the recorder's settings (read with the core's: config.c) ---- */
+
+/* dump_signals: names from ml_fl_signals (flight.c), or none */
+static int parse_signals(const char *v, void *out, ml_buf_t *why)
+{
+    unsigned m = 0;
+    char *copy = strdup(v ? v : ""), *save = NULL;
+    int rc = copy ? 0 : -1;
+    for (char *t = copy ? strtok_r(copy, ", \t\n", &save) : NULL; t && !rc; t = strtok_r(NULL, ", \t\n", &save)) {
+        const char *n = strncasecmp(t, "SIG", 3) == 0 ? t + 3 : t;
+        int i = 0;
+        while (ml_fl_signals[i].name && strcasecmp(n, ml_fl_signals[i].name) != 0) i++;
+        if (ml_fl_signals[i].name) m |= 1u << i;
+        else if (strcasecmp(t, "none") != 0 || save[0]) {
+            ml_buf_printf(why, "unknown signal '%s'", t);
+            rc = -1;
+        }
+    }
+    free(copy);
+    if (!rc) *(unsigned *)out = m;
+    return rc;
+}
+
+/* dump_at, hang_after: seconds > 0, unset = off */
+static int parse_seconds(const char *v, void *out, ml_buf_t *why)
+{
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (v) while (isspace((unsigned char)*end)) end++; /* blanks around the number, as in every setting */
+    if (v && (end == v || *end)) return -1;
+    if (v && !(x > 0 && x <= 1e9)) {
+        ml_buf_printf(why, "it must be > 0 and at most 1e9 seconds (about 31 years)");
+        return -1;
+    }
+    *(double *)out = x;
+    return 0;
+}
+
+
+const ml_setting ml_fl_settings[] = {
+    {.key = "dump_signals", .type = ML_SET_CUSTOM, .def = "TERM,USR1,XCPU", .parse = parse_signals,
+     .out = &ml_fl_cfg.dump_signals,
+     .accepted = "comma-separated signal names among TERM, USR1, USR2, XCPU, INT, HUP, QUIT, ALRM "
+                 "(SIG prefix allowed), or none",
+     .help = "signals on which each rank writes its partial profile to <output>.partial/rank-N "
+             "(docs/flight-recorder.md). USR1 and USR2 only take a snapshot: the job goes on. "
+             "The others then take their previous action: the handler the program or the MPI "
+             "installed before MPI_Init, else the default (the rank ends)."},
+    {.key = "dump_at", .type = ML_SET_CUSTOM, .unset = "no time-limit dump", .parse = parse_seconds,
+     .out = &ml_fl_cfg.dump_at, .accepted = "a number of seconds > 0 and <= 1e9",
+     .help = "each rank writes its partial profile this many seconds after MPI_Init (once; the "
+             "job goes on). Under Slurm, SLURM_JOB_END_TIME minus dump_margin is used when earlier."},
+    {.key = "dump_margin", .type = ML_SET_REAL, .def = "60", .lo = 0, .hi = 86400,
+     .out = &ml_fl_cfg.dump_margin, .accepted = "a number of seconds > 0 and <= 86400",
+     .help = "the time-limit dump happens this long before SLURM_JOB_END_TIME"},
+    {.key = "hang_after", .type = ML_SET_CUSTOM, .unset = "no hang watchdog", .parse = parse_seconds,
+     .out = &ml_fl_cfg.hang_after, .accepted = "a number of seconds > 0 and <= 1e9",
+     .help = "a rank one of whose threads stays this long inside one MPI call writes its partial "
+             "profile (once per call; the job goes on)"},
+    {.key = "crash_dump", .type = ML_SET_BOOL, .def = "on", .out = &ml_fl_cfg.crash_dump,
+     .accepted = "on or off (also 1/0, yes/no, true/false)",
+     .help = "on SIGSEGV, SIGBUS, SIGFPE or SIGILL a rank writes its partial profile (best effort, "
+             "waiting at most 5 s), then the crash goes on through the previous handler"},
+    {0}};
 static const int ml_fl_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, 0};
 
 const char *ml_fl_signal_name(int sig)

@@ -56,7 +56,6 @@ typedef struct ml_tltab {
     uint64_t merges;
     ml_tl_cell_t *cell;  /* [nbins][ML_TL_NCLASS] */
 } ml_tltab_t;
-extern int ml_tl_bins;                      /* MPILENS_TIMELINE_BINS (0: off) */
 extern const unsigned char ml_tl_class[ML_NFUNC]; /* function -> class (generated: ml_funcs.c) */
 void ml_tl_grow(ml_tltab_t *t, uint64_t rel);
 void ml_tl_move(ml_tltab_t *t, uint64_t t0);
@@ -88,10 +87,6 @@ int ml_cm_find(MPI_Comm comm);
 void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind);
 void ml_comm_freeing(MPI_Comm comm);
 void ml_comm_named(MPI_Comm comm);   /* after MPI_Comm_set_name: the record's copy of the name */
-void ml_cm_init(void);
-void ml_cm_attach(ml_slot_t *s);
-size_t ml_cm_bytes(void);
-void ml_cm_rank_json(ml_buf_t *b);
 
 ML_INLINE int ml_cm_id(MPI_Comm comm)
 {
@@ -122,7 +117,7 @@ typedef struct ml_rgtab {
 
 extern int ml_cs_depth;          /* MPILENS_CALLSITES: 0 off, 1..ML_CS_MAXDEPTH */
 extern volatile int ml_region_cur; /* innermost open region (0: none), process-wide */
-extern int ml_hooks_on;          /* ml_cs_depth || a region has been opened */
+extern int ml_hooks_on;          /* ML_HOOKS_* bits (mltypes.h): a kind is on, or a region has been opened (kinds.c) */
 
 typedef struct {
     void *ra;
@@ -133,27 +128,10 @@ typedef struct {
 /* After a successful call with a communicator argument (generated wrappers). */
 ML_INLINE void ml_hook_comm(ml_hook_t *h, MPI_Comm comm) { h->comm = comm; }
 
-extern int ml_cs_slots, ml_rg_max;  /* MPILENS_CALLSITE_SLOTS, MPILENS_REGIONS */
-extern int ml_cs_unwind;            /* MPILENS_CALLSITE_UNWIND: 0 backtrace, 1 frame pointers */
 
-void ml_hooks_init(void);           /* after MPI_Init (core.c) */
-void ml_hooks_attach(ml_slot_t *s); /* a new thread's tables (core.c, under the slot lock) */
-size_t ml_hooks_bytes(void);        /* their size per thread (mpilens_record_bytes) */
-void ml_cs_init(void);
-void ml_hooks_reset(ml_slot_t *s);  /* empties the call-site table (after the overhead probe) */
-void ml_cs_attach(ml_slot_t *s);
-size_t ml_cs_bytes(void);
-void ml_rg_attach(ml_slot_t *s);
-size_t ml_rg_bytes(void);
-void ml_cs_rank_json(ml_buf_t *b);  /* rank line members (profile_format.c) */
-void ml_rg_rank_json(ml_buf_t *b);
-void ml_tl_init(void);
-void ml_tl_attach(ml_slot_t *s);
-size_t ml_tl_bytes(void);
-void ml_tl_reset(ml_slot_t *s);
-void ml_tl_rank_json(ml_buf_t *b);
-void ml_hooks_header_json(ml_buf_t *b); /* header members */
-void ml_hooks_rank_json(ml_buf_t *b);   /* rank-line members: call sites, regions, time line */
+/* The kinds' out-of-line hooks (kinds.c): ml_hooks_on has ML_HOOKS_CALL. */
+void ml_kinds_call(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
+                   uint64_t bs, uint64_t br);
 /* Set on the thread writing a partial profile (dump.c) while it formats the rank
  * line: the dump only reads (no MPI call, no change to the open regions); the
  * profile at MPI_Finalize is the one that closes the open regions and asks MPI
@@ -207,6 +185,7 @@ static inline void ml_hook_end_d(const ml_hook_t *h, ml_slot_t *S, int fid, int 
     if (__builtin_expect(ml_region_cur != 0, 0)) ml_region_add(S, fid, tm, dt, bs, br);
     if (S->tl) ml_tl_add(S->tl, cls, tm, t0, dt, bs + br);
     if (S->cm && h->comm != MPI_COMM_NULL) ml_cm_upd(&S->cm[ml_cm_id(h->comm)], tm, dt, bs, br);
+    if (__builtin_expect(h->on & ML_HOOKS_CALL, 0)) ml_kinds_call(h, S, fid, cls, tm, t0, dt, bs, br);
     ml_cstab_t *t = S->cs;
     if (ml_cs_depth == 1 && t) { /* the immediate caller: one probe, usually */
         uintptr_t pc = (uintptr_t)h->ra;

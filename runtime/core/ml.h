@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mltypes.h"   /* ML_TLS, ML_INLINE, ml_slot_t, the record-kind descriptor and registry */
 #include "ml_funcs.h"  /* generated: ML_NFUNC, ML_NDATA, ml_func_name[], ml_func_didx[] */
 #include "ml_schema.h" /* generated from schema/profile.json: ML_NBINS, ML_CAUTION_FACTOR, ... */
 #include "engine.h"    /* runtime/common: the engine interface, settings, text buffers */
@@ -44,9 +45,6 @@
 #else /* Open MPI 4 does not define it in mpi.h: a Fortran status has the C status's size */
 #define ML_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 #endif
-#define ML_TLS __thread __attribute__((tls_model("initial-exec")))
-/* the per-call helpers: always inline into the wrappers (no call, no copy) */
-#define ML_INLINE static inline __attribute__((always_inline))
 
 typedef struct {
     uint64_t calls;   /* every call */
@@ -86,6 +84,7 @@ typedef struct ml_slot {
     struct ml_rgtab *rg;   /* per-region records (region.c, hooks.h) */
     struct ml_tltab *tl;   /* time line (timeline.c, hooks.h) */
     struct ml_cm_rec *cm;  /* per-communicator records (comms.c, hooks.h) */
+    void *kx[ML_NKINDS];   /* a record kind's own per-thread tables (mltypes.h; the built-in kinds use the typed pointers above) */
     int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
     ml_fl_t fl;            /* the call this thread is inside (flight.h) */
 } ml_slot_t;
@@ -101,6 +100,13 @@ extern ML_TLS int ml_served_flag;  /* set by ml_mark_served during an overridden
 extern ML_TLS uint32_t ml_rq_thread; /* 0; in a shared slot, this thread's number (req.c's keys) */
 
 ml_slot_t *ml_slot_attach(void);
+/* The slot iterator: every slot made so far, newest first.  A slot once listed
+ * stays, and is listed complete (its tables attached): a walk may run while
+ * other threads attach theirs (the flight recorder's dump), and then sees the
+ * slots made before it started. */
+ml_slot_t *ml_first_slot(void);
+int ml_slot_count(void);
+#define ML_FOR_EACH_SLOT(s) for (ml_slot_t *s = ml_first_slot(); s; s = s->next)
 void ml_shared_lock(void);
 void ml_shared_unlock(void);
 
@@ -474,7 +480,5 @@ extern double ml_overhead_ns, ml_overhead_sampled_ns;
 extern uint64_t ml_t_init, ml_t_final;
 extern int ml_wrapped_c, ml_wrapped_f;
 size_t mpilens_record_bytes(void);
-
-#include "hooks.h" /* call sites and regions: the wrappers' second pair of hooks */
 
 #endif
