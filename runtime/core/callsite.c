@@ -196,7 +196,7 @@ static ml_cs_rec_t *ml_cs_get(ml_cstab_t *t, const uintptr_t *pc, int n, int fid
  * between two with one (its caller's frame is taken for its own, and it is
  * skipped): hence opt-in, for applications built with frame pointers. */
 
-static ML_TLS uintptr_t ml_stk_lo, ml_stk_hi;          /* this thread's stack (0: not known yet) */
+static ML_TLS struct { uintptr_t lo, hi; } ml_stk; /* this thread's stack (hi 0: not looked up yet) */
 
 static int ml_xr_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -252,11 +252,11 @@ static void ml_stack_bounds(void)
     pthread_attr_t a;
     void *lo = NULL;
     size_t sz = 0;
-    ml_stk_hi = 1; /* tried */
+    ml_stk.hi = 1; /* tried */
     if (pthread_getattr_np(pthread_self(), &a) != 0) return;
     if (pthread_attr_getstack(&a, &lo, &sz) == 0 && lo) {
-        ml_stk_lo = (uintptr_t)lo;
-        ml_stk_hi = (uintptr_t)lo + sz;
+        ml_stk.lo = (uintptr_t)lo;
+        ml_stk.hi = (uintptr_t)lo + sz;
     }
     pthread_attr_destroy(&a);
 }
@@ -264,12 +264,12 @@ static void ml_stack_bounds(void)
 /* Frames as ml_cs_walk returns them, by frame pointers; -1: a check failed. */
 static int ml_fp_walk(uintptr_t *out, int want, void *ra)
 {
-    if (!ml_stk_hi) ml_stack_bounds();
-    if (!ml_stk_lo) return -1; /* the stack is not known: backtrace() */
+    if (!ml_stk.hi) ml_stack_bounds();
+    if (!ml_stk.lo) return -1; /* the stack is not known: backtrace() */
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     int found = 0, k = 0;
     for (int i = 0; i < 64; i++) {
-        if (fp < ml_stk_lo || fp > ml_stk_hi - 16 || (fp & 7)) return -1;
+        if (fp < ml_stk.lo || fp > ml_stk.hi - 16 || (fp & 7)) return -1;
         uintptr_t next = ((const uintptr_t *)fp)[0], pc = ((const uintptr_t *)fp)[1];
         if (!found && pc == (uintptr_t)ra) found = 1; /* the wrapper's frame: it returns to ra */
         if (found) {

@@ -1,16 +1,22 @@
-/* Per-call hooks beside the function records: call sites (callsite.c),
- * regions (region.c), the time line (timeline.c) and communicators
- * (comms.c).  Every timed wrapper calls ml_hook_begin before the MPI call and
+/* The record kinds' per-call hooks: call sites (callsite.c), regions
+ * (region.c), the time line (timeline.c) and communicators (comms.c), each a
+ * descriptor of kinds_list.h (mltypes.h; the registry's loops are in
+ * kinds.c).  Every timed wrapper calls ml_hook_begin before the MPI call and
  * ml_call_end (callend.c) after its semantic helpers (ml.h shows the whole
  * wrapper):
  *
- * ml_hook_begin keeps the caller's return address and zeroes the call's byte
- * counters (ml_cb, per thread); ml_call_end counts the call in its function's
- * record, then (ml_hook_end_d) attributes the call, its time and the bytes the
- * semantic helpers gave it to its region, its time-line bin, its communicator
- * and its call site.  With call sites off and no region open each is one
- * predictable branch.  No lock (the wrapper holds the shared slot's), no
- * allocation: the tables are fixed at the thread's first call. */
+ * ml_hook_begin keeps the caller's return address, reads ml_hooks_on once
+ * (h->on) and, when a kind is on, zeroes the call's byte counters (ml_cb, per
+ * thread); ml_call_end counts the call in its function's record, then
+ * (ml_hook_end_d) attributes the call, its time and the bytes the semantic
+ * helpers gave it to its region (while one is open), its time-line bin, its
+ * communicator (when the wrapper gave one: ml_hook_comm), the out-of-line
+ * hooks of kinds that have one (ml_kinds_call) and its call site.  Each
+ * built-in kind's update is inline here, one predictable branch when it is
+ * off.  No lock (the wrapper holds the shared slot's), no allocation: the
+ * tables are made by each kind's attach at the thread's first call.
+ *
+ * Include order: mltypes.h <- ml.h <- this file <- flight.h. */
 #ifndef MLENS_HOOKS_H
 #define MLENS_HOOKS_H
 

@@ -1,22 +1,23 @@
 /* mpilens runtime: records, clock, per-call fast path.
  *
- * Every generated wrapper (C and Fortran; runtime/gen/genwrap.py, timed_body)
- * has the same shape; FID, DI (its data record, -1 none) and TLC (its
- * time-line class) are constants of the wrapper's enum:
+ * Every generated wrapper (C and Fortran; runtime/gen/genwrap.py, timed_body,
+ * is the authority) has this shape; FID, DI (its data record, -1 none) and
+ * TLC (its time-line class) are constants of the wrapper's enum, and the
+ * bracketed parts depend on the function:
  *
  *     int on = ml_enter();                  // outermost MPI call on this thread, profiling active?
  *     if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0;
  *               ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now();
- *               [a send: its size and world peer, once] }
- *     if (on) ml_fl_in(S, FID, ...);        // the in-flight state (flight.h)
- *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
+ *               [a send: its size _nb and world peer _wp, once] }
+ *     if (ML_FL_ON && on) ml_fl_in(S, FID, ...);  // the in-flight state (flight.h)
+ *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);    // an engine's override (runtime/engines)
  *     if (on) ml_fl_out(S);
  *     dt = tm ? ml_now() - t0 : 0;
  *     ml_leave();
- *     if (on) { if (S->shared) lock;         // one test: threads beyond MPILENS_MAX_THREADS
- *               if (ret == MPI_SUCCESS) { <semantic helpers: bytes, peers, requests> }
- *               ml_call_end(&H, S, FID, DI, TLC, tm, t0, dt);  // function record + record kinds
- *               if (S->shared) unlock; }
+ *     if (on) { int _sh = S->shared; if (_sh) ml_shared_lock();  // threads beyond MPILENS_MAX_THREADS
+ *               if (ret == MPI_SUCCESS) { [ml_hook_comm(&H, comm); semantic helpers: bytes, peers, requests] }
+ *               ml_call_end(&H, S, FID, DI, TLC, tm, t0, dt);  // function record + record kinds (hooks.h)
+ *               if (_sh) ml_shared_unlock(); }
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
  * Fortran binding calls the C MPI_Xxx, ROMIO calling MPI_Allreduce, an engine
@@ -26,6 +27,10 @@
  * the thread's first profiled call: no lock, no atomic, no allocation on the
  * per-call path.  Threads beyond MPILENS_MAX_THREADS share one slot, whose
  * updates the wrapper makes under one lock.  Slots are merged at MPI_Finalize.
+ *
+ * Headers: mltypes.h (macros, the record-kind descriptor and registry) <- this
+ * file <- hooks.h (the record kinds' per-call hooks) <- flight.h (what the
+ * wrappers include).  This file does not include hooks.h.
  */
 #ifndef MLENS_ML_H
 #define MLENS_ML_H
