@@ -9,11 +9,11 @@
  * (h->on) and, when a kind is on, zeroes the call's byte counters (ml_cb, per
  * thread); ml_call_end counts the call in its function's record, then
  * (ml_hook_end_d) attributes the call, its time and the bytes the semantic
- * helpers gave it to its region (while one is open), its time-line bin, its
- * communicator (when the wrapper gave one: ml_hook_comm), the out-of-line
- * hooks of kinds that have one (ml_kinds_call) and its call site.  Each
- * built-in kind's update is inline here, one predictable branch when it is
- * off.  No lock (the wrapper holds the shared slot's), no allocation: the
+ * helpers gave it to its region (while one is open) and the out-of-line
+ * hooks of kinds that have one (both behind one test: ml_kinds_rare), its
+ * time-line bin, its communicator (when the wrapper gave one: ml_hook_comm)
+ * and its call site.  Each built-in kind's update is inline here, one
+ * predictable branch when it is off.  No lock (the wrapper holds the shared slot's), no allocation: the
  * tables are made by each kind's attach at the thread's first call.
  *
  * Include order: mltypes.h <- ml.h <- this file <- flight.h. */
@@ -135,9 +135,13 @@ typedef struct {
 ML_INLINE void ml_hook_comm(ml_hook_t *h, MPI_Comm comm) { h->comm = comm; }
 
 
-/* The kinds' out-of-line hooks (kinds.c): ml_hooks_on has ML_HOOKS_CALL. */
-void ml_kinds_call(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
-                   uint64_t bs, uint64_t br);
+/* The per-call work that is usually off, behind one test in ml_hook_end_d
+ * (kinds.c): a region is open (region.c sets and clears its bit), or a kind's
+ * out-of-line hook (ml_kind_t.call) is on (set at start-up). */
+enum { ML_RARE_REGION = 1, ML_RARE_CALL = 2 };
+extern volatile int ml_kinds_rare;
+void ml_kinds_rare_end(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
+                       uint64_t bs, uint64_t br);
 /* Set on the thread writing a partial profile (dump.c) while it formats the rank
  * line: the dump only reads (no MPI call, no change to the open regions); the
  * profile at MPI_Finalize is the one that closes the open regions and asks MPI
@@ -188,10 +192,9 @@ static inline void ml_hook_end_d(const ml_hook_t *h, ml_slot_t *S, int fid, int 
     /* a completion call (no byte counters of its own) gives none: what its receives
      * got belongs to the functions that started them (docs/runtime.md) */
     uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
-    if (__builtin_expect(ml_region_cur != 0, 0)) ml_region_add(S, fid, tm, dt, bs, br);
+    if (__builtin_expect(ml_kinds_rare != 0, 0)) ml_kinds_rare_end(h, S, fid, cls, tm, t0, dt, bs, br);
     if (S->tl) ml_tl_add(S->tl, cls, tm, t0, dt, bs + br);
     if (S->cm && h->comm != MPI_COMM_NULL) ml_cm_upd(&S->cm[ml_cm_id(h->comm)], tm, dt, bs, br);
-    if (__builtin_expect(h->on & ML_HOOKS_CALL, 0)) ml_kinds_call(h, S, fid, cls, tm, t0, dt, bs, br);
     ml_cstab_t *t = S->cs;
     if (ml_cs_depth == 1 && t) { /* the immediate caller: one probe, usually */
         uintptr_t pc = (uintptr_t)h->ra;

@@ -29,6 +29,7 @@ void ml_kinds_init(void)
         else on &= ~ML_HOOKS_CALL;
         ml_hooks_on |= on;
     }
+    if (ml_kinds_calling) __atomic_fetch_or(&ml_kinds_rare, ML_RARE_CALL, __ATOMIC_RELAXED);
 }
 
 void ml_kinds_attach(ml_slot_t *s)
@@ -71,11 +72,16 @@ int ml_kinds_settings(ml_setting_part *p, int max)
     return n;
 }
 
-/* The out-of-line hooks of the kinds that have one (ml_hook_end_d, when
- * ml_hooks_on has ML_HOOKS_CALL; the shared slot's lock is held). */
-void ml_kinds_call(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
-                   uint64_t bs, uint64_t br)
+volatile int ml_kinds_rare = 0;
+
+/* Behind ml_kinds_rare's one test in ml_hook_end_d (the shared slot's lock is
+ * held): the open region's record, and the out-of-line hooks of the kinds
+ * that have one. */
+void ml_kinds_rare_end(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
+                       uint64_t bs, uint64_t br)
 {
+    if (ml_region_cur != 0) ml_region_add(S, fid, tm, dt, bs, br);
+    if (!ml_kinds_calling) return;
     const ml_call_t c = {fid, cls, tm, t0, dt, bs, br, h->comm, h->ra};
     for (unsigned m = ml_kinds_calling; m; m &= m - 1) ml_kinds[__builtin_ctz(m)]->call(S, &c);
 }

@@ -138,6 +138,7 @@ static void ml_rg_begin(const char *label)
         R.rg[id].entries++;
         ml_hooks_on |= ML_HOOKS_INLINE;
         ml_region_cur = id;
+        __atomic_fetch_or(&ml_kinds_rare, ML_RARE_REGION, __ATOMIC_RELAXED); /* ml_hook_end_d: ml_region_add */
     } else {
         R.unmatched++;
     }
@@ -162,6 +163,7 @@ static void ml_rg_end(const char *label)
             R.rg[R.stack[R.depth]].ticks += now - R.t0[R.depth];
         }
         ml_region_cur = R.depth ? R.stack[R.depth - 1] : 0;
+        if (!R.depth) __atomic_fetch_and(&ml_kinds_rare, ~ML_RARE_REGION, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&R.mu);
 }
@@ -278,6 +280,7 @@ static void ml_rg_rank_json(ml_buf_t *b)
         for (int k = R.depth - 1; k >= 0; k--) R.rg[R.stack[k]].ticks += now - R.t0[k];
         R.depth = 0;
         ml_region_cur = 0;
+        __atomic_fetch_and(&ml_kinds_rare, ~ML_RARE_REGION, __ATOMIC_RELAXED);
         depth = 0;
     }
     uint64_t dropped = 0;
