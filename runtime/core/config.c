@@ -1,6 +1,8 @@
-/* The profiler core's settings (one table, read by runtime/common/settings.c
- * together with every engine's table), the function mask they select, and
- * `mpilens config`'s view of them (mpilens_settings_json). */
+/* The profiler core's settings (its own rows, which write ml_cfg only), the
+ * list of every part's table that runtime/common/settings.c reads together
+ * (the core's, each record kind's, the flight recorder's, each engine's: a
+ * part's rows write its own file's variables), the function mask they
+ * select, and `mpilens config`'s view of them (mpilens_settings_json). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <fnmatch.h>

@@ -9,11 +9,11 @@
  * (h->on) and, when a kind is on, zeroes the call's byte counters (ml_cb, per
  * thread); ml_call_end counts the call in its function's record, then
  * (ml_hook_end_d) attributes the call, its time and the bytes the semantic
- * helpers gave it to its region (while one is open) and the out-of-line
- * hooks of kinds that have one (both behind one test: ml_kinds_rare), its
- * time-line bin, its communicator (when the wrapper gave one: ml_hook_comm)
- * and its call site.  Each built-in kind's update is inline here, one
- * predictable branch when it is off.  No lock (the wrapper holds the shared slot's), no allocation: the
+ * helpers gave it to the out-of-line hooks of the kinds that have one on
+ * (behind one test: ml_kinds_rare; regions, while one is open), its time-line
+ * bin, its communicator (when the wrapper gave one: ml_hook_comm) and its
+ * call site (those three inline here, one predictable branch each when
+ * off).  No lock (the wrapper holds the shared slot's), no allocation: the
  * tables are made by each kind's attach at the thread's first call.
  *
  * Include order: mltypes.h <- ml.h <- this file <- flight.h. */
@@ -135,11 +135,12 @@ typedef struct {
 ML_INLINE void ml_hook_comm(ml_hook_t *h, MPI_Comm comm) { h->comm = comm; }
 
 
-/* The per-call work that is usually off, behind one test in ml_hook_end_d
- * (kinds.c): a region is open (region.c sets and clears its bit), or a kind's
- * out-of-line hook (ml_kind_t.call) is on (set at start-up). */
-enum { ML_RARE_REGION = 1, ML_RARE_CALL = 2 };
-extern volatile int ml_kinds_rare;
+/* The kinds whose out-of-line hook (ml_kind_t.call) runs now, bit i for
+ * ml_kinds[i] (kinds.c): behind one test in ml_hook_end_d.  Set from a kind's
+ * init (ML_HOOKS_CALL), or at run time by the kind itself (ml_kind_call_on:
+ * regions, while one is open). */
+extern volatile unsigned ml_kinds_rare;
+void ml_kind_call_on(int kind, int on); /* kind: ML_KIND_<name> (mltypes.h) */
 void ml_kinds_rare_end(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
                        uint64_t bs, uint64_t br);
 /* Set on the thread writing a partial profile (dump.c) while it formats the rank
@@ -152,7 +153,6 @@ extern int ml_paused;               /* MPI_Pcontrol(0): recording off until MPI_
 extern int ml_ever_paused;          /* MPI_Pcontrol(0) was called once */
 
 void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br);
-void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br);
 ml_cs_rec_t *ml_cs_insert(ml_cstab_t *t, const uintptr_t *pc, int n, int fid, uint32_t h);
 
 ML_INLINE void ml_hook_begin(ml_hook_t *h, ml_slot_t *S, int fid, void *ra)

@@ -17,19 +17,23 @@ _Static_assert(sizeof ml_kinds / sizeof *ml_kinds == ML_NKINDS + 1, "one descrip
 
 int ml_hooks_on = 0;
 
-/* The kinds whose out-of-line hook (ml_kind_t.call) is on: bit i for ml_kinds[i]. */
-static unsigned ml_kinds_calling;
-_Static_assert(ML_NKINDS <= 32, "ml_kinds_calling holds one bit per kind");
+volatile unsigned ml_kinds_rare = 0;
+_Static_assert(ML_NKINDS <= 32, "ml_kinds_rare holds one bit per kind");
+
+void ml_kind_call_on(int kind, int on)
+{
+    if (on) __atomic_fetch_or(&ml_kinds_rare, 1u << kind, __ATOMIC_RELAXED);
+    else __atomic_fetch_and(&ml_kinds_rare, ~(1u << kind), __ATOMIC_RELAXED);
+}
 
 void ml_kinds_init(void)
 {
     for (int i = 0; ml_kinds[i]; i++) {
         int on = ml_kinds[i]->init ? ml_kinds[i]->init() : 0;
-        if ((on & ML_HOOKS_CALL) && ml_kinds[i]->call) ml_kinds_calling |= 1u << i;
+        if ((on & ML_HOOKS_CALL) && ml_kinds[i]->call) ml_kind_call_on(i, 1);
         else on &= ~ML_HOOKS_CALL;
         ml_hooks_on |= on;
     }
-    if (ml_kinds_calling) __atomic_fetch_or(&ml_kinds_rare, ML_RARE_CALL, __ATOMIC_RELAXED);
 }
 
 void ml_kinds_attach(ml_slot_t *s)
@@ -72,16 +76,11 @@ int ml_kinds_settings(ml_setting_part *p, int max)
     return n;
 }
 
-volatile int ml_kinds_rare = 0;
-
 /* Behind ml_kinds_rare's one test in ml_hook_end_d (the shared slot's lock is
- * held): the open region's record, and the out-of-line hooks of the kinds
- * that have one. */
+ * held): the out-of-line hooks of the kinds whose bit is set. */
 void ml_kinds_rare_end(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
                        uint64_t bs, uint64_t br)
 {
-    if (ml_region_cur != 0) ml_region_add(S, fid, tm, dt, bs, br);
-    if (!ml_kinds_calling) return;
     const ml_call_t c = {fid, cls, tm, t0, dt, bs, br, h->comm, h->ra};
-    for (unsigned m = ml_kinds_calling; m; m &= m - 1) ml_kinds[__builtin_ctz(m)]->call(S, &c);
+    for (unsigned m = ml_kinds_rare; m; m &= m - 1) ml_kinds[__builtin_ctz(m)]->call(S, &c);
 }

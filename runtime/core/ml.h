@@ -466,7 +466,7 @@ void *ml_scratch(size_t bytes, int which); /* thread-local growable scratch buff
 /* ---- engines (runtime/engines/list.h, registered in engines.c) ---- */
 extern const ml_engine_t *const ml_engines[]; /* NULL-terminated, in start order */
 
-/* ---- settings (config.c): the core's table, read with every engine's ---- */
+/* ---- settings (config.c): the core's table, read with every record kind's, the flight recorder's and every engine's ---- */
 enum { ML_TIMING_SAMPLED, ML_TIMING_ALL };
 enum { ML_CLOCK_AUTO, ML_CLOCK_TSC, ML_CLOCK_MONOTONIC };
 enum { ML_COMPRESS_AUTO, ML_COMPRESS_GZIP, ML_COMPRESS_OFF };

@@ -55,7 +55,7 @@ typedef struct {
 /* ml_hooks_on's bits (hooks.h): the wrapper's per-call hooks run when any is set. */
 enum {
     ML_HOOKS_INLINE = 1, /* a built-in kind's inline update (ml_hook_end_d) is on */
-    ML_HOOKS_CALL = 2    /* a kind with an out-of-line hook (ml_kind_t.call) is on */
+    ML_HOOKS_CALL = 2    /* a kind's out-of-line hook (ml_kind_t.call) is or has been on */
 };
 
 /* A record kind.  Every member but name may be NULL (nothing to do). */
@@ -76,9 +76,11 @@ typedef struct ml_kind {
     size_t (*bytes)(void);     /* those tables' size per thread (mpilens_record_bytes) */
     void (*reset)(ml_slot_t *s); /* empties them (after the start-up overhead probe) */
     /* Per call, after the function's record, out of line (the wrapper holds
-     * the shared slot's lock): for a kind without an inline update in
-     * ml_hook_end_d; runs while its init's ML_HOOKS_CALL is set.  The four
-     * built-in kinds have none (their updates are inline, hooks.h). */
+     * the shared slot's lock), while the kind's bit of ml_kinds_rare is set
+     * (hooks.h): from the start if its init returned ML_HOOKS_CALL, or while
+     * the kind says so (ml_kind_call_on; regions: while one is open).  Call
+     * sites, the time line and communicators have none: their updates are
+     * inline in ml_hook_end_d, reading the slot's typed pointers. */
     void (*call)(ml_slot_t *s, const ml_call_t *c);
     void (*header_json)(ml_buf_t *b); /* rank 0: its header members (",\"key\":value...") */
     /* Every rank: its rank-line members (",\"key\":value..."), its threads

@@ -103,10 +103,11 @@ static void ml_rg_upd(ml_rgtab_t *t, int fid, int tm, uint64_t dt, uint64_t bs, 
     }
 }
 
-void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+/* A call while a region is open (ml_kind_call_on; the shared slot's lock is held by the wrapper). */
+static void ml_rg_call(ml_slot_t *S, const ml_call_t *c)
 {
-    if (!S->rg) return; /* the shared slot's lock is held by the wrapper */
-    ml_rg_upd(S->rg, fid, tm, dt, bs, br);
+    if (!S->rg || !ml_region_cur) return;
+    ml_rg_upd(S->rg, c->fid, c->tm, c->dt, c->bs, c->br);
 }
 
 /* ---- opening and closing (MPI_Pcontrol, mpilens_region_begin/end) ---- */
@@ -136,9 +137,9 @@ static void ml_rg_begin(const char *label)
         R.t0[R.depth] = now;
         __atomic_store_n(&R.depth, R.depth + 1, __ATOMIC_RELEASE); /* a dump reads the stack unlocked */
         R.rg[id].entries++;
-        ml_hooks_on |= ML_HOOKS_INLINE;
+        ml_hooks_on |= ML_HOOKS_CALL;
         ml_region_cur = id;
-        __atomic_fetch_or(&ml_kinds_rare, ML_RARE_REGION, __ATOMIC_RELAXED); /* ml_hook_end_d: ml_region_add */
+        ml_kind_call_on(ML_KIND_regions, 1); /* ml_hook_end_d calls ml_rg_call */
     } else {
         R.unmatched++;
     }
@@ -163,7 +164,7 @@ static void ml_rg_end(const char *label)
             R.rg[R.stack[R.depth]].ticks += now - R.t0[R.depth];
         }
         ml_region_cur = R.depth ? R.stack[R.depth - 1] : 0;
-        if (!R.depth) __atomic_fetch_and(&ml_kinds_rare, ~ML_RARE_REGION, __ATOMIC_RELAXED);
+        if (!R.depth) ml_kind_call_on(ML_KIND_regions, 0);
     }
     pthread_mutex_unlock(&R.mu);
 }
@@ -280,7 +281,7 @@ static void ml_rg_rank_json(ml_buf_t *b)
         for (int k = R.depth - 1; k >= 0; k--) R.rg[R.stack[k]].ticks += now - R.t0[k];
         R.depth = 0;
         ml_region_cur = 0;
-        __atomic_fetch_and(&ml_kinds_rare, ~ML_RARE_REGION, __ATOMIC_RELAXED);
+        ml_kind_call_on(ML_KIND_regions, 0);
         depth = 0;
     }
     uint64_t dropped = 0;
@@ -348,13 +349,14 @@ static const ml_setting ml_rg_settings[] = {
 
 static void ml_rg_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"regions_max\":%d", R.max); }
 
-/* Per call: ml_region_add from ml_hook_end_d (hooks.h) while a region is open. */
+/* Per call: ml_rg_call, out of line (ml_hook_end_d, hooks.h), while a region is open. */
 const ml_kind_t ml_kind_regions = {
     .name = "regions",
     .settings = ml_rg_settings,
     .init = ml_rg_init,
     .attach = ml_rg_attach,
     .bytes = ml_rg_bytes,
+    .call = ml_rg_call,
     .header_json = ml_rg_header_json,
     .rank_json = ml_rg_rank_json,
 };
