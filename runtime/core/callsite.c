@@ -30,19 +30,25 @@
 #include "hooks.h"
 #include "profile.h"
 
-int ml_cs_depth = 1;
-int ml_cs_slots = 256;
-int ml_cs_unwind = 0;
-int ml_hooks_on = 0;
-static int ml_cs_tables = 0; /* call sites were on at start: every thread has a table */
-
-ml_slot_t *ml_first_slot(void);
-
-/* ---- address ranges of the MPI libraries and mpilens ---- */
+int ml_cs_depth = 1;   /* MPILENS_CALLSITES (this file's settings rows; read per call, hooks.h) */
 
 #define ML_NRANGE 64
-static struct { uintptr_t lo, hi; } ml_range[ML_NRANGE];
-static int ml_nrange;
+#define ML_NXRANGE 512
+typedef struct { uintptr_t lo, hi; int internal; } ml_xr_t;
+
+/* This file's state: its other settings, and the address ranges found once
+ * at MPI_Init (ml_cs_init), read without a lock afterwards. */
+static struct {
+    int slots;                 /* MPILENS_CALLSITE_SLOTS */
+    int unwind;                /* MPILENS_CALLSITE_UNWIND: 0 backtrace, 1 frame pointers */
+    int tables;                /* call sites were on at start: every thread has a table */
+    struct { uintptr_t lo, hi; } range[ML_NRANGE]; /* executable segments of the MPI libraries and mpilens */
+    int nrange;
+    ml_xr_t xr[ML_NXRANGE];    /* executable segments of every module (nxr), sorted by address */
+    int nxr;
+} C = {.slots = 256};
+
+/* ---- address ranges of the MPI libraries and mpilens ---- */
 
 static int ml_internal_name(const char *path)
 {
@@ -57,42 +63,42 @@ static int ml_range_cb(struct dl_phdr_info *info, size_t size, void *data)
     (void)size;
     (void)data;
     if (!info->dlpi_name || !*info->dlpi_name || !ml_internal_name(info->dlpi_name)) return 0;
-    for (int i = 0; i < info->dlpi_phnum && ml_nrange < ML_NRANGE; i++) {
+    for (int i = 0; i < info->dlpi_phnum && C.nrange < ML_NRANGE; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-        ml_range[ml_nrange].lo = info->dlpi_addr + ph->p_vaddr;
-        ml_range[ml_nrange].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-        ml_nrange++;
+        C.range[C.nrange].lo = info->dlpi_addr + ph->p_vaddr;
+        C.range[C.nrange].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        C.nrange++;
     }
     return 0;
 }
 
 static int ml_is_internal(uintptr_t pc)
 {
-    for (int i = 0; i < ml_nrange; i++)
-        if (pc >= ml_range[i].lo && pc < ml_range[i].hi) return 1;
+    for (int i = 0; i < C.nrange; i++)
+        if (pc >= C.range[i].lo && pc < C.range[i].hi) return 1;
     return 0;
 }
 
-static int ml_nxr;
 static int ml_xr_cb(struct dl_phdr_info *info, size_t size, void *data);
 static void ml_xr_sort(void);
 
 /* After MPI_Init (the MPI's libraries are loaded): ranges, and one walk so
  * that backtrace() has loaded its unwinder before any wrapper needs it. */
-void ml_cs_init(void)
+static int ml_cs_init(void)
 {
-    ml_nrange = 0;
+    C.nrange = 0;
     dl_iterate_phdr(ml_range_cb, NULL);
-    ml_nxr = 0;
+    C.nxr = 0;
     dl_iterate_phdr(ml_xr_cb, NULL);
     ml_xr_sort();
     if (ml_cs_depth) {
-        ml_cs_tables = 1;
+        C.tables = 1;
         void *buf[4];
         backtrace(buf, 4);
-        ml_hooks_on = 1;
+        return ML_HOOKS_INLINE;
     }
+    return 0;
 }
 
 /* ---- the per-thread table ---- */
@@ -120,17 +126,16 @@ static void ml_cs_table_init(ml_cstab_t *t, int cap)
 }
 
 /* A new thread's slot (core.c, under the slot lock). */
-void ml_cs_attach(ml_slot_t *s)
+static void ml_cs_attach(ml_slot_t *s)
 {
     if (!ml_cs_depth) return;
     s->cs = ml_cs_zalloc(1, sizeof *s->cs);
-    ml_cs_table_init(s->cs, ml_cs_slots);
+    ml_cs_table_init(s->cs, C.slots);
 }
 
 /* Empties a thread's table (after the start-up overhead probe, core.c). */
-void ml_hooks_reset(ml_slot_t *s)
+static void ml_cs_reset(ml_slot_t *s)
 {
-    ml_tl_reset(s);
     ml_cstab_t *t = s->cs;
     if (!t) return;
     memset(t->idx, 0xff, (t->mask + 1) * sizeof *t->idx);
@@ -140,12 +145,12 @@ void ml_hooks_reset(ml_slot_t *s)
     t->over_stimed = t->over_sticks = 0;
 }
 
-size_t ml_cs_bytes(void)
+static size_t ml_cs_bytes(void)
 {
     if (!ml_cs_depth) return 0;
     uint32_t sz = 2;
-    while (sz < 2u * (uint32_t)ml_cs_slots) sz <<= 1;
-    return sizeof(ml_cstab_t) + sz * sizeof(int32_t) + (size_t)ml_cs_slots * sizeof(ml_cs_rec_t);
+    while (sz < 2u * (uint32_t)C.slots) sz <<= 1;
+    return sizeof(ml_cstab_t) + sz * sizeof(int32_t) + (size_t)C.slots * sizeof(ml_cs_rec_t);
 }
 
 static uint32_t ml_cs_hash(const uintptr_t *pc, int n, int fid)
@@ -191,22 +196,19 @@ static ml_cs_rec_t *ml_cs_get(ml_cstab_t *t, const uintptr_t *pc, int n, int fid
  * between two with one (its caller's frame is taken for its own, and it is
  * skipped): hence opt-in, for applications built with frame pointers. */
 
-#define ML_NXRANGE 512
-typedef struct { uintptr_t lo, hi; int internal; } ml_xr_t;
-static ml_xr_t ml_xr[ML_NXRANGE]; /* executable segments of every module (ml_nxr), sorted by address */
-static ML_TLS uintptr_t ml_stk_lo, ml_stk_hi;          /* this thread's stack (0: not known yet) */
+static ML_TLS struct { uintptr_t lo, hi; } ml_stk; /* this thread's stack (hi 0: not looked up yet) */
 
 static int ml_xr_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     (void)data;
-    for (int i = 0; i < info->dlpi_phnum && ml_nxr < ML_NXRANGE; i++) {
+    for (int i = 0; i < info->dlpi_phnum && C.nxr < ML_NXRANGE; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-        ml_xr[ml_nxr].lo = info->dlpi_addr + ph->p_vaddr;
-        ml_xr[ml_nxr].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-        ml_xr[ml_nxr].internal = info->dlpi_name && *info->dlpi_name && ml_internal_name(info->dlpi_name);
-        ml_nxr++;
+        C.xr[C.nxr].lo = info->dlpi_addr + ph->p_vaddr;
+        C.xr[C.nxr].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        C.xr[C.nxr].internal = info->dlpi_name && *info->dlpi_name && ml_internal_name(info->dlpi_name);
+        C.nxr++;
     }
     return 0;
 }
@@ -217,28 +219,28 @@ static int ml_xr_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void ml_xr_sort(void) { qsort(ml_xr, (size_t)ml_nxr, sizeof *ml_xr, ml_xr_cmp); }
+static void ml_xr_sort(void) { qsort(C.xr, (size_t)C.nxr, sizeof *C.xr, ml_xr_cmp); }
 
 /* pc is in executable code, and the instruction before it is a call
  * (x86-64: E8 rel32, or FF /2 of 2 to 7 bytes): its segment (binary search),
  * else NULL. */
 static const ml_xr_t *ml_return_address(uintptr_t pc)
 {
-    int lo = 0, hi = ml_nxr - 1;
+    int lo = 0, hi = C.nxr - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (pc < ml_xr[mid].lo) hi = mid - 1;
-        else if (pc >= ml_xr[mid].hi) lo = mid + 1;
+        if (pc < C.xr[mid].lo) hi = mid - 1;
+        else if (pc >= C.xr[mid].hi) lo = mid + 1;
         else {
-            if (pc < ml_xr[mid].lo + 8) return NULL;
+            if (pc < C.xr[mid].lo + 8) return NULL;
 #if defined(__x86_64__)
             const unsigned char *p = (const unsigned char *)pc;
-            if (p[-5] == 0xE8) return &ml_xr[mid];
+            if (p[-5] == 0xE8) return &C.xr[mid];
             for (int n = 2; n <= 7; n++)
-                if (p[-n] == 0xFF && ((p[-n + 1] >> 3) & 7) == 2) return &ml_xr[mid];
+                if (p[-n] == 0xFF && ((p[-n + 1] >> 3) & 7) == 2) return &C.xr[mid];
             return NULL;
 #else
-            return &ml_xr[mid];
+            return &C.xr[mid];
 #endif
         }
     }
@@ -250,11 +252,11 @@ static void ml_stack_bounds(void)
     pthread_attr_t a;
     void *lo = NULL;
     size_t sz = 0;
-    ml_stk_hi = 1; /* tried */
+    ml_stk.hi = 1; /* tried */
     if (pthread_getattr_np(pthread_self(), &a) != 0) return;
     if (pthread_attr_getstack(&a, &lo, &sz) == 0 && lo) {
-        ml_stk_lo = (uintptr_t)lo;
-        ml_stk_hi = (uintptr_t)lo + sz;
+        ml_stk.lo = (uintptr_t)lo;
+        ml_stk.hi = (uintptr_t)lo + sz;
     }
     pthread_attr_destroy(&a);
 }
@@ -262,12 +264,12 @@ static void ml_stack_bounds(void)
 /* Frames as ml_cs_walk returns them, by frame pointers; -1: a check failed. */
 static int ml_fp_walk(uintptr_t *out, int want, void *ra)
 {
-    if (!ml_stk_hi) ml_stack_bounds();
-    if (!ml_stk_lo) return -1; /* the stack is not known: backtrace() */
+    if (!ml_stk.hi) ml_stack_bounds();
+    if (!ml_stk.lo) return -1; /* the stack is not known: backtrace() */
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     int found = 0, k = 0;
     for (int i = 0; i < 64; i++) {
-        if (fp < ml_stk_lo || fp > ml_stk_hi - 16 || (fp & 7)) return -1;
+        if (fp < ml_stk.lo || fp > ml_stk.hi - 16 || (fp & 7)) return -1;
         uintptr_t next = ((const uintptr_t *)fp)[0], pc = ((const uintptr_t *)fp)[1];
         if (!found && pc == (uintptr_t)ra) found = 1; /* the wrapper's frame: it returns to ra */
         if (found) {
@@ -288,7 +290,7 @@ static int ml_fp_walk(uintptr_t *out, int want, void *ra)
  * skipping frames inside the MPI libraries and mpilens; 0 if none. */
 static int ml_cs_walk(uintptr_t *out, int want, void *ra)
 {
-    int got = ml_cs_unwind ? ml_fp_walk(out, want, ra) : -1;
+    int got = C.unwind ? ml_fp_walk(out, want, ra) : -1;
     if (got > 0) return got;
     void *buf[ML_CS_MAXDEPTH + 24];
     int n = backtrace(buf, (int)(sizeof buf / sizeof *buf)), i = 0, k = 0;
@@ -342,7 +344,7 @@ void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64
 __attribute__((visibility("default"))) int mpilens_set_callsites(int depth)
 {
     int old = ml_cs_depth;
-    if (depth < 0 || depth > ML_CS_MAXDEPTH || (depth && !ml_cs_tables)) return -1;
+    if (depth < 0 || depth > ML_CS_MAXDEPTH || (depth && !C.tables)) return -1;
     ml_cs_depth = depth;
     return old;
 }
@@ -387,15 +389,15 @@ static int ml_cs_module(uintptr_t pc, ml_mod_t **mods, int *nmods, uint64_t *off
 
 /* This rank's call sites, merged over its threads, as rank-line members:
  * ,"callsites":[...],"callsite_modules":[...],"callsites_dropped":{...} */
-void ml_cs_rank_json(ml_buf_t *b)
+static void ml_cs_rank_json(ml_buf_t *b)
 {
-    if (!ml_cs_tables) return;
+    if (!C.tables) return;
     /* A dump (flight recorder) runs while the application threads go on adding
      * sites: each table's record count is read once, the merge table is sized
      * to their sum, and only those records are merged (a later one waits for
      * the next dump).  A slot made after the count is left out. */
     int nslots = 0, total = 0;
-    for (ml_slot_t *s = ml_first_slot(); s; s = s->next) nslots++;
+    ML_FOR_EACH_SLOT(s) nslots++;
     int *upto = ml_cs_zalloc((size_t)nslots, sizeof *upto);
     int j = 0;
     for (ml_slot_t *s = ml_first_slot(); s && j < nslots; s = s->next, j++) {
@@ -468,3 +470,45 @@ void ml_cs_rank_json(ml_buf_t *b)
     free(m.idx);
     free(m.rec);
 }
+
+/* ---- the kind (kinds_list.h) ---- */
+
+static const char *const unwind_choices[] = {"backtrace", "fp", NULL};
+
+static const ml_setting ml_cs_settings[] = {
+    {.key = "callsites", .type = ML_SET_INT, .def = "1", .lo = 0, .hi = ML_CS_MAXDEPTH, .out = &ml_cs_depth,
+     .accepted = "an integer from 0 to 8",
+     .help = "call-site depth: calls, time, bytes and sizes per call site. 1 (default): the immediate "
+             "caller of each MPI function (one return address); 2..8: that many frames of the "
+             "application's stack (walked with backtrace(), a few us per call, or by frame pointers: "
+             "MPILENS_CALLSITE_UNWIND); 0: off. Frames inside the MPI "
+             "libraries and mpilens are skipped. See docs/runtime.md."},
+    {.key = "callsite_unwind", .type = ML_SET_CHOICE, .def = "backtrace", .choices = unwind_choices,
+     .out = &C.unwind, .accepted = "backtrace or fp",
+     .help = "how call sites of depth 2..8 are walked. backtrace: glibc's DWARF unwinder, right for "
+             "any build, a few us per call. fp: the saved frame pointers, tens of ns per call, checked "
+             "at each step (else backtrace()); only for applications built with "
+             "-fno-omit-frame-pointer (a function without one between two with one is skipped "
+             "unseen). See docs/runtime.md."},
+    {.key = "callsite_slots", .type = ML_SET_INT, .def = "256", .lo = 1, .hi = 65536,
+     .out = &C.slots, .accepted = "an integer from 1 to 65536",
+     .help = "call sites each thread records (about 300 bytes each); calls from further sites "
+             "are counted in callsites_dropped"},
+    {0}};
+
+static void ml_cs_header_json(ml_buf_t *b)
+{
+    ml_buf_printf(b, ",\"callsite_depth\":%d,\"callsite_slots\":%d", ml_cs_depth, C.slots);
+}
+
+/* Per call: the depth-1 probe in ml_hook_end_d (hooks.h), else ml_cs_add_slow. */
+const ml_kind_t ml_kind_callsites = {
+    .name = "callsites",
+    .settings = ml_cs_settings,
+    .init = ml_cs_init,
+    .attach = ml_cs_attach,
+    .bytes = ml_cs_bytes,
+    .reset = ml_cs_reset,
+    .header_json = ml_cs_header_json,
+    .rank_json = ml_cs_rank_json,
+};

@@ -26,7 +26,7 @@
 #include "hooks.h"
 #include "profile.h"
 
-int ml_cm_max = 32;
+int ml_cm_max = 32; /* MPILENS_COMMS (this file's settings row) */
 
 typedef struct {
     int size, parent, freed, inter;
@@ -43,8 +43,6 @@ static uint32_t ml_cm_mask;
 volatile unsigned ml_cm_epoch = 1;
 static pthread_mutex_t ml_cm_mu = PTHREAD_MUTEX_INITIALIZER;
 ML_TLS ml_cm_cache_t ml_cm_cache;
-
-ml_slot_t *ml_first_slot(void);
 
 static uint64_t ml_cm_hkey(MPI_Comm c)
 {
@@ -135,7 +133,7 @@ static void ml_cm_new(MPI_Comm comm, int parent, const char *kind, MPI_Comm like
     pthread_mutex_unlock(&ml_cm_mu);
 }
 
-void ml_cm_init(void)
+static void ml_cm_init(void)
 {
     if (!ml_cm_max || ml_cm) return;
     uint32_t sz = 8;
@@ -150,7 +148,6 @@ void ml_cm_init(void)
     ml_cm_mask = sz - 1;
     ml_cm_new(MPI_COMM_WORLD, -1, "world", MPI_COMM_NULL);
     ml_cm_new(MPI_COMM_SELF, -1, "self", MPI_COMM_NULL);
-    ml_hooks_on = 1;
 }
 
 /* The wrappers of the functions that make communicators, after a successful call. */
@@ -194,7 +191,7 @@ void ml_comm_freeing(MPI_Comm comm)
     pthread_mutex_unlock(&ml_cm_mu);
 }
 
-void ml_cm_attach(ml_slot_t *s)
+static void ml_cm_attach(ml_slot_t *s)
 {
     if (!ml_cm_max) return;
     s->cm = calloc((size_t)ml_cm_max + 1, sizeof(ml_cm_rec_t));
@@ -204,17 +201,17 @@ void ml_cm_attach(ml_slot_t *s)
     }
 }
 
-size_t ml_cm_bytes(void) { return ml_cm_max ? ((size_t)ml_cm_max + 1) * sizeof(ml_cm_rec_t) : 0; }
+static size_t ml_cm_bytes(void) { return ml_cm_max ? ((size_t)ml_cm_max + 1) * sizeof(ml_cm_rec_t) : 0; }
 
 /* This rank's communicators (rank-line members). */
-void ml_cm_rank_json(ml_buf_t *b)
+static void ml_cm_rank_json(ml_buf_t *b)
 {
     if (!ml_cm) return;
     ml_buf_printf(b, ",\"comms\":[");
     int first = 1;
     for (int id = 0; id <= ml_cm_max; id++) {
         uint64_t c = 0, tmd = 0, tk = 0, stmd = 0, stk = 0, bs = 0, br = 0;
-        for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
+        ML_FOR_EACH_SLOT(s) {
             if (!s->cm) continue;
             c += s->cm[id].calls;
             tmd += s->cm[id].timed;
@@ -260,3 +257,32 @@ void ml_cm_rank_json(ml_buf_t *b)
     }
     ml_buf_printf(b, "],\"comms_dropped\":%llu", (unsigned long long)ml_cm_dropped);
 }
+
+/* ---- the kind (kinds_list.h) ---- */
+
+static const ml_setting ml_cm_settings[] = {
+    {.key = "comms", .type = ML_SET_INT, .def = "32", .lo = 0, .hi = 4096, .out = &ml_cm_max,
+     .accepted = "an integer from 0 to 4096",
+     .help = "communicators each rank keeps a record of (calls, time, bytes; size, how it was made, "
+             "its parent, its MPI_Comm_set_name name), MPI_COMM_WORLD and MPI_COMM_SELF included; "
+             "calls on further ones go to one record \"other\"; 0: off"},
+    {0}};
+
+static int ml_cm_kind_init(void)
+{
+    ml_cm_init();
+    return ml_cm ? ML_HOOKS_INLINE : 0;
+}
+
+static void ml_cm_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"comms_max\":%d", ml_cm_max); }
+
+/* Per call: ml_cm_upd in ml_hook_end_d (hooks.h), through the slot's cm. */
+const ml_kind_t ml_kind_comms = {
+    .name = "comms",
+    .settings = ml_cm_settings,
+    .init = ml_cm_kind_init,
+    .attach = ml_cm_attach,
+    .bytes = ml_cm_bytes,
+    .header_json = ml_cm_header_json,
+    .rank_json = ml_cm_rank_json,
+};

@@ -1,6 +1,8 @@
-/* The profiler core's settings (one table, read by runtime/common/settings.c
- * together with every engine's table), the function mask they select, and
- * `mpilens config`'s view of them (mpilens_settings_json). */
+/* The profiler core's settings (its own rows, which write ml_cfg only), the
+ * list of every part's table that runtime/common/settings.c reads together
+ * (the core's, each record kind's, the flight recorder's, each engine's: a
+ * part's rows write its own file's variables), the function mask they
+ * select, and `mpilens config`'s view of them (mpilens_settings_json). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <fnmatch.h>
@@ -11,14 +13,13 @@
 
 #include "ml.h"
 #include "engine.h"
-#include "flight.h"
+#include "flight.h" /* ml_fl_settings */
 
 ml_core_cfg_t ml_cfg;
 
 static const char *const timing_choices[] = {"sampled", "all", NULL};
 static const char *const clock_choices[] = {"auto", "tsc", "monotonic", NULL};
 static const char *const compress_choices[] = {"auto", "gzip", "off", NULL};
-static const char *const unwind_choices[] = {"backtrace", "fp", NULL};
 
 /* ml_config_load's leader (rank 0, or `mpilens config`): the only process that
  * looks at the file system for the output path */
@@ -93,42 +94,6 @@ static int parse_functions(const char *v, void *out, ml_buf_t *why)
     return rc;
 }
 
-/* dump_signals: names from ml_fl_signals (flight.c), or none */
-static int parse_signals(const char *v, void *out, ml_buf_t *why)
-{
-    unsigned m = 0;
-    char *copy = strdup(v ? v : ""), *save = NULL;
-    int rc = copy ? 0 : -1;
-    for (char *t = copy ? strtok_r(copy, ", \t\n", &save) : NULL; t && !rc; t = strtok_r(NULL, ", \t\n", &save)) {
-        const char *n = strncasecmp(t, "SIG", 3) == 0 ? t + 3 : t;
-        int i = 0;
-        while (ml_fl_signals[i].name && strcasecmp(n, ml_fl_signals[i].name) != 0) i++;
-        if (ml_fl_signals[i].name) m |= 1u << i;
-        else if (strcasecmp(t, "none") != 0 || save[0]) {
-            ml_buf_printf(why, "unknown signal '%s'", t);
-            rc = -1;
-        }
-    }
-    free(copy);
-    if (!rc) *(unsigned *)out = m;
-    return rc;
-}
-
-/* dump_at, hang_after: seconds > 0, unset = off */
-static int parse_seconds(const char *v, void *out, ml_buf_t *why)
-{
-    char *end;
-    double x = v ? strtod(v, &end) : 0;
-    if (v) while (isspace((unsigned char)*end)) end++; /* blanks around the number, as in every setting */
-    if (v && (end == v || *end)) return -1;
-    if (v && !(x > 0 && x <= 1e9)) {
-        ml_buf_printf(why, "it must be > 0 and at most 1e9 seconds (about 31 years)");
-        return -1;
-    }
-    *(double *)out = x;
-    return 0;
-}
-
 #define FUNCS_ACCEPTED "comma- or space-separated MPI function names or globs such as MPI_Send, " \
                        "MPI_*reduce* (any case)"
 static const ml_setting core_settings[] = {
@@ -184,64 +149,13 @@ static const ml_setting core_settings[] = {
      .accepted = "an integer from 64 to 16777216 that is a power of two",
      .help = "per-thread table of pending requests (56 bytes each): receives, persistent requests, and for the flight recorder sends and collectives; "
              "requests beyond 3/4 of it are counted as untracked_requests"},
-    {.key = "callsites", .type = ML_SET_INT, .def = "1", .lo = 0, .hi = ML_CS_MAXDEPTH, .out = &ml_cs_depth,
-     .accepted = "an integer from 0 to 8",
-     .help = "call-site depth: calls, time, bytes and sizes per call site. 1 (default): the immediate "
-             "caller of each MPI function (one return address); 2..8: that many frames of the "
-             "application's stack (walked with backtrace(), a few us per call, or by frame pointers: "
-             "MPILENS_CALLSITE_UNWIND); 0: off. Frames inside the MPI "
-             "libraries and mpilens are skipped. See docs/runtime.md."},
-    {.key = "callsite_unwind", .type = ML_SET_CHOICE, .def = "backtrace", .choices = unwind_choices,
-     .out = &ml_cs_unwind, .accepted = "backtrace or fp",
-     .help = "how call sites of depth 2..8 are walked. backtrace: glibc's DWARF unwinder, right for "
-             "any build, a few us per call. fp: the saved frame pointers, tens of ns per call, checked "
-             "at each step (else backtrace()); only for applications built with "
-             "-fno-omit-frame-pointer (a function without one between two with one is skipped "
-             "unseen). See docs/runtime.md."},
-    {.key = "callsite_slots", .type = ML_SET_INT, .def = "256", .lo = 1, .hi = 65536,
-     .out = &ml_cs_slots, .accepted = "an integer from 1 to 65536",
-     .help = "call sites each thread records (about 300 bytes each); calls from further sites "
-             "are counted in callsites_dropped"},
-    {.key = "regions", .type = ML_SET_INT, .def = "16", .lo = 0, .hi = 1024, .out = &ml_rg_max,
-     .accepted = "an integer from 0 to 1024",
-     .help = "region labels kept (MPI_Pcontrol(1, \"label\") / MPI_Pcontrol(-1, \"label\"), "
-             "mpilens_region_begin/end); further labels share one record \"(other)\"; 0: regions ignored"},
-    {.key = "timeline_bins", .type = ML_SET_INT, .def = "64", .lo = 0, .hi = 4096, .flags = ML_SET_POW2,
-     .out = &ml_tl_bins, .accepted = "0, or a power of two up to 4096",
-     .help = "time line: per rank, this many time bins of calls, MPI time and bytes per function "
-             "class (p2p, coll, rma, io, other); bins start about 1 ms wide and pairs merge when "
-             "the run outgrows them (memory stays fixed); 0: off"},
-    {.key = "comms", .type = ML_SET_INT, .def = "32", .lo = 0, .hi = 4096, .out = &ml_cm_max,
-     .accepted = "an integer from 0 to 4096",
-     .help = "communicators each rank keeps a record of (calls, time, bytes; size, how it was made, "
-             "its parent, its MPI_Comm_set_name name), MPI_COMM_WORLD and MPI_COMM_SELF included; "
-             "calls on further ones go to one record \"other\"; 0: off"},
     {.key = "quiet", .type = ML_SET_FLAG, .unset = "rank 0 prints where the profile went",
      .out = &ml_cfg.quiet, .accepted = "any value, even empty",
      .help = "rank 0 does not print 'mpilens: profile written to ...'"},
-    {.key = "dump_signals", .type = ML_SET_CUSTOM, .def = "TERM,USR1,XCPU", .parse = parse_signals,
-     .out = &ml_fl_cfg.dump_signals,
-     .accepted = "comma-separated signal names among TERM, USR1, USR2, XCPU, INT, HUP, QUIT, ALRM "
-                 "(SIG prefix allowed), or none",
-     .help = "signals on which each rank writes its partial profile to <output>.partial/rank-N "
-             "(docs/flight-recorder.md). USR1 and USR2 only take a snapshot: the job goes on. "
-             "The others then take their previous action: the handler the program or the MPI "
-             "installed before MPI_Init, else the default (the rank ends)."},
-    {.key = "dump_at", .type = ML_SET_CUSTOM, .unset = "no time-limit dump", .parse = parse_seconds,
-     .out = &ml_fl_cfg.dump_at, .accepted = "a number of seconds > 0 and <= 1e9",
-     .help = "each rank writes its partial profile this many seconds after MPI_Init (once; the "
-             "job goes on). Under Slurm, SLURM_JOB_END_TIME minus dump_margin is used when earlier."},
-    {.key = "dump_margin", .type = ML_SET_REAL, .def = "60", .lo = 0, .hi = 86400,
-     .out = &ml_fl_cfg.dump_margin, .accepted = "a number of seconds > 0 and <= 86400",
-     .help = "the time-limit dump happens this long before SLURM_JOB_END_TIME"},
-    {.key = "hang_after", .type = ML_SET_CUSTOM, .unset = "no hang watchdog", .parse = parse_seconds,
-     .out = &ml_fl_cfg.hang_after, .accepted = "a number of seconds > 0 and <= 1e9",
-     .help = "a rank one of whose threads stays this long inside one MPI call writes its partial "
-             "profile (once per call; the job goes on)"},
-    {.key = "crash_dump", .type = ML_SET_BOOL, .def = "on", .out = &ml_fl_cfg.crash_dump,
-     .accepted = "on or off (also 1/0, yes/no, true/false)",
-     .help = "on SIGSEGV, SIGBUS, SIGFPE or SIGILL a rank writes its partial profile (best effort, "
-             "waiting at most 5 s), then the crash goes on through the previous handler"},
+    {0}};
+
+/* Read by the settings loader only (the config file) and by mpilens-exec. */
+static const ml_setting file_settings[] = {
     {.key = "config", .type = ML_SET_FILE, .unset = "no config file",
      .flags = ML_SET_ENV_ONLY | ML_SET_CONFIG, .out = &ml_cfg.config,
      .accepted = "a readable regular file of 'key = value' lines",
@@ -252,19 +166,25 @@ static const ml_setting core_settings[] = {
      .help = "read by mpilens-exec only: which libmpilens.so to preload"},
     {0}};
 
-/* The core, then every registered engine (malloc'd; *n parts). */
+/* The core's rows, every record kind's (kinds_list.h), the flight recorder's
+ * (flight.c), the file's, then every registered engine's (malloc'd; *n parts).
+ * Each part's rows write variables of the file that owns the part. */
 static ml_setting_part *parts(int *n)
 {
     int ne = 0;
     while (ml_engines[ne])
         ne++;
-    ml_setting_part *p = malloc(sizeof *p * (size_t)(ne + 1));
+    ml_setting_part *p = malloc(sizeof *p * (size_t)(ne + ML_NKINDS + 3));
     if (!p)
         return NULL;
-    p[0] = (ml_setting_part){"profiler", core_settings};
+    int k = 0;
+    p[k++] = (ml_setting_part){"profiler", core_settings};
+    k += ml_kinds_settings(p + k, ML_NKINDS);
+    p[k++] = (ml_setting_part){"profiler", ml_fl_settings};
+    p[k++] = (ml_setting_part){"profiler", file_settings};
     for (int i = 0; i < ne; i++)
-        p[i + 1] = (ml_setting_part){ml_engines[i]->name, ml_engines[i]->settings};
-    *n = ne + 1;
+        p[k++] = (ml_setting_part){ml_engines[i]->name, ml_engines[i]->settings};
+    *n = k;
     return p;
 }
 

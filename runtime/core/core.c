@@ -22,13 +22,19 @@ uint64_t ml_sample_mask = 0, ml_slow_ticks = 0;
 uint64_t ml_t_init = 0, ml_t_final = 0;
 int ml_wrapped_c = ML_NWRAP_C, ml_wrapped_f = ML_NWRAP_F;
 
-static pthread_mutex_t ml_slot_mu = PTHREAD_MUTEX_INITIALIZER;
-static ml_slot_t *ml_slots = NULL;     /* list of all slots, merged at finalize */
-static ml_slot_t *ml_overflow = NULL;  /* shared slot once MPILENS_MAX_THREADS is reached */
-static int ml_nslots = 0;
+/* The slots (one per thread up to MPILENS_MAX_THREADS, then one shared), under mu. */
+static struct {
+    pthread_mutex_t mu;
+    ml_slot_t *head;       /* every slot, newest first (merged at MPI_Finalize); the slot iterator */
+    ml_slot_t *overflow;   /* the shared slot once MPILENS_MAX_THREADS is reached */
+    int n;                 /* slots made */
+    uint32_t nshared;      /* threads given the shared slot */
+} SL = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-ml_slot_t *ml_first_slot(void) { return ml_slots; }
-int ml_slot_count(void) { return ml_nslots; }
+/* The slot iterator (ml.h): a slot is published complete (release), so a
+ * walk on another thread (the flight recorder's dump) sees its tables. */
+ml_slot_t *ml_first_slot(void) { return __atomic_load_n(&SL.head, __ATOMIC_ACQUIRE); }
+int ml_slot_count(void) { return SL.n; }
 
 static ml_slot_t *ml_slot_new(void)
 {
@@ -38,29 +44,28 @@ static ml_slot_t *ml_slot_new(void)
         fprintf(stderr, "mpilens: out of memory allocating a thread's records (%zu bytes)\n", sizeof *s);
         abort();
     }
-    ml_hooks_attach(s);
-    s->next = ml_slots;
-    ml_slots = s;
-    ml_nslots++;
+    ml_kinds_attach(s);
+    s->next = SL.head;
+    __atomic_store_n(&SL.head, s, __ATOMIC_RELEASE);
+    SL.n++;
     return s;
 }
 
 ml_slot_t *ml_slot_attach(void)
 {
-    pthread_mutex_lock(&ml_slot_mu);
+    pthread_mutex_lock(&SL.mu);
     ml_slot_t *s;
-    if (ml_nslots < ml_cfg.max_threads) {
+    if (SL.n < ml_cfg.max_threads) {
         s = ml_slot_new();
     } else {
-        if (!ml_overflow) {
-            ml_overflow = ml_slot_new();
-            ml_overflow->shared = 1;
+        if (!SL.overflow) {
+            SL.overflow = ml_slot_new();
+            SL.overflow->shared = 1;
         }
-        s = ml_overflow;
-        static uint32_t nshared;
-        ml_rq_thread = (++nshared & 0xffff) ? (nshared & 0xffff) : (++nshared & 0xffff); /* 1..65535 */
+        s = SL.overflow;
+        ml_rq_thread = (++SL.nshared & 0xffff) ? (SL.nshared & 0xffff) : (++SL.nshared & 0xffff); /* 1..65535 */
     }
-    pthread_mutex_unlock(&ml_slot_mu);
+    pthread_mutex_unlock(&SL.mu);
     ml_tslot = s;
     return s;
 }
@@ -75,7 +80,7 @@ void ml_shared_unlock(void) { pthread_mutex_unlock(&ml_shared_mu); }
 
 __attribute__((visibility("default"))) size_t mpilens_record_bytes(void)
 {
-    return (size_t)ml_nslots * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t) + ml_hooks_bytes());
+    return (size_t)SL.n * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t) + ml_kinds_bytes());
 }
 
 void ml_mark_served(void) { ml_served_flag = 1; }
@@ -130,14 +135,17 @@ static double ml_measure_overhead(void)
     return ns > 0 ? ns : 0.0;
 }
 
-static int ml_init_done = 0, ml_final_done = 0;
+/* Where this process is in its life: MPI_Init and MPI_Finalize seen (once each). */
+static struct {
+    int init_done, final_done;
+} LF;
 
 void ml_after_init(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    if (ml_init_done) return;
-    ml_init_done = 1;
+    if (LF.init_done) return;
+    LF.init_done = 1;
     ml_depth++; /* our own MPI calls below are never recorded */
     PMPI_Comm_size(MPI_COMM_WORLD, &ml_world_size);
     PMPI_Comm_rank(MPI_COMM_WORLD, &ml_world_rank);
@@ -157,7 +165,7 @@ void ml_after_init(int *argc, char ***argv)
     }
     ml_clock_init();
     ml_fortran_init();
-    ml_hooks_init();
+    ml_kinds_init(); /* the record kinds (kinds_list.h) */
     ml_slow_ticks = ml_ns_to_ticks(ML_ALWAYS_TIME_ABOVE_NS);
     if (ml_cfg.profile) {
         /* The probe runs as an outermost call, even when MPI_Init was reached
@@ -174,7 +182,7 @@ void ml_after_init(int *argc, char ***argv)
         ml_overhead_sampled_ns = ml_measure_overhead();
         ml_depth = depth;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
-        ml_hooks_reset(ml_slot());
+        ml_kinds_reset(ml_slot());
         ml_fon[0] = 0;
     }
     ml_t_init = ml_now();
@@ -188,7 +196,7 @@ void ml_after_init(int *argc, char ***argv)
 __attribute__((destructor)) static void ml_unseen_check(void)
 {
     int init = 0;
-    if (ml_init_done || PMPI_Initialized(&init) != MPI_SUCCESS || !init) return;
+    if (LF.init_done || PMPI_Initialized(&init) != MPI_SUCCESS || !init) return;
     const char *r = getenv("OMPI_COMM_WORLD_RANK");
     if (!r) r = getenv("PMI_RANK");
     if (!r) r = getenv("PMIX_RANK");
@@ -214,8 +222,8 @@ static void ml_finalize_wait(void)
 
 void ml_before_finalize(void)
 {
-    if (ml_final_done || !ml_init_done) return;
-    ml_final_done = 1;
+    if (LF.final_done || !LF.init_done) return;
+    LF.final_done = 1;
     ml_t_final = ml_now();
     int was_active = ml_active || ml_paused;
     ml_active = 0;

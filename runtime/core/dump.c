@@ -29,12 +29,14 @@
 #define ML_DUMP_MAX_REQUESTS 256 /* requests listed per dump (all are counted) */
 #define ML_DUMP_MAX_WAITS 64     /* requests listed per completion call */
 
-ml_slot_t *ml_first_slot(void);
 
-static ml_slot_t ml_dm;          /* this rank's records merged (peers allocated at start) */
-static ml_buf_t ml_db;           /* the text */
-static char ml_d_host[256], ml_d_job[128], ml_d_cmd[2048], ml_d_lib[256];
-static int ml_d_seq = 0;
+/* The dump's state (one per process; dumps run one at a time, flight.c). */
+static struct {
+    ml_slot_t m;                 /* this rank's records merged (peers allocated at start) */
+    ml_buf_t b;                  /* the text */
+    char host[256], job[128], cmd[2048], lib[256];
+    int seq;                     /* dumps written */
+} DM;
 ML_TLS int ml_in_dump = 0;
 
 static const char *const ml_reason[] = {"signal", "time_limit", "hang", "abort", "crash"};
@@ -42,33 +44,33 @@ static const char *const ml_kind[] = {"other", "send", "recv", "sendrecv", "coll
 
 void ml_dump_prepare(void)
 {
-    ml_dm.peers = calloc((size_t)ml_world_size, sizeof(ml_peer_t));
+    DM.m.peers = calloc((size_t)ml_world_size, sizeof(ml_peer_t));
     size_t cap = (1u << 18) + (size_t)ml_world_size * 96;
-    ml_db.p = malloc(cap);
-    if (!ml_dm.peers || !ml_db.p) {
+    DM.b.p = malloc(cap);
+    if (!DM.m.peers || !DM.b.p) {
         fprintf(stderr, "mpilens: out of memory preparing the flight recorder\n");
         abort();
     }
-    ml_db.cap = cap;
-    ml_db.n = 0;
-    ml_db.p[0] = 0;
-    gethostname(ml_d_host, sizeof ml_d_host - 1);
+    DM.b.cap = cap;
+    DM.b.n = 0;
+    DM.b.p[0] = 0;
+    gethostname(DM.host, sizeof DM.host - 1);
     char stamp[32];
     time_t now = time(NULL);
     struct tm tmv;
     gmtime_r(&now, &tmv);
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
-    ml_job_id(ml_d_job, sizeof ml_d_job, stamp);
+    ml_job_id(DM.job, sizeof DM.job, stamp);
     FILE *cf = fopen("/proc/self/cmdline", "r");
     if (cf) {
-        size_t k = fread(ml_d_cmd, 1, sizeof ml_d_cmd - 1, cf);
+        size_t k = fread(DM.cmd, 1, sizeof DM.cmd - 1, cf);
         fclose(cf);
-        for (size_t i = 0; i + 1 < k; i++) if (!ml_d_cmd[i]) ml_d_cmd[i] = ' ';
+        for (size_t i = 0; i + 1 < k; i++) if (!DM.cmd[i]) DM.cmd[i] = ' ';
     }
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
     int len = 0;
     PMPI_Get_library_version(lib, &len);
-    snprintf(ml_d_lib, sizeof ml_d_lib, "%.*s", (int)strcspn(lib, "\n"), lib);
+    snprintf(DM.lib, sizeof DM.lib, "%.*s", (int)strcspn(lib, "\n"), lib);
 }
 
 /* world rank or one of ML_FL_* as JSON */
@@ -202,15 +204,15 @@ static void ml_dump_header(ml_buf_t *b, int reason, int sig, int code, uint64_t 
     ml_buf_printf(b, ",\"errorcode\":");
     if (reason == ML_DUMP_ABORT) ml_buf_printf(b, "%d", code);
     else ml_buf_printf(b, "null");
-    ml_buf_printf(b, ",\"dump\":%d,\"created\":\"%s\",\"elapsed_s\":%.6f,\"job_id\":", ++ml_d_seq, iso,
+    ml_buf_printf(b, ",\"dump\":%d,\"created\":\"%s\",\"elapsed_s\":%.6f,\"job_id\":", ++DM.seq, iso,
                   ml_since(now, ml_t_init));
-    ml_buf_json_str(b, ml_d_job);
+    ml_buf_json_str(b, DM.job);
     ml_buf_printf(b, ",\"command\":");
-    ml_buf_json_str(b, ml_d_cmd);
+    ml_buf_json_str(b, DM.cmd);
     ml_buf_printf(b, ",\"host\":");
-    ml_buf_json_str(b, ml_d_host);
+    ml_buf_json_str(b, DM.host);
     ml_buf_printf(b, ",\"pid\":%d,\"mpi_library\":", (int)getpid());
-    ml_buf_json_str(b, ml_d_lib);
+    ml_buf_json_str(b, DM.lib);
     long long wc = ml_world_colls();
     ml_buf_printf(b, ",\"hang_after_s\":%.6g,\"world_collectives\":", ml_fl_cfg.hang_after);
     if (wc >= 0) ml_buf_printf(b, "%lld", wc);
@@ -271,7 +273,7 @@ int ml_dump_is_mine(const char *path)
     if (!strstr(head, want)) return 0;
     ml_buf_t jb = {0}; /* (at MPI_Finalize: allocating is fine) */
     ml_buf_printf(&jb, "\"job_id\":");
-    ml_buf_json_str(&jb, ml_d_job);
+    ml_buf_json_str(&jb, DM.job);
     int mine = jb.p && strstr(head, jb.p) != NULL;
     ml_buf_free(&jb);
     return mine;
@@ -280,17 +282,17 @@ int ml_dump_is_mine(const char *path)
 int ml_dump_write(const char *dir, int reason, int sig, int code)
 {
     uint64_t now = ml_now();
-    ml_buf_t *b = &ml_db;
+    ml_buf_t *b = &DM.b;
     b->n = 0;
     if (b->p) b->p[0] = 0;
     ml_dump_header(b, reason, sig, code, now);
     ml_profile_t prof;
     memset(&prof, 0, sizeof prof);
-    ml_merge_into(&ml_dm);
-    prof.m = &ml_dm;
+    ml_merge_into(&DM.m);
+    prof.m = &DM.m;
     prof.wall = ml_since(now, ml_t_init);
-    prof.mpi = ml_mpi_time(&ml_dm);
-    snprintf(prof.host, sizeof prof.host, "%s", ml_d_host);
+    prof.mpi = ml_mpi_time(&DM.m);
+    snprintf(prof.host, sizeof prof.host, "%s", DM.host);
     ml_in_dump = 1; /* the rank line's hooks only read (hooks.h) */
     ml_profile_rank_line(b, &prof);
     ml_in_dump = 0;

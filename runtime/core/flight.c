@@ -18,6 +18,7 @@
  * The recorder never calls MPI and takes no lock an application thread holds;
  * it reads the records and the in-flight state as they are (flight.h). */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,21 +41,89 @@
 
 ml_fl_cfg_t ml_fl_cfg;
 volatile uint64_t ml_fl_clock = 0;
-ml_slot_t *ml_first_slot(void);
 
-static char ml_fl_dir[4400];          /* <output>.partial */
-static int ml_fl_pipe[2] = {-1, -1};
-static pthread_t ml_fl_thread;
-static int ml_fl_running = 0, ml_fl_fid_finalize = 0;
-static volatile int ml_fl_dumps = 0;  /* dumps finished (the signal handler waits on it) */
-static pthread_mutex_t ml_fl_mu = PTHREAD_MUTEX_INITIALIZER; /* one dump at a time */
-static struct sigaction ml_fl_old[65];
-static unsigned char ml_fl_mine[65];  /* our handler is installed for this signal */
+/* The recorder's state (one per process). */
+static struct {
+    char dir[4400];                /* <output>.partial */
+    int pipe[2];                   /* wakes the recorder's thread (signal handlers write to it) */
+    pthread_t thread;
+    int running, fid_finalize;
+    volatile int dumps;            /* dumps finished (the signal handler waits on it) */
+    pthread_mutex_t mu;            /* one dump at a time */
+    struct sigaction old[65];      /* the handlers ours replaced */
+    unsigned char mine[65];        /* our handler is installed for this signal */
+    uint64_t ended[65];            /* when the dump for an ending signal was written (recorder thread) */
+} FL = {.pipe = {-1, -1}, .mu = PTHREAD_MUTEX_INITIALIZER};
 static ML_TLS int ml_fl_is_recorder = 0;
 
 const ml_fl_signame_t ml_fl_signals[] = {
     {"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"XCPU", SIGXCPU}, {"INT", SIGINT},
     {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"ALRM", SIGALRM}, {NULL, 0}};
+
+/* ---- the recorder's settings (read with the core's: config.c) ---- */
+
+/* dump_signals: names from ml_fl_signals (flight.c), or none */
+static int parse_signals(const char *v, void *out, ml_buf_t *why)
+{
+    unsigned m = 0;
+    char *copy = strdup(v ? v : ""), *save = NULL;
+    int rc = copy ? 0 : -1;
+    for (char *t = copy ? strtok_r(copy, ", \t\n", &save) : NULL; t && !rc; t = strtok_r(NULL, ", \t\n", &save)) {
+        const char *n = strncasecmp(t, "SIG", 3) == 0 ? t + 3 : t;
+        int i = 0;
+        while (ml_fl_signals[i].name && strcasecmp(n, ml_fl_signals[i].name) != 0) i++;
+        if (ml_fl_signals[i].name) m |= 1u << i;
+        else if (strcasecmp(t, "none") != 0 || save[0]) {
+            ml_buf_printf(why, "unknown signal '%s'", t);
+            rc = -1;
+        }
+    }
+    free(copy);
+    if (!rc) *(unsigned *)out = m;
+    return rc;
+}
+
+/* dump_at, hang_after: seconds > 0, unset = off */
+static int parse_seconds(const char *v, void *out, ml_buf_t *why)
+{
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (v) while (isspace((unsigned char)*end)) end++; /* blanks around the number, as in every setting */
+    if (v && (end == v || *end)) return -1;
+    if (v && !(x > 0 && x <= 1e9)) {
+        ml_buf_printf(why, "it must be > 0 and at most 1e9 seconds (about 31 years)");
+        return -1;
+    }
+    *(double *)out = x;
+    return 0;
+}
+
+
+const ml_setting ml_fl_settings[] = {
+    {.key = "dump_signals", .type = ML_SET_CUSTOM, .def = "TERM,USR1,XCPU", .parse = parse_signals,
+     .out = &ml_fl_cfg.dump_signals,
+     .accepted = "comma-separated signal names among TERM, USR1, USR2, XCPU, INT, HUP, QUIT, ALRM "
+                 "(SIG prefix allowed), or none",
+     .help = "signals on which each rank writes its partial profile to <output>.partial/rank-N "
+             "(docs/flight-recorder.md). USR1 and USR2 only take a snapshot: the job goes on. "
+             "The others then take their previous action: the handler the program or the MPI "
+             "installed before MPI_Init, else the default (the rank ends)."},
+    {.key = "dump_at", .type = ML_SET_CUSTOM, .unset = "no time-limit dump", .parse = parse_seconds,
+     .out = &ml_fl_cfg.dump_at, .accepted = "a number of seconds > 0 and <= 1e9",
+     .help = "each rank writes its partial profile this many seconds after MPI_Init (once; the "
+             "job goes on). Under Slurm, SLURM_JOB_END_TIME minus dump_margin is used when earlier."},
+    {.key = "dump_margin", .type = ML_SET_REAL, .def = "60", .lo = 0, .hi = 86400,
+     .out = &ml_fl_cfg.dump_margin, .accepted = "a number of seconds > 0 and <= 86400",
+     .help = "the time-limit dump happens this long before SLURM_JOB_END_TIME"},
+    {.key = "hang_after", .type = ML_SET_CUSTOM, .unset = "no hang watchdog", .parse = parse_seconds,
+     .out = &ml_fl_cfg.hang_after, .accepted = "a number of seconds > 0 and <= 1e9",
+     .help = "a rank one of whose threads stays this long inside one MPI call writes its partial "
+             "profile (once per call; the job goes on)"},
+    {.key = "crash_dump", .type = ML_SET_BOOL, .def = "on", .out = &ml_fl_cfg.crash_dump,
+     .accepted = "on or off (also 1/0, yes/no, true/false)",
+     .help = "on SIGSEGV, SIGBUS, SIGFPE or SIGILL a rank writes its partial profile (best effort, "
+             "waiting at most 5 s), then the crash goes on through the previous handler"},
+    {0}};
 static const int ml_fl_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, 0};
 
 const char *ml_fl_signal_name(int sig)
@@ -80,24 +150,24 @@ static int ml_fl_is_crash(int sig)
 static void ml_fl_wait_dump(int d0, int s)
 {
     struct timespec nap = {0, 2000000};
-    for (int i = 0; i < s * 500 && __atomic_load_n(&ml_fl_dumps, __ATOMIC_ACQUIRE) == d0; i++)
+    for (int i = 0; i < s * 500 && __atomic_load_n(&FL.dumps, __ATOMIC_ACQUIRE) == d0; i++)
         nanosleep(&nap, NULL);
 }
 
 static void ml_fl_on_signal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
-    int d0 = __atomic_load_n(&ml_fl_dumps, __ATOMIC_ACQUIRE);
+    int d0 = __atomic_load_n(&FL.dumps, __ATOMIC_ACQUIRE);
     /* a crash signal sent (kill, raise: si_code <= 0) rather than a fault: flagged 0x80,
      * its dump then waits for the other ranks' as a terminating signal's does (a signal
      * sent to a job reaches every rank) */
     int sent = ml_fl_is_crash(sig) && (si == NULL || si->si_code <= 0);
     unsigned char c = (unsigned char)(sig | (sent ? 0x80 : 0));
     int snapshot = sig == SIGUSR1 || sig == SIGUSR2;
-    const struct sigaction *old = &ml_fl_old[sig];
+    const struct sigaction *old = &FL.old[sig];
     int handler = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
                   : old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN;
-    if (!ml_fl_is_recorder && write(ml_fl_pipe[1], &c, 1) == 1 && (!snapshot || handler))
+    if (!ml_fl_is_recorder && write(FL.pipe[1], &c, 1) == 1 && (!snapshot || handler))
         ml_fl_wait_dump(d0, ML_FL_SIGNAL_WAIT_S);
     if (ml_fl_is_crash(sig)) { /* back to the previous handler; the fault happens again there */
         sigaction(sig, old, NULL);
@@ -129,18 +199,18 @@ static void ml_fl_install(int sig)
     sa.sa_sigaction = ml_fl_on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, &sa, &ml_fl_old[sig]) == 0) ml_fl_mine[sig] = 1;
+    if (sigaction(sig, &sa, &FL.old[sig]) == 0) FL.mine[sig] = 1;
 }
 
 static void ml_fl_restore(void)
 {
     for (int sig = 1; sig < 65; sig++) {
-        if (!ml_fl_mine[sig]) continue;
+        if (!FL.mine[sig]) continue;
         struct sigaction cur;
         /* only if ours is still in place: the application may have replaced it since */
         if (sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == ml_fl_on_signal)
-            sigaction(sig, &ml_fl_old[sig], NULL);
-        ml_fl_mine[sig] = 0;
+            sigaction(sig, &FL.old[sig], NULL);
+        FL.mine[sig] = 0;
     }
 }
 
@@ -162,7 +232,7 @@ static void ml_fl_wait_peers(const struct timespec *since)
         char f[4500];
         struct stat st;
         while (next < n) {
-            snprintf(f, sizeof f, "%s/rank-%d", ml_fl_dir, next);
+            snprintf(f, sizeof f, "%s/rank-%d", FL.dir, next);
             if (stat(f, &st) != 0 || st.st_mtim.tv_sec < since->tv_sec ||
                 (st.st_mtim.tv_sec == since->tv_sec && st.st_mtim.tv_nsec < since->tv_nsec))
                 break;
@@ -177,15 +247,15 @@ static void ml_fl_dump(int reason, int sig, int code)
     struct timespec since;
     clock_gettime(CLOCK_REALTIME, &since);
     since.tv_sec -= 1; /* file times are coarser than the clock on some file systems */
-    pthread_mutex_lock(&ml_fl_mu);
-    if (ml_dump_write(ml_fl_dir, reason, sig, code) != 0)
-        fprintf(stderr, "mpilens: rank %d: cannot write its partial profile in %s: %s\n", ml_world_rank, ml_fl_dir,
+    pthread_mutex_lock(&FL.mu);
+    if (ml_dump_write(FL.dir, reason, sig, code) != 0)
+        fprintf(stderr, "mpilens: rank %d: cannot write its partial profile in %s: %s\n", ml_world_rank, FL.dir,
                 errno == ELOOP ? "it is a symbolic link (refused)" : strerror(errno));
     else if ((reason == ML_DUMP_SIGNAL && sig != SIGUSR1 && sig != SIGUSR2) ||
              (reason == ML_DUMP_CRASH && code)) /* code: a crash signal sent, not a fault */
         ml_fl_wait_peers(&since);
-    __atomic_add_fetch(&ml_fl_dumps, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&ml_fl_mu);
+    __atomic_add_fetch(&FL.dumps, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&FL.mu);
 }
 
 /* A thread in one call for hang_after seconds that was not dumped for that call yet: 1. */
@@ -204,7 +274,6 @@ static int ml_fl_hanging(uint64_t now, uint64_t limit)
     return found;
 }
 
-static uint64_t ml_fl_ended[65]; /* when the dump for an ending signal was written (recorder thread) */
 
 static void *ml_fl_main(void *arg)
 {
@@ -214,13 +283,13 @@ static void *ml_fl_main(void *arg)
     uint64_t deadline = ml_fl_cfg.deadline_s > 0 ? start + ml_ns_to_ticks((uint64_t)(ml_fl_cfg.deadline_s * 1e9)) : 0;
     uint64_t hang = ml_fl_cfg.hang_after > 0 ? ml_ns_to_ticks((uint64_t)(ml_fl_cfg.hang_after * 1e9)) : 0;
     for (;;) {
-        struct pollfd p = {ml_fl_pipe[0], POLLIN, 0};
+        struct pollfd p = {FL.pipe[0], POLLIN, 0};
         int n = poll(&p, 1, ML_FL_TICK_MS);
         uint64_t now = ml_now();
         __atomic_store_n(&ml_fl_clock, now, __ATOMIC_RELAXED);
         if (n > 0) {
             unsigned char buf[64];
-            ssize_t k = read(ml_fl_pipe[0], buf, sizeof buf);
+            ssize_t k = read(FL.pipe[0], buf, sizeof buf);
             int done = 0;
             unsigned char seen[65] = {0};
             for (ssize_t i = 0; i < k; i++) {
@@ -233,13 +302,13 @@ static void *ml_fl_main(void *arg)
                      * (under Slurm each task gets SIGTERM from slurmd and from srun, which a
                      * second thread may take): no second dump, which would push the dump
                      * before it (the time limit's) out of rank-N.prev.  Its handler's wait ends. */
-                    if (ending && ml_fl_ended[sig] &&
-                        now - ml_fl_ended[sig] < ml_ns_to_ticks(ML_FL_SIGNAL_WAIT_S * 2000000000ull)) {
-                        __atomic_add_fetch(&ml_fl_dumps, 1, __ATOMIC_RELEASE);
+                    if (ending && FL.ended[sig] &&
+                        now - FL.ended[sig] < ml_ns_to_ticks(ML_FL_SIGNAL_WAIT_S * 2000000000ull)) {
+                        __atomic_add_fetch(&FL.dumps, 1, __ATOMIC_RELEASE);
                         continue;
                     }
                     ml_fl_dump(ml_fl_is_crash(sig) ? ML_DUMP_CRASH : ML_DUMP_SIGNAL, sig, sent);
-                    if (ending) ml_fl_ended[sig] = ml_now();
+                    if (ending) FL.ended[sig] = ml_now();
                 }
             }
             if (done) break;
@@ -273,33 +342,33 @@ void ml_flight_start(void)
     char path[4300] = {0};
     if (ml_world_rank == 0) ml_output_path(path, sizeof path);
     PMPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
-    snprintf(ml_fl_dir, sizeof ml_fl_dir, "%s.partial", path);
-    for (int i = 1; i < ML_NFUNC && !ml_fl_fid_finalize; i++)
-        if (strcmp(ml_func_name[i], "MPI_Finalize") == 0) ml_fl_fid_finalize = i;
+    snprintf(FL.dir, sizeof FL.dir, "%s.partial", path);
+    for (int i = 1; i < ML_NFUNC && !FL.fid_finalize; i++)
+        if (strcmp(ml_func_name[i], "MPI_Finalize") == 0) FL.fid_finalize = i;
     ml_fl_cfg.deadline_s = ml_fl_cfg.dump_at;
     double slurm = ml_fl_slurm_deadline();
     if (slurm > 0 && (ml_fl_cfg.deadline_s <= 0 || slurm < ml_fl_cfg.deadline_s)) ml_fl_cfg.deadline_s = slurm;
     ml_dump_prepare();
     ml_fl_clock = ml_now();
-    if (pipe2(ml_fl_pipe, O_CLOEXEC) != 0) {
+    if (pipe2(FL.pipe, O_CLOEXEC) != 0) {
         fprintf(stderr, "mpilens: rank %d: no flight recorder (pipe: %s)\n", ml_world_rank, strerror(errno));
         return;
     }
-    fcntl(ml_fl_pipe[1], F_SETFL, O_NONBLOCK);
+    fcntl(FL.pipe[1], F_SETFL, O_NONBLOCK);
     /* the recorder's thread never takes the signals it writes dumps for */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&ml_fl_thread, NULL, ml_fl_main, NULL);
+    int rc = pthread_create(&FL.thread, NULL, ml_fl_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         fprintf(stderr, "mpilens: rank %d: no flight recorder (thread: %s)\n", ml_world_rank, strerror(rc));
-        close(ml_fl_pipe[0]);
-        close(ml_fl_pipe[1]);
-        ml_fl_pipe[0] = ml_fl_pipe[1] = -1;
+        close(FL.pipe[0]);
+        close(FL.pipe[1]);
+        FL.pipe[0] = FL.pipe[1] = -1;
         return;
     }
-    ml_fl_running = 1;
+    FL.running = 1;
     for (int i = 0; ml_fl_signals[i].name; i++)
         if (ml_fl_cfg.dump_signals & (1u << i)) ml_fl_install(ml_fl_signals[i].sig);
     for (int i = 0; ml_fl_cfg.crash_dump && ml_fl_crash_signals[i]; i++) ml_fl_install(ml_fl_crash_signals[i]);
@@ -315,12 +384,12 @@ static void ml_fl_mark(int fid, int kind, MPI_Comm comm)
 
 void ml_flight_finalize_enter(void)
 {
-    if (ml_fl_running && ml_fl_fid_finalize) ml_fl_mark(ml_fl_fid_finalize, ML_FL_COLL, MPI_COMM_WORLD);
+    if (FL.running && FL.fid_finalize) ml_fl_mark(FL.fid_finalize, ML_FL_COLL, MPI_COMM_WORLD);
 }
 
 void ml_flight_abort(int fid, MPI_Comm comm, int errorcode)
 {
-    if (!ml_fl_running) return;
+    if (!FL.running) return;
     ml_fl_mark(fid, ML_FL_OTHER, comm);
     ml_fl_dump(ML_DUMP_ABORT, 0, errorcode);
     ml_fl_out(ml_slot());
@@ -334,23 +403,23 @@ static void ml_fl_remove(void)
     static const char *const names[] = {"rank-%d", "rank-%d.prev", ".rank-%d.tmp", ".rank-%d.prev.tmp"};
     char f[4500];
     for (int i = 0; i < 4; i++) {
-        int k = snprintf(f, sizeof f, "%s/", ml_fl_dir);
+        int k = snprintf(f, sizeof f, "%s/", FL.dir);
         snprintf(f + k, sizeof f - (size_t)k, names[i], ml_world_rank);
         if (ml_dump_is_mine(f)) unlink(f);
     }
-    rmdir(ml_fl_dir); /* the last rank's succeeds */
+    rmdir(FL.dir); /* the last rank's succeeds */
 }
 
 void ml_flight_stop(int profile_written)
 {
-    if (!ml_fl_running) return;
+    if (!FL.running) return;
     ml_fl_restore();
     unsigned char z = 0;
-    while (write(ml_fl_pipe[1], &z, 1) != 1 && errno == EINTR) {}
-    pthread_join(ml_fl_thread, NULL);
-    close(ml_fl_pipe[0]);
-    close(ml_fl_pipe[1]);
-    ml_fl_pipe[0] = ml_fl_pipe[1] = -1;
-    ml_fl_running = 0;
+    while (write(FL.pipe[1], &z, 1) != 1 && errno == EINTR) {}
+    pthread_join(FL.thread, NULL);
+    close(FL.pipe[0]);
+    close(FL.pipe[1]);
+    FL.pipe[0] = FL.pipe[1] = -1;
+    FL.running = 0;
     if (profile_written) ml_fl_remove();
 }

@@ -11,7 +11,7 @@
 #define MLENS_FLIGHT_H
 #include <limits.h>
 
-#include "ml.h"
+#include "hooks.h" /* ml.h and the record kinds' per-call hooks (the wrappers include this file) */
 
 #ifdef ML_NO_INFLIGHT
 #define ML_FL_ON 0
@@ -95,7 +95,8 @@ typedef struct {
     int crash_dump;
     double deadline_s;          /* seconds after MPI_Init of the time-limit dump, 0: none */
 } ml_fl_cfg_t;
-extern ml_fl_cfg_t ml_fl_cfg;   /* settings (config.c's table) */
+extern ml_fl_cfg_t ml_fl_cfg;   /* settings (flight.c's table ml_fl_settings) */
+extern const ml_setting ml_fl_settings[]; /* the recorder's rows of the settings table (read by config.c) */
 typedef struct { const char *name; int sig; } ml_fl_signame_t;
 extern const ml_fl_signame_t ml_fl_signals[]; /* the signals MPILENS_DUMP_SIGNALS may name */
 const char *ml_fl_signal_name(int sig);

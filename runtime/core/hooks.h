@@ -1,16 +1,22 @@
-/* Per-call hooks beside the function records: call sites (callsite.c),
- * regions (region.c), the time line (timeline.c) and communicators
- * (comms.c).  Every timed wrapper calls ml_hook_begin before the MPI call and
+/* The record kinds' per-call hooks: call sites (callsite.c), regions
+ * (region.c), the time line (timeline.c) and communicators (comms.c), each a
+ * descriptor of kinds_list.h (mltypes.h; the registry's loops are in
+ * kinds.c).  Every timed wrapper calls ml_hook_begin before the MPI call and
  * ml_call_end (callend.c) after its semantic helpers (ml.h shows the whole
  * wrapper):
  *
- * ml_hook_begin keeps the caller's return address and zeroes the call's byte
- * counters (ml_cb, per thread); ml_call_end counts the call in its function's
- * record, then (ml_hook_end_d) attributes the call, its time and the bytes the
- * semantic helpers gave it to its region, its time-line bin, its communicator
- * and its call site.  With call sites off and no region open each is one
- * predictable branch.  No lock (the wrapper holds the shared slot's), no
- * allocation: the tables are fixed at the thread's first call. */
+ * ml_hook_begin keeps the caller's return address, reads ml_hooks_on once
+ * (h->on) and, when a kind is on, zeroes the call's byte counters (ml_cb, per
+ * thread); ml_call_end counts the call in its function's record, then
+ * (ml_hook_end_d) attributes the call, its time and the bytes the semantic
+ * helpers gave it to the out-of-line hooks of the kinds that have one on
+ * (behind one test: ml_kinds_rare; regions, while one is open), its time-line
+ * bin, its communicator (when the wrapper gave one: ml_hook_comm) and its
+ * call site (those three inline here, one predictable branch each when
+ * off).  No lock (the wrapper holds the shared slot's), no allocation: the
+ * tables are made by each kind's attach at the thread's first call.
+ *
+ * Include order: mltypes.h <- ml.h <- this file <- flight.h. */
 #ifndef MLENS_HOOKS_H
 #define MLENS_HOOKS_H
 
@@ -56,7 +62,6 @@ typedef struct ml_tltab {
     uint64_t merges;
     ml_tl_cell_t *cell;  /* [nbins][ML_TL_NCLASS] */
 } ml_tltab_t;
-extern int ml_tl_bins;                      /* MPILENS_TIMELINE_BINS (0: off) */
 extern const unsigned char ml_tl_class[ML_NFUNC]; /* function -> class (generated: ml_funcs.c) */
 void ml_tl_grow(ml_tltab_t *t, uint64_t rel);
 void ml_tl_move(ml_tltab_t *t, uint64_t t0);
@@ -88,10 +93,6 @@ int ml_cm_find(MPI_Comm comm);
 void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind);
 void ml_comm_freeing(MPI_Comm comm);
 void ml_comm_named(MPI_Comm comm);   /* after MPI_Comm_set_name: the record's copy of the name */
-void ml_cm_init(void);
-void ml_cm_attach(ml_slot_t *s);
-size_t ml_cm_bytes(void);
-void ml_cm_rank_json(ml_buf_t *b);
 
 ML_INLINE int ml_cm_id(MPI_Comm comm)
 {
@@ -122,7 +123,7 @@ typedef struct ml_rgtab {
 
 extern int ml_cs_depth;          /* MPILENS_CALLSITES: 0 off, 1..ML_CS_MAXDEPTH */
 extern volatile int ml_region_cur; /* innermost open region (0: none), process-wide */
-extern int ml_hooks_on;          /* ml_cs_depth || a region has been opened */
+extern int ml_hooks_on;          /* ML_HOOKS_* bits (mltypes.h): a kind is on, or a region has been opened (kinds.c) */
 
 typedef struct {
     void *ra;
@@ -133,27 +134,15 @@ typedef struct {
 /* After a successful call with a communicator argument (generated wrappers). */
 ML_INLINE void ml_hook_comm(ml_hook_t *h, MPI_Comm comm) { h->comm = comm; }
 
-extern int ml_cs_slots, ml_rg_max;  /* MPILENS_CALLSITE_SLOTS, MPILENS_REGIONS */
-extern int ml_cs_unwind;            /* MPILENS_CALLSITE_UNWIND: 0 backtrace, 1 frame pointers */
 
-void ml_hooks_init(void);           /* after MPI_Init (core.c) */
-void ml_hooks_attach(ml_slot_t *s); /* a new thread's tables (core.c, under the slot lock) */
-size_t ml_hooks_bytes(void);        /* their size per thread (mpilens_record_bytes) */
-void ml_cs_init(void);
-void ml_hooks_reset(ml_slot_t *s);  /* empties the call-site table (after the overhead probe) */
-void ml_cs_attach(ml_slot_t *s);
-size_t ml_cs_bytes(void);
-void ml_rg_attach(ml_slot_t *s);
-size_t ml_rg_bytes(void);
-void ml_cs_rank_json(ml_buf_t *b);  /* rank line members (profile_format.c) */
-void ml_rg_rank_json(ml_buf_t *b);
-void ml_tl_init(void);
-void ml_tl_attach(ml_slot_t *s);
-size_t ml_tl_bytes(void);
-void ml_tl_reset(ml_slot_t *s);
-void ml_tl_rank_json(ml_buf_t *b);
-void ml_hooks_header_json(ml_buf_t *b); /* header members */
-void ml_hooks_rank_json(ml_buf_t *b);   /* rank-line members: call sites, regions, time line */
+/* The kinds whose out-of-line hook (ml_kind_t.call) runs now, bit i for
+ * ml_kinds[i] (kinds.c): behind one test in ml_hook_end_d.  Set from a kind's
+ * init (ML_HOOKS_CALL), or at run time by the kind itself (ml_kind_call_on:
+ * regions, while one is open). */
+extern volatile unsigned ml_kinds_rare;
+void ml_kind_call_on(int kind, int on); /* kind: ML_KIND_<name> (mltypes.h) */
+void ml_kinds_rare_end(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
+                       uint64_t bs, uint64_t br);
 /* Set on the thread writing a partial profile (dump.c) while it formats the rank
  * line: the dump only reads (no MPI call, no change to the open regions); the
  * profile at MPI_Finalize is the one that closes the open regions and asks MPI
@@ -164,7 +153,6 @@ extern int ml_paused;               /* MPI_Pcontrol(0): recording off until MPI_
 extern int ml_ever_paused;          /* MPI_Pcontrol(0) was called once */
 
 void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br);
-void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br);
 ml_cs_rec_t *ml_cs_insert(ml_cstab_t *t, const uintptr_t *pc, int n, int fid, uint32_t h);
 
 ML_INLINE void ml_hook_begin(ml_hook_t *h, ml_slot_t *S, int fid, void *ra)
@@ -204,7 +192,7 @@ static inline void ml_hook_end_d(const ml_hook_t *h, ml_slot_t *S, int fid, int 
     /* a completion call (no byte counters of its own) gives none: what its receives
      * got belongs to the functions that started them (docs/runtime.md) */
     uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
-    if (__builtin_expect(ml_region_cur != 0, 0)) ml_region_add(S, fid, tm, dt, bs, br);
+    if (__builtin_expect(ml_kinds_rare != 0, 0)) ml_kinds_rare_end(h, S, fid, cls, tm, t0, dt, bs, br);
     if (S->tl) ml_tl_add(S->tl, cls, tm, t0, dt, bs + br);
     if (S->cm && h->comm != MPI_COMM_NULL) ml_cm_upd(&S->cm[ml_cm_id(h->comm)], tm, dt, bs, br);
     ml_cstab_t *t = S->cs;

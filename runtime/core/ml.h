@@ -1,22 +1,23 @@
 /* mpilens runtime: records, clock, per-call fast path.
  *
- * Every generated wrapper (C and Fortran; runtime/gen/genwrap.py, timed_body)
- * has the same shape; FID, DI (its data record, -1 none) and TLC (its
- * time-line class) are constants of the wrapper's enum:
+ * Every generated wrapper (C and Fortran; runtime/gen/genwrap.py, timed_body,
+ * is the authority) has this shape; FID, DI (its data record, -1 none) and
+ * TLC (its time-line class) are constants of the wrapper's enum, and the
+ * bracketed parts depend on the function:
  *
  *     int on = ml_enter();                  // outermost MPI call on this thread, profiling active?
  *     if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0;
  *               ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now();
- *               [a send: its size and world peer, once] }
- *     if (on) ml_fl_in(S, FID, ...);        // the in-flight state (flight.h)
- *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
+ *               [a send: its size _nb and world peer _wp, once] }
+ *     if (ML_FL_ON && on) ml_fl_in(S, FID, ...);  // the in-flight state (flight.h)
+ *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);    // an engine's override (runtime/engines)
  *     if (on) ml_fl_out(S);
  *     dt = tm ? ml_now() - t0 : 0;
  *     ml_leave();
- *     if (on) { if (S->shared) lock;         // one test: threads beyond MPILENS_MAX_THREADS
- *               if (ret == MPI_SUCCESS) { <semantic helpers: bytes, peers, requests> }
- *               ml_call_end(&H, S, FID, DI, TLC, tm, t0, dt);  // function record + record kinds
- *               if (S->shared) unlock; }
+ *     if (on) { int _sh = S->shared; if (_sh) ml_shared_lock();  // threads beyond MPILENS_MAX_THREADS
+ *               if (ret == MPI_SUCCESS) { [ml_hook_comm(&H, comm); semantic helpers: bytes, peers, requests] }
+ *               ml_call_end(&H, S, FID, DI, TLC, tm, t0, dt);  // function record + record kinds (hooks.h)
+ *               if (_sh) ml_shared_unlock(); }
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
  * Fortran binding calls the C MPI_Xxx, ROMIO calling MPI_Allreduce, an engine
@@ -26,6 +27,10 @@
  * the thread's first profiled call: no lock, no atomic, no allocation on the
  * per-call path.  Threads beyond MPILENS_MAX_THREADS share one slot, whose
  * updates the wrapper makes under one lock.  Slots are merged at MPI_Finalize.
+ *
+ * Headers: mltypes.h (macros, the record-kind descriptor and registry) <- this
+ * file <- hooks.h (the record kinds' per-call hooks) <- flight.h (what the
+ * wrappers include).  This file does not include hooks.h.
  */
 #ifndef MLENS_ML_H
 #define MLENS_ML_H
@@ -34,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mltypes.h"   /* ML_TLS, ML_INLINE, ml_slot_t, the record-kind descriptor and registry */
 #include "ml_funcs.h"  /* generated: ML_NFUNC, ML_NDATA, ml_func_name[], ml_func_didx[] */
 #include "ml_schema.h" /* generated from schema/profile.json: ML_NBINS, ML_CAUTION_FACTOR, ... */
 #include "engine.h"    /* runtime/common: the engine interface, settings, text buffers */
@@ -44,9 +50,6 @@
 #else /* Open MPI 4 does not define it in mpi.h: a Fortran status has the C status's size */
 #define ML_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 #endif
-#define ML_TLS __thread __attribute__((tls_model("initial-exec")))
-/* the per-call helpers: always inline into the wrappers (no call, no copy) */
-#define ML_INLINE static inline __attribute__((always_inline))
 
 typedef struct {
     uint64_t calls;   /* every call */
@@ -86,6 +89,7 @@ typedef struct ml_slot {
     struct ml_rgtab *rg;   /* per-region records (region.c, hooks.h) */
     struct ml_tltab *tl;   /* time line (timeline.c, hooks.h) */
     struct ml_cm_rec *cm;  /* per-communicator records (comms.c, hooks.h) */
+    void *kx[ML_NKINDS];   /* a record kind's own per-thread tables (mltypes.h; the built-in kinds use the typed pointers above) */
     int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
     ml_fl_t fl;            /* the call this thread is inside (flight.h) */
 } ml_slot_t;
@@ -101,6 +105,13 @@ extern ML_TLS int ml_served_flag;  /* set by ml_mark_served during an overridden
 extern ML_TLS uint32_t ml_rq_thread; /* 0; in a shared slot, this thread's number (req.c's keys) */
 
 ml_slot_t *ml_slot_attach(void);
+/* The slot iterator: every slot made so far, newest first.  A slot once listed
+ * stays, and is listed complete (its tables attached): a walk may run while
+ * other threads attach theirs (the flight recorder's dump), and then sees the
+ * slots made before it started. */
+ml_slot_t *ml_first_slot(void);
+int ml_slot_count(void);
+#define ML_FOR_EACH_SLOT(s) for (ml_slot_t *s = ml_first_slot(); s; s = s->next)
 void ml_shared_lock(void);
 void ml_shared_unlock(void);
 
@@ -455,7 +466,7 @@ void *ml_scratch(size_t bytes, int which); /* thread-local growable scratch buff
 /* ---- engines (runtime/engines/list.h, registered in engines.c) ---- */
 extern const ml_engine_t *const ml_engines[]; /* NULL-terminated, in start order */
 
-/* ---- settings (config.c): the core's table, read with every engine's ---- */
+/* ---- settings (config.c): the core's table, read with every record kind's, the flight recorder's and every engine's ---- */
 enum { ML_TIMING_SAMPLED, ML_TIMING_ALL };
 enum { ML_CLOCK_AUTO, ML_CLOCK_TSC, ML_CLOCK_MONOTONIC };
 enum { ML_COMPRESS_AUTO, ML_COMPRESS_GZIP, ML_COMPRESS_OFF };
@@ -474,7 +485,5 @@ extern double ml_overhead_ns, ml_overhead_sampled_ns;
 extern uint64_t ml_t_init, ml_t_final;
 extern int ml_wrapped_c, ml_wrapped_f;
 size_t mpilens_record_bytes(void);
-
-#include "hooks.h" /* call sites and regions: the wrappers' second pair of hooks */
 
 #endif

@@ -27,36 +27,37 @@
 #define ML_RG_NAME 64
 #define ML_RG_STACK 32
 
-int ml_rg_max = 16;
 int ml_paused = 0;
 int ml_ever_paused = 0; /* the flight recorder's collective counts then miss the paused calls */
 volatile int ml_region_cur = 0;
 
+/* The regions of this process (the stack is process-wide), under mu. */
 static struct {
-    char name[ML_RG_NAME];
-    int parent;                 /* region open when this one was first opened (0: none) */
-    uint64_t entries;           /* times opened */
-    uint64_t ticks;             /* time open (inclusive of nested regions) */
-} *ml_rg;                       /* [ml_rg_max + 2]: 1..ml_rg_max labels, ml_rg_max + 1 "(other)" */
-static int ml_nrg;
-static int ml_rg_stack[ML_RG_STACK];
-static uint64_t ml_rg_t0[ML_RG_STACK];
-static int ml_rg_depth;
-static uint64_t ml_rg_unmatched, ml_rg_labels_dropped;
-static pthread_mutex_t ml_rg_mu = PTHREAD_MUTEX_INITIALIZER;
-
-ml_slot_t *ml_first_slot(void);
+    struct {
+        char name[ML_RG_NAME];
+        int parent;             /* region open when this one was first opened (0: none) */
+        uint64_t entries;       /* times opened */
+        uint64_t ticks;         /* time open (inclusive of nested regions) */
+    } *rg;                      /* [R.max + 2]: 1..R.max labels, R.max + 1 "(other)" */
+    int nrg;                    /* labels in use */
+    int stack[ML_RG_STACK];     /* the open regions, innermost last */
+    uint64_t t0[ML_RG_STACK];   /* when each was opened */
+    int depth;                  /* open regions (a dump reads it unlocked: atomic) */
+    uint64_t unmatched, labels_dropped;
+    pthread_mutex_t mu;
+    int max;                    /* MPILENS_REGIONS (this file's settings row) */
+} R = {.mu = PTHREAD_MUTEX_INITIALIZER, .max = 16};
 
 static int ml_rg_cap(void)
 {
     int cap = 256;
-    while (cap < 16 * (ml_rg_max + 1)) cap <<= 1;
+    while (cap < 16 * (R.max + 1)) cap <<= 1;
     return cap;
 }
 
-void ml_rg_attach(ml_slot_t *s)
+static void ml_rg_attach(ml_slot_t *s)
 {
-    if (!ml_rg_max) return;
+    if (!R.max) return;
     s->rg = calloc(1, sizeof *s->rg);
     if (s->rg) s->rg->rec = calloc((size_t)ml_rg_cap(), sizeof(ml_rg_rec_t));
     if (!s->rg || !s->rg->rec) {
@@ -66,40 +67,20 @@ void ml_rg_attach(ml_slot_t *s)
     s->rg->cap = ml_rg_cap();
 }
 
-size_t ml_rg_bytes(void) { return ml_rg_max ? sizeof(ml_rgtab_t) + (size_t)ml_rg_cap() * sizeof(ml_rg_rec_t) : 0; }
+static size_t ml_rg_bytes(void) { return R.max ? sizeof(ml_rgtab_t) + (size_t)ml_rg_cap() * sizeof(ml_rg_rec_t) : 0; }
 
-void ml_hooks_attach(ml_slot_t *s)
+/* The label table (process-wide); the per-call hook turns on with the first region opened. */
+static int ml_rg_init(void)
 {
-    ml_cs_attach(s);
-    ml_rg_attach(s);
-    ml_tl_attach(s);
-    ml_cm_attach(s);
-}
-
-size_t ml_hooks_bytes(void) { return ml_cs_bytes() + ml_rg_bytes() + ml_tl_bytes() + ml_cm_bytes(); }
-
-/* This rank's call sites, regions and time line (rank-line members). */
-void ml_hooks_rank_json(ml_buf_t *b)
-{
-    ml_cs_rank_json(b);
-    ml_rg_rank_json(b);
-    ml_tl_rank_json(b);
-    ml_cm_rank_json(b);
-}
-
-void ml_hooks_init(void)
-{
-    if (ml_rg_max && !ml_rg) {
-        ml_rg = calloc((size_t)ml_rg_max + 2, sizeof *ml_rg);
-        if (!ml_rg) {
+    if (R.max && !R.rg) {
+        R.rg = calloc((size_t)R.max + 2, sizeof *R.rg);
+        if (!R.rg) {
             fprintf(stderr, "mpilens: out of memory allocating the region names\n");
             abort();
         }
-        snprintf(ml_rg[ml_rg_max + 1].name, ML_RG_NAME, "(other)");
+        snprintf(R.rg[R.max + 1].name, ML_RG_NAME, "(other)");
     }
-    ml_cs_init();
-    ml_tl_init();
-    ml_cm_init();
+    return 0;
 }
 
 static void ml_rg_upd(ml_rgtab_t *t, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br)
@@ -122,96 +103,104 @@ static void ml_rg_upd(ml_rgtab_t *t, int fid, int tm, uint64_t dt, uint64_t bs, 
     }
 }
 
-void ml_region_add(ml_slot_t *S, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+/* A call while a region is open (ml_kind_call_on; the shared slot's lock is held by the wrapper). */
+static void ml_rg_call(ml_slot_t *S, const ml_call_t *c)
 {
-    if (!S->rg) return; /* the shared slot's lock is held by the wrapper */
-    ml_rg_upd(S->rg, fid, tm, dt, bs, br);
+    if (!S->rg || !ml_region_cur) return;
+    ml_rg_upd(S->rg, c->fid, c->tm, c->dt, c->bs, c->br);
 }
 
 /* ---- opening and closing (MPI_Pcontrol, mpilens_region_begin/end) ---- */
 
 static int ml_rg_id(const char *label)
 {
-    for (int i = 1; i <= ml_nrg; i++)
-        if (strncmp(ml_rg[i].name, label, ML_RG_NAME - 1) == 0) return i;
-    if (ml_nrg < ml_rg_max) {
-        ml_nrg++;
-        snprintf(ml_rg[ml_nrg].name, ML_RG_NAME, "%s", label);
-        ml_rg[ml_nrg].parent = ml_region_cur;
-        return ml_nrg;
+    for (int i = 1; i <= R.nrg; i++)
+        if (strncmp(R.rg[i].name, label, ML_RG_NAME - 1) == 0) return i;
+    if (R.nrg < R.max) {
+        R.nrg++;
+        snprintf(R.rg[R.nrg].name, ML_RG_NAME, "%s", label);
+        R.rg[R.nrg].parent = ml_region_cur;
+        return R.nrg;
     }
-    ml_rg_labels_dropped++;
-    return ml_rg_max + 1;
+    R.labels_dropped++;
+    return R.max + 1;
 }
 
 static void ml_rg_begin(const char *label)
 {
-    if (!ml_rg) return;
+    if (!R.rg) return;
     uint64_t now = ml_now();
-    pthread_mutex_lock(&ml_rg_mu);
+    pthread_mutex_lock(&R.mu);
     int id = ml_rg_id(label);
-    if (ml_rg_depth < ML_RG_STACK) {
-        ml_rg_stack[ml_rg_depth] = id;
-        ml_rg_t0[ml_rg_depth] = now;
-        __atomic_store_n(&ml_rg_depth, ml_rg_depth + 1, __ATOMIC_RELEASE); /* a dump reads the stack unlocked */
-        ml_rg[id].entries++;
-        ml_hooks_on = 1;
+    if (R.depth < ML_RG_STACK) {
+        R.stack[R.depth] = id;
+        R.t0[R.depth] = now;
+        __atomic_store_n(&R.depth, R.depth + 1, __ATOMIC_RELEASE); /* a dump reads the stack unlocked */
+        R.rg[id].entries++;
+        ml_hooks_on |= ML_HOOKS_CALL;
         ml_region_cur = id;
+        ml_kind_call_on(ML_KIND_regions, 1); /* ml_hook_end_d calls ml_rg_call */
     } else {
-        ml_rg_unmatched++;
+        R.unmatched++;
     }
-    pthread_mutex_unlock(&ml_rg_mu);
+    pthread_mutex_unlock(&R.mu);
 }
 
 /* Closes the innermost open region of that label (and any left open inside it). */
 static void ml_rg_end(const char *label)
 {
-    if (!ml_rg) return;
+    if (!R.rg) return;
     uint64_t now = ml_now();
-    pthread_mutex_lock(&ml_rg_mu);
-    int k = ml_rg_depth - 1;
-    while (k >= 0 && strncmp(ml_rg[ml_rg_stack[k]].name, label, ML_RG_NAME - 1) != 0 &&
-           !(ml_rg_stack[k] == ml_rg_max + 1 && ml_rg_labels_dropped))
+    pthread_mutex_lock(&R.mu);
+    int k = R.depth - 1;
+    while (k >= 0 && strncmp(R.rg[R.stack[k]].name, label, ML_RG_NAME - 1) != 0 &&
+           !(R.stack[k] == R.max + 1 && R.labels_dropped))
         k--;
     if (k < 0) {
-        ml_rg_unmatched++;
+        R.unmatched++;
     } else {
-        while (ml_rg_depth > k) {
-            ml_rg_depth--;
-            ml_rg[ml_rg_stack[ml_rg_depth]].ticks += now - ml_rg_t0[ml_rg_depth];
+        while (R.depth > k) {
+            R.depth--;
+            R.rg[R.stack[R.depth]].ticks += now - R.t0[R.depth];
         }
-        ml_region_cur = ml_rg_depth ? ml_rg_stack[ml_rg_depth - 1] : 0;
+        ml_region_cur = R.depth ? R.stack[R.depth - 1] : 0;
+        if (!R.depth) ml_kind_call_on(ML_KIND_regions, 0);
     }
-    pthread_mutex_unlock(&ml_rg_mu);
+    pthread_mutex_unlock(&R.mu);
 }
+
+/* The label reader's state: ml_peek's way and pipe, under mu (ml_label_ok). */
+static struct {
+    pthread_mutex_t mu;
+    int use_pipe;   /* process_vm_readv is refused here: the pipe */
+    int fds[2];
+} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .fds = {-1, -1}};
 
 /* One byte at p into *out without faulting: process_vm_readv on ourselves, or
  * where that is not allowed (seccomp), write() into a pipe (EFAULT if unreadable). */
 static int ml_peek(const char *p, char *out)
 {
-    static int use_pipe = 0, fds[2] = {-1, -1};
-    if (!use_pipe) {
+    if (!P.use_pipe) {
         struct iovec l = {out, 1}, r = {(void *)p, 1};
         if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) == 1) return 1;
         if (errno != ENOSYS && errno != EPERM) return 0;
-        use_pipe = 1;
+        P.use_pipe = 1;
     }
-    if (fds[0] < 0 && pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return 0;
-    if (write(fds[1], p, 1) != 1) return 0;
-    return read(fds[0], out, 1) == 1;
+    if (P.fds[0] < 0 && pipe2(P.fds, O_CLOEXEC | O_NONBLOCK) != 0) return 0;
+    if (write(P.fds[1], p, 1) != 1) return 0;
+    return read(P.fds[0], out, 1) == 1;
 }
 
 /* A C string of 1..63 printable characters at p, read without faulting
  * (MPI_Pcontrol's label is optional: with level 1 alone, p is whatever the
- * register held).  Serialised: the pipe of ml_peek is shared. */
+ * register held).  Serialised: the pipe of ml_peek is shared (P.mu). */
 static int ml_label_ok(const char *p, char *out)
 {
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     if (!p) return 0;
     char buf[ML_RG_NAME];
     size_t n = 0; /* byte by byte: the string may end just before an unmapped page */
     int ok = 1;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&P.mu);
     while (n < sizeof buf) {
         if (!ml_peek(p + n, buf + n) || (buf[n] && ((unsigned char)buf[n] < 0x20 || (unsigned char)buf[n] > 0x7e))) {
             ok = 0;
@@ -220,7 +209,7 @@ static int ml_label_ok(const char *p, char *out)
         if (!buf[n]) break;
         n++;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&P.mu);
     if (!ok || n == 0 || n >= sizeof buf) return 0;
     memcpy(out, buf, n + 1);
     return 1;
@@ -271,9 +260,9 @@ __attribute__((visibility("default"))) void mpilens_region_end_(const char *s, s
 
 /* ---- the rank line ---- */
 
-void ml_rg_rank_json(ml_buf_t *b)
+static void ml_rg_rank_json(ml_buf_t *b)
 {
-    if (!ml_rg || !ml_nrg) return;
+    if (!R.rg || !R.nrg) return;
     uint64_t now = ml_t_final && !ml_in_dump ? ml_t_final : ml_now();
     /* The regions open now count until now.  At MPI_Finalize they are closed
      * (they count until then); a dump (ml_in_dump) runs while the program goes
@@ -281,40 +270,41 @@ void ml_rg_rank_json(ml_buf_t *b)
     int stack[ML_RG_STACK], depth;
     uint64_t t0[ML_RG_STACK];
     if (ml_in_dump) {
-        depth = __atomic_load_n(&ml_rg_depth, __ATOMIC_ACQUIRE);
+        depth = __atomic_load_n(&R.depth, __ATOMIC_ACQUIRE);
         if (depth < 0) depth = 0;
         if (depth > ML_RG_STACK) depth = ML_RG_STACK;
         for (int k = 0; k < depth; k++) {
-            stack[k] = ml_rg_stack[k];
-            t0[k] = ml_rg_t0[k];
+            stack[k] = R.stack[k];
+            t0[k] = R.t0[k];
         }
     } else {
-        for (int k = ml_rg_depth - 1; k >= 0; k--) ml_rg[ml_rg_stack[k]].ticks += now - ml_rg_t0[k];
-        ml_rg_depth = 0;
+        for (int k = R.depth - 1; k >= 0; k--) R.rg[R.stack[k]].ticks += now - R.t0[k];
+        R.depth = 0;
         ml_region_cur = 0;
+        ml_kind_call_on(ML_KIND_regions, 0);
         depth = 0;
     }
     uint64_t dropped = 0;
     ml_buf_printf(b, ",\"regions\":[");
     int firstr = 1;
-    for (int id = 1; id <= ml_rg_max + 1; id++) {
-        if (!ml_rg[id].entries) continue;
+    for (int id = 1; id <= R.max + 1; id++) {
+        if (!R.rg[id].entries) continue;
         ml_buf_printf(b, "%s{\"name\":", firstr ? "" : ",");
         firstr = 0;
-        ml_buf_json_str(b, ml_rg[id].name);
+        ml_buf_json_str(b, R.rg[id].name);
         ml_buf_printf(b, ",\"parent\":");
-        if (ml_rg[id].parent) ml_buf_json_str(b, ml_rg[ml_rg[id].parent].name);
+        if (R.rg[id].parent) ml_buf_json_str(b, R.rg[R.rg[id].parent].name);
         else ml_buf_printf(b, "null");
-        uint64_t ticks = ml_rg[id].ticks;
+        uint64_t ticks = R.rg[id].ticks;
         for (int k = 0; k < depth; k++)
             if (stack[k] == id && now > t0[k]) ticks += now - t0[k];
-        ml_buf_printf(b, ",\"entries\":%llu,\"wall_s\":%.9g,\"functions\":{", (unsigned long long)ml_rg[id].entries,
+        ml_buf_printf(b, ",\"entries\":%llu,\"wall_s\":%.9g,\"functions\":{", (unsigned long long)R.rg[id].entries,
                       ml_ticks_to_s(ticks));
         int firstf = 1;
         for (int fid = 1; fid < ML_NFUNC; fid++) {
             uint32_t key = ((uint32_t)id << 16 | (uint32_t)fid) + 1;
             uint64_t c = 0, tmd = 0, tk = 0, stmd = 0, stk = 0, bs = 0, br = 0;
-            for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
+            ML_FOR_EACH_SLOT(s) {
                 ml_rgtab_t *t = s->rg;
                 if (!t) continue;
                 uint32_t mask = (uint32_t)t->cap - 1;
@@ -341,15 +331,32 @@ void ml_rg_rank_json(ml_buf_t *b)
         }
         ml_buf_printf(b, "}}");
     }
-    for (ml_slot_t *s = ml_first_slot(); s; s = s->next)
+    ML_FOR_EACH_SLOT(s)
         if (s->rg) dropped += s->rg->over_calls;
     ml_buf_printf(b, "],\"regions_dropped\":{\"labels\":%llu,\"calls\":%llu,\"unmatched\":%llu}",
-                  (unsigned long long)ml_rg_labels_dropped, (unsigned long long)dropped,
-                  (unsigned long long)ml_rg_unmatched);
+                  (unsigned long long)R.labels_dropped, (unsigned long long)dropped,
+                  (unsigned long long)R.unmatched);
 }
 
-void ml_hooks_header_json(ml_buf_t *b)
-{
-    ml_buf_printf(b, ",\"callsite_depth\":%d,\"callsite_slots\":%d,\"regions_max\":%d,\"timeline_bins\":%d,\"comms_max\":%d",
-                  ml_cs_depth, ml_cs_slots, ml_rg_max, ml_tl_bins, ml_cm_max);
-}
+/* ---- the kind (kinds_list.h) ---- */
+
+static const ml_setting ml_rg_settings[] = {
+    {.key = "regions", .type = ML_SET_INT, .def = "16", .lo = 0, .hi = 1024, .out = &R.max,
+     .accepted = "an integer from 0 to 1024",
+     .help = "region labels kept (MPI_Pcontrol(1, \"label\") / MPI_Pcontrol(-1, \"label\"), "
+             "mpilens_region_begin/end); further labels share one record \"(other)\"; 0: regions ignored"},
+    {0}};
+
+static void ml_rg_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"regions_max\":%d", R.max); }
+
+/* Per call: ml_rg_call, out of line (ml_hook_end_d, hooks.h), while a region is open. */
+const ml_kind_t ml_kind_regions = {
+    .name = "regions",
+    .settings = ml_rg_settings,
+    .init = ml_rg_init,
+    .attach = ml_rg_attach,
+    .bytes = ml_rg_bytes,
+    .call = ml_rg_call,
+    .header_json = ml_rg_header_json,
+    .rank_json = ml_rg_rank_json,
+};

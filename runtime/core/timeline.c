@@ -19,46 +19,47 @@
 #include "hooks.h"
 #include "profile.h"
 
-int ml_tl_bins = 64;
-static int ml_tl_shift0 = 20;
-
-ml_slot_t *ml_first_slot(void);
+/* This file's state: its setting, and the first bins' width (set at MPI_Init). */
+static struct {
+    int bins;   /* MPILENS_TIMELINE_BINS (0: off) */
+    int shift0; /* the first bins are 2^shift0 ticks wide, about 1 ms */
+} T = {.bins = 64, .shift0 = 20};
 
 static const char *const ml_tl_names[ML_TL_NCLASS] = {"p2p", "coll", "rma", "io", "other"};
 
-void ml_tl_init(void)
+static int ml_tl_init(void)
 {
-    if (!ml_tl_bins) return;
+    if (!T.bins) return 0;
     uint64_t ms = ml_ns_to_ticks(1000000);
-    ml_tl_shift0 = 0;
-    while (ml_tl_shift0 < 62 && (2ull << ml_tl_shift0) <= ms) ml_tl_shift0++;
-    ml_hooks_on = 1;
+    T.shift0 = 0;
+    while (T.shift0 < 62 && (2ull << T.shift0) <= ms) T.shift0++;
+    return ML_HOOKS_INLINE;
 }
 
-void ml_tl_attach(ml_slot_t *s)
+static void ml_tl_attach(ml_slot_t *s)
 {
-    if (!ml_tl_bins) return;
+    if (!T.bins) return;
     s->tl = calloc(1, sizeof *s->tl);
-    if (s->tl) s->tl->cell = calloc((size_t)ml_tl_bins * ML_TL_NCLASS, sizeof(ml_tl_cell_t));
+    if (s->tl) s->tl->cell = calloc((size_t)T.bins * ML_TL_NCLASS, sizeof(ml_tl_cell_t));
     if (!s->tl || !s->tl->cell) {
         fprintf(stderr, "mpilens: out of memory allocating the time line\n");
         abort();
     }
-    s->tl->nbins = ml_tl_bins;
-    s->tl->shift = ml_tl_shift0;
+    s->tl->nbins = T.bins;
+    s->tl->shift = T.shift0;
     s->tl->row = s->tl->cell;
 }
 
-size_t ml_tl_bytes(void)
+static size_t ml_tl_bytes(void)
 {
-    return ml_tl_bins ? sizeof(ml_tltab_t) + (size_t)ml_tl_bins * ML_TL_NCLASS * sizeof(ml_tl_cell_t) : 0;
+    return T.bins ? sizeof(ml_tltab_t) + (size_t)T.bins * ML_TL_NCLASS * sizeof(ml_tl_cell_t) : 0;
 }
 
-void ml_tl_reset(ml_slot_t *s)
+static void ml_tl_reset(ml_slot_t *s)
 {
     if (!s->tl) return;
     memset(s->tl->cell, 0, (size_t)s->tl->nbins * ML_TL_NCLASS * sizeof(ml_tl_cell_t));
-    s->tl->shift = ml_tl_shift0;
+    s->tl->shift = T.shift0;
     s->tl->row = s->tl->cell;
     s->tl->last = 0;
     s->tl->merges = 0;
@@ -123,21 +124,21 @@ static void ml_put_row(ml_buf_t *b, const char *key, const ml_tl_cell_t *cell, i
 }
 
 /* This rank's time line, its threads merged into the widest bins. */
-void ml_tl_rank_json(ml_buf_t *b)
+static void ml_tl_rank_json(ml_buf_t *b)
 {
-    if (!ml_tl_bins) return;
-    int shift = ml_tl_shift0;
+    if (!T.bins) return;
+    int shift = T.shift0;
     uint64_t merges = 0;
-    for (ml_slot_t *s = ml_first_slot(); s; s = s->next)
+    ML_FOR_EACH_SLOT(s)
         if (s->tl && s->tl->shift > shift) shift = s->tl->shift;
     uint64_t span = ml_t_final > ml_t_init ? ml_t_final - ml_t_init : 0;
-    while ((span >> shift) >= (uint64_t)ml_tl_bins) shift++; /* the whole run fits */
-    ml_tl_cell_t *m = calloc((size_t)ml_tl_bins * ML_TL_NCLASS, sizeof *m);
+    while ((span >> shift) >= (uint64_t)T.bins) shift++; /* the whole run fits */
+    ml_tl_cell_t *m = calloc((size_t)T.bins * ML_TL_NCLASS, sizeof *m);
     if (!m) {
         fprintf(stderr, "mpilens: out of memory formatting the time line\n");
         abort();
     }
-    for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
+    ML_FOR_EACH_SLOT(s) {
         ml_tltab_t *t = s->tl;
         if (!t) continue;
         if (t->merges > merges) merges = t->merges;
@@ -146,8 +147,8 @@ void ml_tl_rank_json(ml_buf_t *b)
                 ml_cell_add(&m[(i >> (shift - t->shift)) * ML_TL_NCLASS + c], &t->cell[i * ML_TL_NCLASS + c]);
     }
     int n = (int)(span >> shift) + 1;
-    if (n > ml_tl_bins) n = ml_tl_bins;
-    for (int i = n; i < ml_tl_bins; i++) /* calls stamped after MPI_Finalize began: none, but keep them */
+    if (n > T.bins) n = T.bins;
+    for (int i = n; i < T.bins; i++) /* calls stamped after MPI_Finalize began: none, but keep them */
         for (int c = 0; c < ML_TL_NCLASS; c++)
             if (m[i * ML_TL_NCLASS + c].calls) n = i + 1;
     ml_buf_printf(b, ",\"timeline\":{\"bin_s\":%.9g,\"merges\":%llu,\"classes\":[", ml_ticks_to_s(1ull << shift),
@@ -160,3 +161,27 @@ void ml_tl_rank_json(ml_buf_t *b)
     ml_buf_printf(b, "}");
     free(m);
 }
+
+/* ---- the kind (kinds_list.h) ---- */
+
+static const ml_setting ml_tl_settings[] = {
+    {.key = "timeline_bins", .type = ML_SET_INT, .def = "64", .lo = 0, .hi = 4096, .flags = ML_SET_POW2,
+     .out = &T.bins, .accepted = "0, or a power of two up to 4096",
+     .help = "time line: per rank, this many time bins of calls, MPI time and bytes per function "
+             "class (p2p, coll, rma, io, other); bins start about 1 ms wide and pairs merge when "
+             "the run outgrows them (memory stays fixed); 0: off"},
+    {0}};
+
+static void ml_tl_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"timeline_bins\":%d", T.bins); }
+
+/* Per call: ml_tl_add in ml_hook_end_d (hooks.h), through the slot's tl. */
+const ml_kind_t ml_kind_timeline = {
+    .name = "timeline",
+    .settings = ml_tl_settings,
+    .init = ml_tl_init,
+    .attach = ml_tl_attach,
+    .bytes = ml_tl_bytes,
+    .reset = ml_tl_reset,
+    .header_json = ml_tl_header_json,
+    .rank_json = ml_tl_rank_json,
+};
