@@ -215,7 +215,8 @@ class RankLines(Sequence[dict[str, Any]]):
             raise _bad(self.path, "the profile changed while it was being read")
         for n, raw in _lines(self.path):
             if n > 1 and raw.strip():
-                yield json.loads(raw)
+                rec = fastjson.loads(raw)
+                yield json.loads(raw) if rec is fastjson.MISS else rec
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
