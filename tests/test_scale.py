@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import BUILD, read_profile, run_mpi
+from mpilens.errors import UserError
 from mpilens.report import commpattern, spread
 from mpilens.report.profile import load
 from test_cli_support import EVERY, STEPS, N, example, mpilens_inproc
@@ -288,3 +289,113 @@ def test_node_matrix_on_request(gz_and_plain) -> None:
     text = mpilens_inproc("report", plain, "--node-matrix").stdout
     assert f"   0  {fmt_bytes(sent)}  {header['hosts'][0]}" in text
     assert "Node matrix" not in mpilens_inproc("report", plain).stdout
+
+
+def test_ranks_all_on_request(big) -> None:
+    """At 10,000 ranks the per-rank rows come only with --ranks all (JSON, CSV)."""
+    data = json.loads(mpilens_inproc("report", big, "--format", "json").stdout)
+    assert data["ranks"] is None
+    assert data["ranks_omitted"].startswith("10,000 ranks: the per-rank rows only with "
+                                            "--ranks all")
+    assert data["rank_spread"]["ranks"] == NR  # the spreads stand for them
+    full = json.loads(mpilens_inproc("report", big, "--format", "json", "--ranks", "all").stdout)
+    rows = full["ranks"]
+    assert "ranks_omitted" not in full and len(rows) == NR
+    assert [r["rank"] for r in rows] == list(range(NR))
+    r = rows[4242]
+    assert (r["node"], r["host"], r["mpi_s"], r["wall_s"], r["calls"]) == (106, "h106", 70.0,
+                                                                          71.0, 1)
+    assert r["bytes_sent"] == MSG and r["bytes_recv"] == 0
+    assert [x["mpi_s"] for x in rows] == [mpi_of(i) for i in range(NR)]
+    out = mpilens_inproc("report", big, "--format", "csv", "--ranks", "all").stdout
+    lines = out.splitlines()
+    assert len(lines) == 1 + NR and lines[0].startswith("rank,host,node,wall_s,mpi_s,")
+    assert lines[1 + 9999].startswith("9999,h249,249,71.0,70.0,")
+    bad = mpilens_inproc("report", big, "--ranks", "some")
+    assert bad.returncode == 2 and "invalid choice: 'some'" in bad.stderr
+
+
+def test_ranks_alone_means_all(gz_and_plain) -> None:
+    _, plain, _ = gz_and_plain
+    for fmt in (("--format", "csv"), ("--width", "250")):
+        alone = mpilens_inproc("report", plain, *fmt, "--ranks").stdout
+        assert alone == mpilens_inproc("report", plain, *fmt, "--ranks", "all").stdout
+    assert "Per rank (time in MPI" in alone and alone.count("\n") > P
+
+
+def test_node_matrix_from_rank_lines(big) -> None:
+    """Without a node matrix in the header (more than 256 nodes, or none written), the
+    matrix is summed from the rank lines' sparse peers: its non-zero cells, exact."""
+    pairs = spread.node_pairs(load(big))
+    nodes = NR // PER_NODE
+    # a ring of 40 ranks per node: 39 messages stay on each node, one goes to the next
+    want = [{"from": j, "to": j, "from_host": f"h{j}", "to_host": f"h{j}",
+             "messages": PER_NODE - 1, "bytes": (PER_NODE - 1) * MSG} for j in range(nodes)]
+    want += [{"from": j, "to": (j + 1) % nodes, "from_host": f"h{j}",
+              "to_host": f"h{(j + 1) % nodes}", "messages": 1, "bytes": MSG}
+             for j in range(nodes)]
+    assert pairs == want
+    text = mpilens_inproc("report", big, "--node-matrix").stdout
+    assert "Node matrix from the rank lines (500 node pairs with traffic" in text
+    assert "   249      0              1       1000 B  h249 -> h0" in text
+
+
+def _with_lines(src: Path, dst: Path, edit) -> None:  # type: ignore[no-untyped-def]
+    header, lines = read_profile(src)
+    edit(lines)
+    dst.write_text("".join(json.dumps(x) + "\n" for x in [header, *lines]))
+
+
+def test_time_lines_checked_in_batches_name_the_first_bad_line(gz_and_plain, tmp_path) -> None:
+    """The time lines' values are checked a batch at a time (numpy): a bad value is still
+    refused with the exact message, and the first bad line in file order is the one named,
+    even when a later line is bad in another way; a JSON true is not a count."""
+    _, plain, _ = gz_and_plain
+
+    def bool_in_rank1(lines):  # type: ignore[no-untyped-def]
+        lines[1]["timeline"]["calls"][0][0] = True
+
+    def also_rank3(lines):  # type: ignore[no-untyped-def]
+        bool_in_rank1(lines)
+        lines[3]["wall_s"] = -1.0
+
+    def negative_time_last(lines):  # type: ignore[no-untyped-def]
+        lines[-1]["timeline"]["time_s"][1][2] = -0.5
+
+    for edit, where, shown, expected in (
+            (bool_in_rank1, "rank 1 timeline.calls[0][0]", "True", "a count"),
+            (also_rank3, "rank 1 timeline.calls[0][0]", "True", "a count"),
+            (negative_time_last, f"rank {P - 1} timeline.time_s[1][2]", "-0.5", "")):
+        bad = tmp_path / f"{edit.__name__}.prof"
+        _with_lines(plain, bad, edit)
+        with pytest.raises(UserError) as e:
+            load(bad)
+        assert str(e.value).startswith(f"{bad}: corrupted profile: {where} is {shown}, "
+                                       f"expected {expected}"), str(e.value)
+
+
+def test_orjson_and_json_read_the_same(gz_and_plain, tmp_path, monkeypatch) -> None:
+    """orjson (when installed) and the standard library read a profile the same: the same
+    columns, and the same message for what orjson reads differently (an integer beyond
+    64 bits, NaN)."""
+    from mpilens.report import fastjson
+
+    _, plain, _ = gz_and_plain
+    big_int = tmp_path / "bigint.prof"
+    _with_lines(plain, big_int, lambda ls: ls[2]["functions"]["MPI_Isend"].update(
+        calls=2**64))
+    nan = tmp_path / "nan.prof"
+    _with_lines(plain, nan, lambda ls: ls[0].update(mpi_s=float("nan")))
+
+    def outcome(path: Path) -> object:
+        try:
+            t = load(path).columns()
+        except UserError as exc:
+            return str(exc)
+        return (t.mpi_s.tolist(), t.calls.tolist(), t.fn_time.tolist(), t.sums)
+
+    with_orjson = [outcome(p) for p in (plain, big_int, nan)]
+    monkeypatch.setattr(fastjson, "orjson", None)
+    assert [outcome(p) for p in (plain, big_int, nan)] == with_orjson
+    assert "MPI_Isend.calls is 18446744073709551616, expected a count" in str(with_orjson[1])
+    assert "mpi_s is nan" in str(with_orjson[2])

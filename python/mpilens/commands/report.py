@@ -61,10 +61,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bytes-as", choices=("mpilens", "mpip"), default="mpilens",
                    help="csv function table: mpilens's bytes_sent and bytes_recv (default), or "
                         "mpip: mpiP's sent bytes per function (docs/runtime.md, byte conventions)")
-    p.add_argument("--ranks", action="store_true",
-                   help="per-rank table: time in MPI, wall time, calls, bytes, top function "
-                        "(text: added to the page, in place of the spread over ranks; csv: printed instead of the function table; "
-                        "json: always included)")
+    p.add_argument("--ranks", nargs="?", const="all", choices=("all",), default=None,
+                   help="'--ranks all' (or '--ranks'): the full per-rank table: node, time in "
+                        "MPI, wall time, calls, bytes, intra/inter-node bytes, top function "
+                        "(text: in place of the spread over ranks; csv: instead of the "
+                        "function table; json: included without it only below "
+                        f"{JSON_RANKS_MAX:,} ranks)")
     p.add_argument("--node-matrix", action="store_true",
                    help="text: also print the node x node matrix of point-to-point bytes and "
                         "messages (JSON: always, under nodes)")
@@ -103,6 +105,11 @@ def callsite_detail(prof: Profile, n: int) -> dict[str, Any]:
     return rows[n - 1]
 
 
+# --format json includes the per-rank rows of a profile of fewer ranks than this without
+# --ranks all (docs/cli.md); above, the spreads over ranks and nodes stand for them
+JSON_RANKS_MAX = 1024
+
+
 def report_data(args: argparse.Namespace, prof: Profile) -> dict[str, Any]:
     view = region_view(prof, args.region)
     rows = analysis.function_rows(view)
@@ -113,7 +120,8 @@ def report_data(args: argparse.Namespace, prof: Profile) -> dict[str, Any]:
         "functions": rows[: args.top] if args.top else rows,
         "communication": commpattern.summary(prof),
         "alltoall": analysis.alltoall_rows(prof),
-        "ranks": ranks.rank_rows(prof),
+        "ranks": (ranks.rank_rows(prof) if args.ranks or prof.nranks < JSON_RANKS_MAX
+                  else None),
         "rank_spread": spread.rank_spread(prof),
         "node_spread": spread.node_spread(prof),
         "nodes": nodes.node_view(prof),
@@ -125,6 +133,9 @@ def report_data(args: argparse.Namespace, prof: Profile) -> dict[str, Any]:
         "comms": comms.comm_rows(prof),
         "comms_dropped": comms.dropped(prof),
     }
+    if data["ranks"] is None and prof.ranks:
+        data["ranks_omitted"] = (f"{prof.nranks:,} ranks: the per-rank rows only with "
+                                 "--ranks all (rank_spread and node_spread summarise them)")
     if args.region:
         data["region"] = args.region
     if args.callsite:
@@ -183,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
                                                 prof.hist_labels()):
                 con.print(item)
             return 0
-        terminal.render(prof, args.top or DEFAULT_TOP, args.function, per_rank=args.ranks,
+        terminal.render(prof, args.top or DEFAULT_TOP, args.function,
+                        per_rank=args.ranks is not None,
                         region=args.region, width=args.width)
         if args.node_matrix:
             print("\n".join(spread_text.node_matrix_lines(prof)))
@@ -198,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
                             "MPILENS_DETAIL=off): no per-rank table")
         if args.bytes_as == "mpip":
             data["functions"] = conventions.with_mpip_bytes(data["functions"], prof.functions)
-        write_csv(data, per_rank=args.ranks)
+        write_csv(data, per_rank=args.ranks is not None)
     else:  # pragma: no cover - argparse restricts the choices
         raise UserError(f"unknown format {args.format}")
     return 0

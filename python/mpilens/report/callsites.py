@@ -77,7 +77,10 @@ class _Sites:
     per site its sums and, per rank that had it, calls and time (arrays, in rank order)."""
 
     def __init__(self, header: dict[str, Any]) -> None:
-        self.agg: dict[Key, dict[str, Any]] = {}
+        self.agg: dict[Key, list[Any]] = {}
+        # (function, modules, frames as written) -> the site's sums: a line's sites are
+        # found without resolving their frames again (bounded: see add)
+        self.seen: dict[tuple[Any, ...], list[Any]] = {}
         self.present = False
         self.dropped: dict[str, Any] = {"calls": 0, "time_s": 0.0, "bytes_sent": 0,
                                         "bytes_recv": 0}
@@ -86,32 +89,46 @@ class _Sites:
         if "callsites" in r:
             self.present = True
         rank = int(r["rank"])
-        for s in r.get("callsites", []):
-            key = (str(s["function"]), _frames(r, s))
-            a = self.agg.get(key)
+        mods = tuple(r.get("callsite_modules", ()))
+        seen = self.seen
+        for s in r.get("callsites", ()):
+            fn = s["function"]
+            ck = (fn, mods, *map(tuple, s["frames"]))
+            a = seen.get(ck)
             if a is None:
-                a = self.agg[key] = {"calls": 0, "time_s": 0.0, "bytes_sent": 0,
-                                     "bytes_recv": 0, "hist": [0] * len(s.get("hist", [])),
-                                     "rank": array("q"), "rank_calls": [],
-                                     "rank_time": array("d")}
-            a["calls"] += int(s["calls"])
-            a["time_s"] += float(s["time_s"])
-            a["bytes_sent"] += int(s["bytes_sent"])
-            a["bytes_recv"] += int(s["bytes_recv"])
-            a["hist"] = list(map(add, a["hist"], s.get("hist", [])))  # ints: checked at load
-            if a["rank"] and a["rank"][-1] == rank:
-                a["rank_calls"][-1] += int(s["calls"])
-                a["rank_time"][-1] += float(s["time_s"])
+                key = (str(fn), _frames(r, s))
+                a = self.agg.get(key)
+                if a is None:
+                    # calls, time, sent, received, hist, ranks, their calls, their time
+                    a = self.agg[key] = [0, 0.0, 0, 0, [0] * len(s.get("hist", [])),
+                                         array("q"), array("Q"), array("d")]
+                if len(seen) < 1 << 16:
+                    seen[ck] = a
+            c, t = int(s["calls"]), float(s["time_s"])
+            a[0] += c
+            a[1] += t
+            a[2] += int(s["bytes_sent"])
+            a[3] += int(s["bytes_recv"])
+            h = s.get("hist")
+            if h:
+                a[4] = list(map(add, a[4], h))  # ints: checked at load
+            if a[5] and a[5][-1] == rank:
+                a[6][-1] = min(a[6][-1] + c, 2**64 - 1)
+                a[7][-1] += t
             else:
-                a["rank"].append(rank)
-                a["rank_calls"].append(int(s["calls"]))
-                a["rank_time"].append(float(s["time_s"]))
-        d = r.get("callsites_dropped", {})
-        for k, v in self.dropped.items():
-            self.dropped[k] = v + type(v)(d.get(k, 0))
+                a[5].append(rank)
+                a[6].append(min(c, 2**64 - 1))
+                a[7].append(t)
+        d = r.get("callsites_dropped")
+        if d:
+            for k, v in self.dropped.items():
+                self.dropped[k] = v + type(v)(d.get(k, 0))
 
     def result(self) -> dict[str, Any]:
-        return {"present": self.present, "sites": self.agg, "dropped": self.dropped}
+        sites = {key: {"calls": a[0], "time_s": a[1], "bytes_sent": a[2], "bytes_recv": a[3],
+                       "hist": a[4], "rank": a[5], "rank_calls": a[6], "rank_time": a[7]}
+                 for key, a in self.agg.items()}
+        return {"present": self.present, "sites": sites, "dropped": self.dropped}
 
 
 register_fold("callsites", _Sites)

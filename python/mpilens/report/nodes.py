@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..units import fmt_bytes
+from . import spread
 from .profile import Profile
 
 HEAVIEST_PAIRS = 5
@@ -62,6 +63,8 @@ def node_view(prof: Profile) -> dict[str, Any] | None:
         "ranks": per_rank,
         "matrix_bytes": nodes.get("matrix_bytes"),
         "matrix_msgs": nodes.get("matrix_msgs"),
+        # above 256 nodes the header holds no matrix: its non-zero cells from the rank lines
+        "pairs": (spread.node_pairs(prof) if "matrix_bytes" not in nodes else None),
     }
 
 

@@ -131,3 +131,29 @@ def node_spread(prof: Profile, k: int = TOP_K) -> dict[str, Any] | None:
         "bottom": [rows[i] for i in order[::-1][:k]],
         "rows": rows,
     }
+
+
+def node_pairs(prof: Profile) -> list[dict[str, Any]] | None:
+    """The node x node matrix of point-to-point traffic summed from the rank lines' sparse
+    `peers.sent` triples (rows the senders' nodes), as its non-zero cells: one row per
+    ordered node pair with traffic (from, to, messages, bytes), most bytes first.  For any
+    number of nodes (the header holds the matrix only up to 256 nodes); None without
+    rank lines."""
+    if not prof.ranks:
+        return None
+    t = prof.columns()
+    node, names = node_of_rank(t)
+    m = len(names)
+    src, dst = t.peer_src, t.peer_dst
+    ok = (src >= 0) & (src < t.n) & (dst >= 0) & (dst < t.n)
+    key = node[src[ok]].astype(np.int64) * m + node[dst[ok]]
+    cells, inv = np.unique(key, return_inverse=True)
+    msgs = np.zeros(len(cells), dtype=np.uint64)
+    nbytes = np.zeros(len(cells), dtype=np.uint64)
+    np.add.at(msgs, inv, t.peer_msgs[ok])
+    np.add.at(nbytes, inv, t.peer_bytes[ok])
+    rows = [{"from": int(c // m), "to": int(c % m), "from_host": names[int(c // m)],
+             "to_host": names[int(c % m)], "messages": int(k), "bytes": int(b)}
+            for c, k, b in zip(cells.tolist(), msgs.tolist(), nbytes.tolist())]
+    rows.sort(key=lambda r: (-r["bytes"], r["from"], r["to"]))
+    return rows

@@ -110,9 +110,18 @@ def node_matrix_lines(prof: Profile) -> list[str]:
     senders' nodes; docs/profile-format.md, Nodes) as text: `report --node-matrix`."""
     nodes = prof.header.get("nodes")
     if not isinstance(nodes, dict) or "matrix_bytes" not in nodes:
-        why = ("the profile has no node fields" if not isinstance(nodes, dict) else
-               "the job had more than 256 nodes: the profile holds no node matrix")
-        return [f"Node matrix: none ({why})."]
+        pairs = spread.node_pairs(prof) if prof.ranks else None
+        if pairs is None:
+            why = ("the profile has no node fields" if not isinstance(nodes, dict) else
+                   "the job had more than 256 nodes: the profile holds no node matrix "
+                   "and has no rank lines to sum it from")
+            return [f"Node matrix: none ({why})."]
+        out = [f"Node matrix from the rank lines ({len(pairs):,} node pairs with traffic, "
+               "the other cells 0), point-to-point sent, most bytes first:",
+               f"{'from':>6} {'to':>6} {'messages':>14} {'bytes':>12}  hosts"]
+        out += [f"{p['from']:>6} {p['to']:>6} {p['messages']:>14,} {fmt_bytes(p['bytes']):>12}"
+                f"  {p['from_host']} -> {p['to_host']}" for p in pairs]
+        return out
     hosts = [str(h) for h in prof.header.get("hosts", [])]
     out = []
     for key, what in (("matrix_bytes", "bytes"), ("matrix_msgs", "messages")):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -392,30 +393,133 @@ def _times(h: list[Any]) -> bool:
         return False
 
 
-def _function_ok(name: Any, f: Any) -> bool:
-    if type(name) is not str or not _FUNC_NAME.fullmatch(name) or type(f) is not dict:
+class _Plan:
+    """Where the values of one key set lie (a function entry, a call site): cached, so a
+    rank line's entries are checked with a few C-level gathers instead of key by key."""
+
+    __slots__ = ("counts", "times", "lists", "list_keys", "full")
+
+    def __init__(self, keys: tuple[str, ...], counts: tuple[str, ...], times: tuple[str, ...],
+                 lists: tuple[str, ...], required: tuple[str, ...] = ()) -> None:
+        self.full = all(k in keys for k in required)
+        self.counts = _getter(tuple(k for k in keys if k in counts))
+        self.times = _getter(tuple(k for k in keys if k in times))
+        self.list_keys = tuple(k for k in keys if k in lists)
+        self.lists = _getter(self.list_keys)
+
+
+def _getter(keys: tuple[str, ...]) -> Any:
+    if not keys:
+        return lambda d: ()
+    if len(keys) == 1:
+        k = keys[0]
+        return lambda d: (d[k],)
+    return itemgetter(*keys)
+
+
+_PLAN_MAX = 1024  # distinct key sets (and names) cached: a hostile file cannot grow them
+_FN_PLANS: dict[tuple[str, ...], _Plan] = {}
+_SITE_PLANS: dict[tuple[str, ...], _Plan] = {}
+_NAMES_OK: set[str] = set()  # function names already matched by _FUNC_NAME
+_TXT_OK: set[str] = set()  # call sites' function names already found valid text
+_SPAN = ("one_node", "multi_node", "max_nodes", "max_ranks_per_node")
+_FN_LISTS = ("hist_send", "hist_recv", "p2p_intra_node", "p2p_inter_node", "node_span")
+_SITE_COUNTS = ("calls", "timed_calls", "bytes_sent", "bytes_recv")
+_ZERO_HIST = [0] * NBINS
+
+
+def _plan(cache: dict[tuple[str, ...], _Plan], keys: tuple[str, ...], counts: tuple[str, ...],
+          times: tuple[str, ...], lists: tuple[str, ...], required: tuple[str, ...] = ()) -> _Plan:
+    p = cache.get(keys)
+    if p is None:
+        p = _Plan(keys, counts, times, lists, required)
+        if len(cache) < _PLAN_MAX:
+            cache[keys] = p
+    return p
+
+
+def _times_ok(h: list[Any]) -> bool:
+    """Every item a finite number >= 0 (as _tim, for a list)."""
+    if not h:
+        return True
+    if not set(map(type, h)) <= _NUM:
         return False
-    for key in _FUNC_COUNTS:
-        if key in f and not _cnt(f[key]):
-            return False
-    for key in _FUNC_TIMES:
-        if key in f and not _tim(f[key]):
-            return False
-    for key in ("hist_send", "hist_recv"):
-        if key in f:
-            h = f[key]
-            if type(h) is not list or len(h) != NBINS or not _ints(h):
+    try:
+        return min(h) >= 0 and math.isfinite(math.fsum(h)) and math.isfinite(max(h))
+    except (OverflowError, ValueError):
+        return False
+
+
+def _lists_ok(lists: list[Any], width: int, hi: int = COUNT_MAX) -> bool:
+    """Every item a list of `width` ints from 0 to hi."""
+    if not lists:
+        return True
+    if set(map(type, lists)) != _LIST or set(map(len, lists)) != {width}:
+        return False
+    return _ints(list(chain.from_iterable(lists)), hi)
+
+
+def _functions_ok(fs: dict[Any, Any]) -> bool:
+    """Every function entry of a rank line in range (as _Checker's, without messages)."""
+    cnts: list[Any] = []
+    tims: list[Any] = []
+    hists: list[Any] = []
+    p2ps: list[Any] = []
+    for name, f in fs.items():
+        if name not in _NAMES_OK:
+            if type(name) is not str or not _FUNC_NAME.fullmatch(name):
                 return False
-    for key in ("p2p_intra_node", "p2p_inter_node"):
-        if key in f:
-            h = f[key]
-            if type(h) is not list or len(h) != 4 or not _ints(h):
+            if len(_NAMES_OK) < _PLAN_MAX:
+                _NAMES_OK.add(name)
+        if type(f) is not dict:
+            return False
+        p = _plan(_FN_PLANS, tuple(f), _FUNC_COUNTS, _FUNC_TIMES, _FN_LISTS)
+        cnts += p.counts(f)
+        tims += p.times(f)
+        for k, v in zip(p.list_keys, p.lists(f)):
+            if k == "node_span":
+                if type(v) is not dict:
+                    return False
+                cnts += [v.get(x, 0) for x in _SPAN]
+            elif k[0] == "h":
+                hists.append(v)
+            else:
+                p2ps.append(v)
+    return (_ints(cnts) and _times_ok(tims) and _lists_ok(hists, NBINS)
+            and _lists_ok(p2ps, 4))
+
+
+def _sites_ok(sites: list[Any], top: int) -> bool:
+    """Every call site of a rank line in range (as _Checker's, without messages)."""
+    cnts: list[Any] = []
+    tims: list[Any] = []
+    hists: list[Any] = []
+    frs: list[Any] = []
+    for s in sites:
+        if type(s) is not dict:
+            return False
+        fn = s.get("function")
+        if fn not in _TXT_OK:
+            if not _txt(fn):
                 return False
-    if "node_span" in f:
-        s = f["node_span"]
-        if type(s) is not dict or not all(_cnt(s.get(k, 0)) for k in
-                                          ("one_node", "multi_node", "max_nodes",
-                                           "max_ranks_per_node")):
+            if len(_TXT_OK) < _PLAN_MAX:
+                _TXT_OK.add(fn)
+        p = _plan(_SITE_PLANS, tuple(s), _SITE_COUNTS, ("time_s",), ("frames", "hist"), _FOUR)
+        if not p.full:
+            return False
+        cnts += p.counts(s)
+        tims += p.times(s)
+        frames = s.get("frames")
+        if type(frames) is not list:
+            return False
+        frs += frames
+        hists.append(s.get("hist", _ZERO_HIST))
+    if not (_ints(cnts) and _times_ok(tims) and _lists_ok(hists, NBINS)):
+        return False
+    if frs:
+        if set(map(type, frs)) != _LIST or set(map(len, frs)) != {2}:
+            return False
+        if not (_ints([fr[0] for fr in frs], top) and _ints([fr[1] for fr in frs])):
             return False
     return True
 
@@ -433,28 +537,15 @@ _SITE = ("calls", "timed_calls", "time_s", "bytes_sent", "bytes_recv")
 _FOUR = ("calls", "time_s", "bytes_sent", "bytes_recv")
 
 
-def _version2_ok(r: dict[str, Any]) -> bool:
+def _version2_ok(r: dict[str, Any], timeline: bool = True) -> bool:
     mods = r.get("callsite_modules", [])
     if type(mods) is not list or not all(map(_txt, mods)):  # few: per item
         return False
     sites = r.get("callsites", [])
     if type(sites) is not list:
         return False
-    top = max(0, len(mods) - 1)
-    for s in sites:
-        if type(s) is not dict or not _txt(s.get("function")):
-            return False
-        if not all(k in s for k in _FOUR) or not _counts_ok(s, _SITE):
-            return False
-        frames = s.get("frames")
-        if type(frames) is not list:
-            return False
-        for fr in frames:
-            if type(fr) is not list or len(fr) != 2 or not _cnt(fr[0], top) or not _cnt(fr[1]):
-                return False
-        h = s.get("hist", [0] * NBINS)
-        if type(h) is not list or len(h) != NBINS or not _ints(h):
-            return False
+    if sites and not _sites_ok(sites, max(0, len(mods) - 1)):
+        return False
     if "callsites_dropped" in r and not _counts_ok(r["callsites_dropped"], _FOUR):
         return False
     regions = r.get("regions", [])
@@ -476,7 +567,7 @@ def _version2_ok(r: dict[str, Any]) -> bool:
     if "regions_dropped" in r and not _counts_ok(r["regions_dropped"],
                                                  ("labels", "calls", "unmatched")):
         return False
-    if "timeline" in r and not _timeline_ok(r["timeline"]):
+    if timeline and "timeline" in r and not _timeline_ok(r["timeline"]):
         return False
     if not _cnt(r.get("comms_dropped", 0)):
         return False
@@ -522,8 +613,37 @@ def _timeline_ok(tl: Any) -> bool:
     return True
 
 
-def rank_line_ok(r: dict[str, Any], nranks: int) -> bool:
-    """True when every value of the rank line is in range (as _Checker.rank_line checks)."""
+def timeline_shape_ok(tl: Any) -> tuple[int, int] | None:
+    """(bins, classes) of a time line whose bin width, classes and row counts are in
+    range (its values are left to the caller: timeline._check_batch), else None."""
+    if type(tl) is not dict or not _tim(tl.get("bin_s")) or tl["bin_s"] <= 0:
+        return None
+    classes = tl.get("classes")
+    if type(classes) is not list or not classes:
+        return None
+    key = tuple(classes)
+    if key not in _CLASSES_OK:
+        if not all(map(_txt, classes)):
+            return None
+        if len(_CLASSES_OK) < _PLAN_MAX:
+            _CLASSES_OK.add(key)
+    calls = tl.get("calls")
+    if type(calls) is not list:
+        return None
+    n = len(calls)
+    for k in ("time_s", "bytes"):
+        rows = tl.get(k)
+        if type(rows) is not list or len(rows) != n:
+            return None
+    return n, len(classes)
+
+
+_CLASSES_OK: set[tuple[Any, ...]] = set()
+
+
+def rank_line_ok(r: dict[str, Any], nranks: int, timeline: bool = True) -> bool:
+    """True when every value of the rank line is in range (as _Checker.rank_line checks);
+    timeline=False leaves its time line to the caller (timeline._check_batch)."""
     last = nranks - 1
     if "host" in r and not _txt(r["host"]):
         return False
@@ -534,9 +654,8 @@ def rank_line_ok(r: dict[str, Any], nranks: int) -> bool:
             return False
     if "node" in r and not _cnt(r["node"], last):
         return False
-    for name, f in r["functions"].items():
-        if not _function_ok(name, f):
-            return False
+    if not _functions_ok(r["functions"]):
+        return False
     peers = r.get("peers", {})
     if type(peers) is not dict:
         return False
@@ -549,7 +668,7 @@ def rank_line_ok(r: dict[str, Any], nranks: int) -> bool:
         if lst and not (_ints([e[0] for e in lst], last)
                         and _ints([x for e in lst for x in e[1:]])):
             return False
-    return _version2_ok(r)
+    return _version2_ok(r, timeline)
 
 
 def check_rank_line(c: _Checker, r: dict[str, Any]) -> None:
