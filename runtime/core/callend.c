@@ -1,13 +1,59 @@
-/* The end of every wrapper's recording (hooks.h, ml_call_end): after the MPI
- * call and the semantic helpers (bytes, peers, requests), one call updates the
- * function's record and those of the record kinds (regions, time line,
- * communicators, call sites).  The wrapper holds the shared slot's lock if its
- * slot is shared. */
-#include "hooks.h"
+/* The out-of-line end of a wrapper's recording (callend.h): a timed call, a
+ * call while a region is open, and call sites the one-entry cache does not
+ * hold.  The wrapper holds the shared slot's lock if its slot is shared. */
+#include "callend.h"
 
-void ml_call_end(const ml_hook_t *h, ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt)
+/* Depth 1: the record of (ra, fid) by one hash probe, kept in the function's
+ * one-entry cache; NULL if it is not in the table yet (or its return address
+ * lies inside an MPI library: ml_cs_add_slow walks to the application). */
+static ml_cs_rec_t *ml_cs_probe1(ml_slot_t *S, int fid, uintptr_t pc)
+{
+    ml_cstab_t *t = S->cs;
+    uint64_t want = (uint64_t)(uint32_t)fid | (uint64_t)1 << 32; /* fid, n = 1, internal = 0, region = 0 */
+    for (uint32_t i = ml_cs_hash1(pc, fid);; i++) {
+        int32_t k = t->idx[i & t->mask];
+        if (k < 0) return NULL;
+        ml_cs_rec_t *r = &t->rec[k];
+        uint64_t key;
+        __builtin_memcpy(&key, &r->fid, sizeof key);
+        if (r->pc[0] == pc && key == want) {
+            S->cs1[fid].pc = pc;
+            S->cs1[fid].rec = r;
+            return r;
+        }
+    }
+}
+
+static void ml_cs_call(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+{
+    if (!S->cs) return;
+    if (ml_cs_depth == 1) {
+        uintptr_t pc = (uintptr_t)ra;
+        ml_cs_rec_t *r = S->cs1[fid].pc == pc && S->cs1[fid].rec ? S->cs1[fid].rec : ml_cs_probe1(S, fid, pc);
+        if (r) {
+            ml_cs_upd(r, tm, dt, bs, br);
+            return;
+        }
+        ml_cs_add_slow(S, fid, ra, tm, dt, bs, br);
+        (void)ml_cs_probe1(S, fid, pc); /* the record it made, for the next call */
+        return;
+    }
+    ml_cs_add_slow(S, fid, ra, tm, dt, bs, br);
+}
+
+void ml_cs_miss(ml_slot_t *S, int fid, void *ra, uint64_t bs, uint64_t br)
+{
+    ml_cs_call(S, fid, ra, ML_TM_NO, 0, bs, br);
+}
+
+void ml_call_end(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt, MPI_Comm comm, void *ra)
 {
     if (!ml_fon[fid]) return;
     ml_count_upd(&S->f[fid], tm, dt);
-    ml_hook_end_d(h, S, fid, di, cls, tm, t0, dt);
+    if (!ml_hooks_on) return;
+    uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
+    if (ml_region_cur != 0) ml_region_add(S, fid, tm, dt, bs, br);
+    if (S->tl) ml_tl_add(S->tl, cls, tm, t0, dt, bs + br);
+    if (S->cm && comm != MPI_COMM_NULL) ml_cm_upd(ml_cm_rec(S->cm, comm), tm, dt, bs, br);
+    if (ml_cs_depth) ml_cs_call(S, fid, ra, tm, dt, bs, br);
 }

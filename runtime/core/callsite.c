@@ -131,6 +131,7 @@ void ml_cs_attach(ml_slot_t *s)
 void ml_hooks_reset(ml_slot_t *s)
 {
     ml_tl_reset(s);
+    memset(s->cs1, 0, sizeof s->cs1); /* the depth-1 cache points into the table (callend.h) */
     ml_cstab_t *t = s->cs;
     if (!t) return;
     memset(t->idx, 0xff, (t->mask + 1) * sizeof *t->idx);

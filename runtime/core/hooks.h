@@ -231,9 +231,6 @@ static inline void ml_hook_end(const ml_hook_t *h, ml_slot_t *S, int fid, int tm
     ml_hook_end_d(h, S, fid, ml_func_didx[fid], ml_tl_class[fid], tm, t0, dt);
 }
 
-/* Every wrapper's one call after the MPI call and its semantic helpers
- * (callend.c): the function's record (ml_count) and the record kinds
- * (ml_hook_end_d).  Out of line, once: the wrappers stay small. */
-void ml_call_end(const ml_hook_t *h, ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt);
+/* The wrappers' per-call step after the MPI call: callend.h (ml_call_done, ml_call_end). */
 
 #endif

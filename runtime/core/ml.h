@@ -74,6 +74,13 @@ typedef struct {
     uint64_t msgs_s, bytes_s, msgs_r, bytes_r;
 } ml_peer_t;
 
+/* Call sites at depth 1: per function, its last call site's return address and
+ * record (callend.h: one compare instead of a hash probe); emptied with the table. */
+typedef struct {
+    uintptr_t pc;
+    void *rec;             /* ml_cs_rec_t (hooks.h), NULL: none */
+} ml_cs1_t;
+
 typedef struct ml_slot {
     ml_frec_t f[ML_NFUNC];
     ml_drec_t d[ML_NDATA];
@@ -88,6 +95,7 @@ typedef struct ml_slot {
     struct ml_cm_rec *cm;  /* per-communicator records (comms.c, hooks.h) */
     int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
     ml_fl_t fl;            /* the call this thread is inside (flight.h) */
+    ml_cs1_t cs1[ML_NFUNC]; /* call sites, depth 1: one entry per function (callend.h) */
 } ml_slot_t;
 
 /* ---- global state (core.c) ---- */
