@@ -24,12 +24,12 @@ static ml_cs_rec_t *ml_cs_probe1(ml_slot_t *S, int fid, uintptr_t pc)
     }
 }
 
-static void ml_cs_call(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br)
+ML_INLINE void ml_cs_call(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
     if (!S->cs) return;
     if (ml_cs_depth == 1) {
         uintptr_t pc = (uintptr_t)ra;
-        ml_cs_rec_t *r = S->cs1[fid].pc == pc && S->cs1[fid].rec ? S->cs1[fid].rec : ml_cs_probe1(S, fid, pc);
+        ml_cs_rec_t *r = S->cs1[fid].pc == pc ? S->cs1[fid].rec : ml_cs_probe1(S, fid, pc);
         if (r) {
             ml_cs_upd(r, tm, dt, bs, br);
             return;
@@ -46,14 +46,31 @@ void ml_cs_miss(ml_slot_t *S, int fid, void *ra, uint64_t bs, uint64_t br)
     ml_cs_call(S, fid, ra, ML_TM_NO, 0, bs, br);
 }
 
+/* A timed call at t0: the bin of t0 becomes the thread's current row (timeline.c's
+ * ml_tl_move, inline here: bins merge first when t0 falls past the last one). */
+ML_INLINE void ml_tl_at(ml_tltab_t *t, uint64_t t0)
+{
+    t->last = t0;
+    uint64_t rel = t0 > ml_t_init ? t0 - ml_t_init : 0;
+    if (__builtin_expect((rel >> t->shift) >= (uint64_t)t->nbins, 0)) ml_tl_grow(t, rel);
+    t->row = &t->cell[(rel >> t->shift) * ML_TL_NCLASS];
+}
+
 void ml_call_end(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt, MPI_Comm comm, void *ra)
 {
-    if (!ml_fon[fid]) return;
+    if (tm == ML_TM_OFF || !ml_fon[fid]) return;
     ml_count_upd(&S->f[fid], tm, dt);
     if (!ml_hooks_on) return;
     uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
     if (ml_region_cur != 0) ml_region_add(S, fid, tm, dt, bs, br);
-    if (S->tl) ml_tl_add(S->tl, cls, tm, t0, dt, bs + br);
+    ml_tltab_t *t = S->tl;
+    if (t) {
+        if (tm) ml_tl_at(t, t0);
+        ml_tl_cell_t *c = &t->row[cls];
+        c->calls++;
+        c->bytes += bs + br;
+        ml_time_add(&c->timed, &c->ticks, &c->stimed, &c->sticks, tm, dt);
+    }
     if (S->cm && comm != MPI_COMM_NULL) ml_cm_upd(ml_cm_rec(S->cm, comm), tm, dt, bs, br);
     if (ml_cs_depth) ml_cs_call(S, fid, ra, tm, dt, bs, br);
 }

@@ -37,17 +37,16 @@ ML_INLINE ml_cm_rec_t *ml_cm_rec(ml_cm_rec_t *cm, MPI_Comm comm)
 ML_INLINE int ml_call_start(ml_slot_t *S, int fid, int di)
 {
     if (di >= 0) ml_cb.s = ml_cb.r = 0;
-    return ml_fon[fid] ? ml_want_time(&S->f[fid]) : ML_TM_NO;
+    return ml_fon[fid] ? ml_want_time(&S->f[fid]) : ML_TM_OFF;
 }
 
 ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt,
                             MPI_Comm comm, void *ra)
 {
-    if (__builtin_expect(tm != ML_TM_NO || ml_region_cur != 0, 0)) {
+    if (__builtin_expect(tm != ML_TM_NO || ml_region_cur != 0, 0)) { /* timed, not recorded, or in a region */
         ml_call_end(S, fid, di, cls, tm, t0, dt, comm, ra);
         return;
     }
-    if (!ml_fon[fid]) return;
     S->f[fid].calls++;
     /* a completion call (no byte counters of its own) gives none: what its receives
      * got belongs to the functions that started them (docs/runtime.md) */
@@ -59,17 +58,19 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
         if (di >= 0) c->bytes += bs + br;
     }
     ml_cm_rec_t *cm = S->cm;
-    if (cm && comm != MPI_COMM_NULL) {
-        ml_cm_rec_t *r = ml_cm_rec(cm, comm);
-        r->calls++;
-        if (di >= 0) {
-            r->bytes_s += bs;
-            r->bytes_r += br;
+    if (cm) { /* MPI_COMM_WORLD (record 0) tested first */
+        ml_cm_rec_t *r = comm == MPI_COMM_WORLD ? cm : comm != MPI_COMM_NULL ? &cm[ml_cm_id(comm)] : NULL;
+        if (r) {
+            r->calls++;
+            if (di >= 0) {
+                r->bytes_s += bs;
+                r->bytes_r += br;
+            }
         }
     }
     if (__builtin_expect(ml_cs_depth != 0, 1)) {
         const ml_cs1_t *c1 = &S->cs1[fid];
-        if (ml_cs_depth == 1 && c1->pc == (uintptr_t)ra && c1->rec) {
+        if (ml_cs_depth == 1 && c1->pc == (uintptr_t)ra) { /* pc set: rec set (ml_cs_probe1) */
             ml_cs_rec_t *r = (ml_cs_rec_t *)c1->rec;
             r->calls++;
             if (di >= 0 && (bs | br)) {

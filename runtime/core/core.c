@@ -112,11 +112,11 @@ static double ml_measure_overhead(void)
             ml_slot_t *S = NULL;
             int tm = 0;
             uint64_t t0 = 0;
-            if (on) { S = ml_slot(); tm = ml_call_start(S, FID, -1); if (tm) t0 = ml_now(); }
-            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, tm ? t0 : ml_fl_clock);
+            if (on) { S = ml_slot(); tm = ml_call_start(S, FID, -1); if (ML_TIMED(tm)) t0 = ml_now(); }
+            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, ML_TIMED(tm) ? t0 : ml_fl_clock);
             PMPI_Comm_rank(MPI_COMM_WORLD, &r);
             if (on) ml_fl_out(S);
-            uint64_t dt = tm ? ml_now() - t0 : 0;
+            uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;
             ml_leave();
             if (on) {
                 /* an application's call site (0x1000): one record; no communicator's

@@ -5,18 +5,17 @@
  * time-line class) are constants of the wrapper's enum:
  *
  *     int on = ml_enter();                  // outermost MPI call on this thread, profiling active?
- *     if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0;
- *               ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now();
- *               [a send: its size and world peer, once] }
- *     if (on) ml_fl_in(S, FID, ...);        // the in-flight state (flight.h)
+ *     if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, DI);  // callend.h
+ *               if (ML_TIMED(tm)) t0 = ml_now(); [a send: its size and world peer, once] }
+ *     if (on && !_sh) _fs = ml_fl_set(S, FID, ...);   // the in-flight state (flight.h)
  *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
- *     if (on) ml_fl_out(S);
- *     dt = tm ? ml_now() - t0 : 0;
+ *     if (on && !_sh) ml_fl_done(S, _fs);
+ *     dt = ML_TIMED(tm) ? ml_now() - t0 : 0;
  *     ml_leave();
- *     if (on) { if (S->shared) lock;         // one test: threads beyond MPILENS_MAX_THREADS
- *               if (ret == MPI_SUCCESS) { <semantic helpers: bytes, peers, requests> }
- *               ml_call_end(&H, S, FID, DI, TLC, tm, t0, dt);  // function record + record kinds
- *               if (S->shared) unlock; }
+ *     if (on) { if (_sh) lock;               // threads beyond MPILENS_MAX_THREADS
+ *               if (ret == MPI_SUCCESS) { <semantic helpers: bytes, peers, requests; _hc = comm> }
+ *               ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, return address);  // callend.h
+ *               if (_sh) unlock; }
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
  * Fortran binding calls the C MPI_Xxx, ROMIO calling MPI_Allreduce, an engine
@@ -56,7 +55,8 @@ typedef struct {
     uint64_t tmax;
     uint64_t stimed;  /* of those, calls timed as the 1 in ML_SAMPLE_PERIOD sample (ML_TM_SAMPLE) */
     uint64_t sticks;  /* ... and their total duration */
-    uint64_t quiet;   /* 1: past the warm-up and not slow (set at each timed call): ml_want_time's fast test */
+    int64_t skip;     /* calls left before the next one the policy may time (set at each timed call):
+                       * ml_want_time's fast test */
 } __attribute__((aligned(64))) ml_frec_t; /* one cache line per function */
 
 typedef struct {
@@ -158,7 +158,10 @@ static inline ml_slot_t *ml_slot(void)
  * would inflate.  On machines whose timer read is slow (a virtualised TSC:
  * 30-50 ns) this keeps the cost of a cheap call near the cost of counting it. */
 extern uint64_t ml_sample_mask, ml_slow_ticks;
-enum { ML_TM_NO = 0, ML_TM_POLICY = 1, ML_TM_SAMPLE = 2 }; /* why a call is timed (tm) */
+/* why a call is timed (tm); ML_TM_OFF: not recorded at all (ml_fon 0: the wrapper's
+ * one test after the call sends it with the timed calls to ml_call_end) */
+enum { ML_TM_NO = 0, ML_TM_POLICY = 1, ML_TM_SAMPLE = 2, ML_TM_OFF = 4 };
+#define ML_TIMED(tm) ((tm) & 3) /* the call's duration is measured */
 
 /* The policy's full test: still warming up, slow, or the sample. */
 ML_INLINE int ml_want_time_full(const ml_frec_t *r)
@@ -170,12 +173,19 @@ ML_INLINE int ml_want_time_full(const ml_frec_t *r)
     return ml_sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
 }
 
-/* One test for the 15 calls in 16 that are not timed: r->quiet says the full
- * test would answer "no" to every call that is not the sample (its inputs
- * change only at timed calls, where ml_count_upd recomputes it). */
-ML_INLINE int ml_want_time(const ml_frec_t *r)
+/* One test for the 15 calls in 16 that are not timed: r->skip counts the calls
+ * for which the full test would answer "no" (its inputs change only at timed
+ * calls, where ml_count_upd sets it): past the warm-up and not slow, every call
+ * up to the next 1 in ML_SAMPLE_PERIOD.  Relaxed atomics: threads sharing a slot
+ * call this before taking its lock (a lost or doubled decrement only moves the
+ * next sample by one call). */
+ML_INLINE int ml_want_time(ml_frec_t *r)
 {
-    if (__builtin_expect((r->calls & ml_sample_mask) && r->quiet, 1)) return ML_TM_NO;
+    int64_t k = __atomic_load_n(&r->skip, __ATOMIC_RELAXED);
+    if (__builtin_expect(k > 0, 1)) {
+        __atomic_store_n(&r->skip, k - 1, __ATOMIC_RELAXED);
+        return ML_TM_NO;
+    }
     return ml_want_time_full(r);
 }
 
@@ -209,7 +219,10 @@ ML_INLINE void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
         if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
         if (dt > r->tmax) r->tmax = dt;
         ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
-        r->quiet = r->calls >= ML_WARMUP_CALLS && !(r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks);
+        /* quiet (past the warm-up, not slow): the calls before the next sample are not timed */
+        int quiet = r->calls >= ML_WARMUP_CALLS && !(r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks);
+        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_sample_mask - ((r->calls - 1) & ml_sample_mask)) : 0,
+                         __ATOMIC_RELAXED);
     }
 }
 

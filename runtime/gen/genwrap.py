@@ -653,22 +653,22 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     """
     out = ["    int on = ml_enter();"]
     out += ["    " + ln for ln in plan.pre if ln]
-    out.append("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0; MPI_Comm _hc = MPI_COMM_NULL;")
+    out.append("    ml_slot_t *S = NULL; int tm = 0, _sh = 0; uint64_t t0 = 0; MPI_Comm _hc = MPI_COMM_NULL;")
     out += ["    " + ln for ln in plan.decl]
     onpre = " ".join(plan.onpre)
-    out.append("    if (on) { S = ml_slot(); tm = ml_call_start(S, FID, DI); if (tm) t0 = ml_now();"
+    out.append("    if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, DI); if (ML_TIMED(tm)) t0 = ml_now();"
                f"{' ' + onpre if onpre else ''} }}")
     fl = plan.fl or "ML_FL_OTHER, MPI_COMM_NULL, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0"
-    out.append(f"    if (ML_FL_ON && on) ml_fl_in(S, FID, {fl}, tm ? t0 : ml_fl_clock);")
+    out.append("    uint64_t _fs = 0;")
+    out.append(f"    if (ML_FL_ON && on && !_sh) _fs = ml_fl_set(S, FID, {fl}, ML_TIMED(tm) ? t0 : ml_fl_clock);")
     if served:
         out.append("    ml_served_flag = 0;")
     out.append(f"    {call};")
-    out.append("    if (on) ml_fl_out(S);")
+    out.append("    if (ML_FL_ON && on && !_sh) ml_fl_done(S, _fs);")
     if served:
         out.append("    int served = ml_served_flag; ml_served_flag = 0;")
-    out += ["    uint64_t dt = tm ? ml_now() - t0 : 0;", "    ml_leave();",
+    out += ["    uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;", "    ml_leave();",
             "    if (on) {",
-            "        int _sh = S->shared;",
             "        if (__builtin_expect(_sh, 0)) ml_shared_lock();"]
     post = [ln for ln in plan.post if ln]
     if served:
