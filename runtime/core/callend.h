@@ -37,7 +37,7 @@ ML_INLINE ml_cm_rec_t *ml_cm_rec(ml_cm_rec_t *cm, MPI_Comm comm)
 ML_INLINE int ml_call_start(ml_slot_t *S, int fid, int di)
 {
     if (di >= 0) ml_cb.s = ml_cb.r = 0;
-    return ml_fon[fid] ? ml_want_time(&S->f[fid]) : ML_TM_OFF;
+    return __builtin_expect(ml_fon[fid] != 0, 1) ? ml_want_time(&S->f[fid]) : ML_TM_OFF;
 }
 
 ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt,
@@ -70,7 +70,7 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
     }
     if (__builtin_expect(ml_cs_depth != 0, 1)) {
         const ml_cs1_t *c1 = &S->cs1[fid];
-        if (ml_cs_depth == 1 && c1->pc == (uintptr_t)ra) { /* pc set: rec set (ml_cs_probe1) */
+        if (__builtin_expect(ml_cs_depth == 1 && c1->pc == (uintptr_t)ra, 1)) { /* pc set: rec set (ml_cs_probe1) */
             ml_cs_rec_t *r = (ml_cs_rec_t *)c1->rec;
             r->calls++;
             if (di >= 0 && (bs | br)) {

@@ -51,8 +51,9 @@ ML_INLINE uint64_t ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int
 {
 #if ML_FL_ON
     ml_fl_t *f = &S->fl;
-    f->fid = fid;
-    f->kind = kind;
+    /* fid and kind, adjacent: one store of a constant */
+    uint64_t fk = (uint64_t)(uint32_t)fid | (uint64_t)(uint32_t)kind << 32;
+    __builtin_memcpy(&f->fid, &fk, sizeof fk);
     f->t0 = t0;
     f->comm = comm;
     if (kind != ML_FL_OTHER) {
