@@ -60,14 +60,16 @@ typedef struct {
 } __attribute__((aligned(64))) ml_frec_t; /* one cache line per function */
 
 typedef struct {
+    /* first line: what a message updates besides its size class (a send to a peer on
+     * this node: this line and one histogram line) */
     uint64_t bytes_s, bytes_r;
-    uint64_t served;  /* calls an engine served with its own algorithm (ml_mark_served) */
-    uint64_t hist_s[ML_NBINS];
-    uint64_t hist_r[ML_NBINS];
     uint64_t hist_bytes_s; /* sum of the sizes hist_s counts: a collective's per-peer block (mpiP's figure) */
+    uint64_t served;  /* calls an engine served with its own algorithm (ml_mark_served) */
     uint64_t xnode[2][4];  /* messages with a known peer: [0] same node, [1] other node (msgs_s, bytes_s, msgs_r, bytes_r) */
     uint64_t span_calls[2]; /* collectives: calls on a communicator within one node, across nodes */
     uint64_t span_max[2];  /* collectives: most nodes a communicator spanned, most of its ranks on one node */
+    uint64_t hist_s[ML_NBINS];
+    uint64_t hist_r[ML_NBINS];
 } __attribute__((aligned(64))) ml_drec_t; /* the counters a message updates first (one line), histograms after */
 
 typedef struct {
