@@ -30,7 +30,7 @@ LAUNCH = {
     "intelmpi": ["mpirun", "-n", "1"],
 }
 # per-op: MPI calls in one iteration
-CALLS = {"comm_rank": 1, "send_recv": 2, "isend_recv_wait": 3, "allreduce": 1}
+CALLS = {"comm_rank": 1, "send_recv": 2, "isend_recv_wait": 3, "allreduce": 1, "send_recv_dup": 2}
 
 
 def fail(msg: str) -> None:

@@ -17,9 +17,10 @@
 #include <stdlib.h>
 #include <valgrind/callgrind.h>
 
-enum { OP_RANK, OP_SENDRECV, OP_ISENDWAIT, OP_ALLREDUCE, NOPS };
-static const char *const op_name[NOPS] = {"comm_rank", "send_recv", "isend_recv_wait", "allreduce"};
+enum { OP_RANK, OP_SENDRECV, OP_ISENDWAIT, OP_ALLREDUCE, OP_SENDRECV_DUP, NOPS };
+static const char *const op_name[NOPS] = {"comm_rank", "send_recv", "isend_recv_wait", "allreduce", "send_recv_dup"};
 static volatile int sink;
+static MPI_Comm dup; /* a duplicate of MPI_COMM_WORLD: peers translated through its group */
 
 #define NOINLINE __attribute__((noinline))
 
@@ -42,6 +43,10 @@ static NOINLINE void one(int op, int prof)
             MPI_Wait(&rq, MPI_STATUS_IGNORE);
             break;
         case OP_ALLREDUCE: MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); break;
+        case OP_SENDRECV_DUP:
+            MPI_Send(sb, 8, MPI_BYTE, 0, 7, dup);
+            MPI_Recv(rb, 8, MPI_BYTE, 0, 7, dup, MPI_STATUS_IGNORE);
+            break;
         }
     } else {
         switch (op) {
@@ -56,6 +61,10 @@ static NOINLINE void one(int op, int prof)
             PMPI_Wait(&rq, MPI_STATUS_IGNORE);
             break;
         case OP_ALLREDUCE: PMPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); break;
+        case OP_SENDRECV_DUP:
+            PMPI_Send(sb, 8, MPI_BYTE, 0, 7, dup);
+            PMPI_Recv(rb, 8, MPI_BYTE, 0, 7, dup, MPI_STATUS_IGNORE);
+            break;
         }
     }
 }
@@ -80,6 +89,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "instr_ops: run one process (messages go to self)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     char label[64];
     for (int op = 0; op < NOPS; op++) {
         for (int prof = 0; prof < 2; prof++) {
@@ -91,6 +101,7 @@ int main(int argc, char **argv)
             CALLGRIND_DUMP_STATS_AT(label);
         }
     }
+    MPI_Comm_free(&dup);
     MPI_Finalize();
     return 0;
 }

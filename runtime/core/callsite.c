@@ -136,6 +136,7 @@ static void ml_cs_attach(ml_slot_t *s)
 /* Empties a thread's table (after the start-up overhead probe, core.c). */
 static void ml_cs_reset(ml_slot_t *s)
 {
+    memset(s->cs1, 0, sizeof s->cs1); /* the depth-1 cache points into the table (callend.h) */
     ml_cstab_t *t = s->cs;
     if (!t) return;
     memset(t->idx, 0xff, (t->mask + 1) * sizeof *t->idx);
@@ -501,7 +502,7 @@ static void ml_cs_header_json(ml_buf_t *b)
     ml_buf_printf(b, ",\"callsite_depth\":%d,\"callsite_slots\":%d", ml_cs_depth, C.slots);
 }
 
-/* Per call: the depth-1 probe in ml_hook_end_d (hooks.h), else ml_cs_add_slow. */
+/* Per call: the depth-1 cache in ml_call_done (callend.h), the probe in ml_call_end (callend.c), else ml_cs_add_slow. */
 const ml_kind_t ml_kind_callsites = {
     .name = "callsites",
     .settings = ml_cs_settings,

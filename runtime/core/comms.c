@@ -276,7 +276,7 @@ static int ml_cm_kind_init(void)
 
 static void ml_cm_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"comms_max\":%d", ml_cm_max); }
 
-/* Per call: ml_cm_upd in ml_hook_end_d (hooks.h), through the slot's cm. */
+/* Per call: ml_call_done (callend.h) and ml_cm_upd in ml_call_end (callend.c), through the slot's cm. */
 const ml_kind_t ml_kind_comms = {
     .name = "comms",
     .settings = ml_cm_settings,

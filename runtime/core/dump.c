@@ -174,7 +174,10 @@ static void ml_put_call(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f, uint6
         break;
     default: break;
     }
-    ml_buf_printf(b, ",\"tag\":%d,\"bytes\":%lld,\"since_s\":%.6f", f->tag, (long long)f->bytes, ml_since(now, f->t0));
+    /* a call of kind other has no tag or bytes (flight.h, ml_fl_set: not written) */
+    int other = f->kind == ML_FL_OTHER;
+    ml_buf_printf(b, ",\"tag\":%d,\"bytes\":%lld,\"since_s\":%.6f", other ? -1 : f->tag,
+                  other ? 0LL : (long long)f->bytes, ml_since(now, f->t0));
     if (f->kind == ML_FL_WAIT) {
         ml_buf_printf(b, ",\"requests\":%d,\"waits_on\":[", f->nrq);
         int first = 1;

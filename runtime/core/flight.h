@@ -40,27 +40,31 @@ ML_INLINE int64_t ml_fl_bytes(int64_t count, MPI_Datatype dt)
     return count > 0 ? count * ml_type_size(dt) : 0;
 }
 
-/* before the PMPI call (outermost calls while profiling); peer, peer2: world
- * ranks or ML_FL_* (the wrapper converts its arguments with ml_fl_peer, once,
- * and reuses them for the records) */
-ML_INLINE void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer, int tag, int64_t bytes,
-                        int peer2, int tag2, const MPI_Request *rq, int nrq, uint64_t t0)
+/* before the PMPI call (outermost calls while profiling, slot not shared: the
+ * wrapper tests S->shared once); peer, peer2: world ranks or ML_FL_* (the
+ * wrapper converts its arguments with ml_fl_peer, once, and reuses them for
+ * the records).  A call of kind ML_FL_OTHER has no peer, tag, bytes or
+ * requests: only its function, start and communicator are written (dump.c
+ * reads the others only for the other kinds). */
+ML_INLINE uint64_t ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer, int tag, int64_t bytes,
+                             int peer2, int tag2, const MPI_Request *rq, int nrq, uint64_t t0)
 {
 #if ML_FL_ON
-    /* a slot shared by threads (MPILENS_MAX_THREADS reached) has no single call it is inside */
-    if (__builtin_expect(S->shared, 0)) return;
     ml_fl_t *f = &S->fl;
-    f->fid = fid;
-    f->kind = kind;
-    f->comm = comm;
-    f->peer = peer;
-    f->tag = tag;
-    f->bytes = bytes;
-    f->peer2 = peer2;
-    f->tag2 = tag2;
-    f->rq = rq;
-    f->nrq = nrq;
+    /* fid and kind, adjacent: one store of a constant */
+    uint64_t fk = (uint64_t)(uint32_t)fid | (uint64_t)(uint32_t)kind << 32;
+    __builtin_memcpy(&f->fid, &fk, sizeof fk);
     f->t0 = t0;
+    f->comm = comm;
+    if (kind != ML_FL_OTHER) {
+        f->peer = peer;
+        f->tag = tag;
+        f->bytes = bytes;
+        f->peer2 = peer2;
+        f->tag2 = tag2;
+        f->rq = rq;
+        f->nrq = nrq;
+    }
     if (kind == ML_FL_COLL) {
         /* its place in the communicator's order of collectives (one increment; kind is a
          * constant of each wrapper, so other calls pay nothing) */
@@ -70,22 +74,39 @@ ML_INLINE void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer
         /* a collective on a new communicator: its members known to the recorder (sem.c's table) */
         if (comm != MPI_COMM_WORLD && comm != MPI_COMM_NULL) ml_peer_world_slow(comm, 0);
     }
-    __atomic_store_n(&f->seq, f->seq + 1, __ATOMIC_RELEASE);
+    uint64_t seq = f->seq + 1;
+    __atomic_store_n(&f->seq, seq, __ATOMIC_RELEASE);
+    return seq;
 #else
     (void)S; (void)fid; (void)kind; (void)comm; (void)peer; (void)tag; (void)bytes;
     (void)peer2; (void)tag2; (void)rq; (void)nrq; (void)t0;
+    return 0;
 #endif
 }
 
-/* after the PMPI call */
-ML_INLINE void ml_fl_out(ml_slot_t *S)
+/* after the PMPI call (slot not shared); seq: what ml_fl_set returned (only
+ * this thread writes it) */
+ML_INLINE void ml_fl_done(ml_slot_t *S, uint64_t seq)
 {
 #if ML_FL_ON
-    if (__builtin_expect(S->shared, 0)) return;
-    __atomic_store_n(&S->fl.seq, S->fl.seq + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&S->fl.seq, seq + 1, __ATOMIC_RELEASE);
 #else
-    (void)S;
+    (void)S; (void)seq;
 #endif
+}
+
+/* The same, testing the slot: a slot shared by threads (MPILENS_MAX_THREADS
+ * reached) has no single call it is inside. */
+ML_INLINE void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer, int tag, int64_t bytes,
+                        int peer2, int tag2, const MPI_Request *rq, int nrq, uint64_t t0)
+{
+    if (__builtin_expect(S->shared, 0)) return;
+    (void)ml_fl_set(S, fid, kind, comm, peer, tag, bytes, peer2, tag2, rq, nrq, t0);
+}
+ML_INLINE void ml_fl_out(ml_slot_t *S)
+{
+    if (__builtin_expect(S->shared, 0)) return;
+    ml_fl_done(S, S->fl.seq);
 }
 
 /* ---- the recorder (flight.c) ---- */

@@ -1,22 +1,16 @@
-/* The record kinds' per-call hooks: call sites (callsite.c), regions
- * (region.c), the time line (timeline.c) and communicators (comms.c), each a
- * descriptor of kinds_list.h (mltypes.h; the registry's loops are in
- * kinds.c).  Every timed wrapper calls ml_hook_begin before the MPI call and
- * ml_call_end (callend.c) after its semantic helpers (ml.h shows the whole
- * wrapper):
+/* The record kinds' per-call state and helpers: call sites (callsite.c),
+ * regions (region.c), the time line (timeline.c) and communicators (comms.c),
+ * each a descriptor of kinds_list.h (mltypes.h; the registry's loops are in
+ * kinds.c).  The wrappers' per-call step is callend.h: ml_call_done counts an
+ * untimed call in its function's record, its time-line cell, its
+ * communicator's record and (depth 1) its call site, inline; ml_call_end
+ * (callend.c) does the full update of a timed call, and calls the out-of-line
+ * hooks of the kinds that have one on (behind one test: ml_kinds_rare;
+ * regions, while one is open).  No lock (the wrapper holds the shared slot's),
+ * no allocation: the tables are made by each kind's attach at the thread's
+ * first call.
  *
- * ml_hook_begin keeps the caller's return address, reads ml_hooks_on once
- * (h->on) and, when a kind is on, zeroes the call's byte counters (ml_cb, per
- * thread); ml_call_end counts the call in its function's record, then
- * (ml_hook_end_d) attributes the call, its time and the bytes the semantic
- * helpers gave it to the out-of-line hooks of the kinds that have one on
- * (behind one test: ml_kinds_rare; regions, while one is open), its time-line
- * bin, its communicator (when the wrapper gave one: ml_hook_comm) and its
- * call site (those three inline here, one predictable branch each when
- * off).  No lock (the wrapper holds the shared slot's), no allocation: the
- * tables are made by each kind's attach at the thread's first call.
- *
- * Include order: mltypes.h <- ml.h <- this file <- flight.h. */
+ * Include order: mltypes.h <- ml.h <- this file <- flight.h <- callend.h. */
 #ifndef MLENS_HOOKS_H
 #define MLENS_HOOKS_H
 
@@ -125,24 +119,16 @@ extern int ml_cs_depth;          /* MPILENS_CALLSITES: 0 off, 1..ML_CS_MAXDEPTH 
 extern volatile int ml_region_cur; /* innermost open region (0: none), process-wide */
 extern int ml_hooks_on;          /* ML_HOOKS_* bits (mltypes.h): a kind is on, or a region has been opened (kinds.c) */
 
-typedef struct {
-    void *ra;
-    int on;             /* ml_hooks_on at the start of the call */
-    MPI_Comm comm;      /* the call's communicator (ml_hook_comm), else MPI_COMM_NULL */
-} ml_hook_t;
 
-/* After a successful call with a communicator argument (generated wrappers). */
-ML_INLINE void ml_hook_comm(ml_hook_t *h, MPI_Comm comm) { h->comm = comm; }
 
 
 /* The kinds whose out-of-line hook (ml_kind_t.call) runs now, bit i for
- * ml_kinds[i] (kinds.c): behind one test in ml_hook_end_d.  Set from a kind's
+ * ml_kinds[i] (kinds.c): behind one test in ml_call_done (callend.h).  Set from a kind's
  * init (ML_HOOKS_CALL), or at run time by the kind itself (ml_kind_call_on:
  * regions, while one is open). */
 extern volatile unsigned ml_kinds_rare;
 void ml_kind_call_on(int kind, int on); /* kind: ML_KIND_<name> (mltypes.h) */
-void ml_kinds_rare_end(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
-                       uint64_t bs, uint64_t br);
+void ml_kinds_rare_end(ml_slot_t *S, const ml_call_t *c);
 /* Set on the thread writing a partial profile (dump.c) while it formats the rank
  * line: the dump only reads (no MPI call, no change to the open regions); the
  * profile at MPI_Finalize is the one that closes the open regions and asks MPI
@@ -154,17 +140,6 @@ extern int ml_ever_paused;          /* MPI_Pcontrol(0) was called once */
 
 void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br);
 ml_cs_rec_t *ml_cs_insert(ml_cstab_t *t, const uintptr_t *pc, int n, int fid, uint32_t h);
-
-ML_INLINE void ml_hook_begin(ml_hook_t *h, ml_slot_t *S, int fid, void *ra)
-{
-    h->ra = ra;
-    h->comm = MPI_COMM_NULL;
-    h->on = ml_hooks_on;
-    (void)S;
-    (void)fid;
-    if (__builtin_expect(!h->on, 0)) return;
-    ml_cb.s = ml_cb.r = 0;
-}
 
 ML_INLINE uint32_t ml_cs_hash1(uintptr_t pc, int fid)
 {
@@ -182,46 +157,6 @@ ML_INLINE void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint6
     }
 }
 
-/* After the call, with the shared slot's lock held if S is shared (the
- * wrapper takes it once around all its updates).  di, cls: the function's
- * data record (-1: none) and time-line class, constants in the wrappers. */
-static inline void ml_hook_end_d(const ml_hook_t *h, ml_slot_t *S, int fid, int di, int cls, int tm,
-                                 uint64_t t0, uint64_t dt)
-{
-    if (__builtin_expect(!h->on, 0) || !ml_fon[fid]) return;
-    /* a completion call (no byte counters of its own) gives none: what its receives
-     * got belongs to the functions that started them (docs/runtime.md) */
-    uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
-    if (__builtin_expect(ml_kinds_rare != 0, 0)) ml_kinds_rare_end(h, S, fid, cls, tm, t0, dt, bs, br);
-    if (S->tl) ml_tl_add(S->tl, cls, tm, t0, dt, bs + br);
-    if (S->cm && h->comm != MPI_COMM_NULL) ml_cm_upd(&S->cm[ml_cm_id(h->comm)], tm, dt, bs, br);
-    ml_cstab_t *t = S->cs;
-    if (ml_cs_depth == 1 && t) { /* the immediate caller: one probe, usually */
-        uintptr_t pc = (uintptr_t)h->ra;
-        uint64_t want = (uint64_t)(uint32_t)fid | (uint64_t)1 << 32; /* fid, n = 1, internal = 0, region = 0 */
-        for (uint32_t i = ml_cs_hash1(pc, fid);; i++) {
-            int32_t k = t->idx[i & t->mask];
-            if (k < 0) break;
-            ml_cs_rec_t *r = &t->rec[k];
-            uint64_t key;
-            __builtin_memcpy(&key, &r->fid, sizeof key);
-            if (r->pc[0] == pc && key == want) {
-                ml_cs_upd(r, tm, dt, bs, br);
-                return;
-            }
-        }
-    }
-    if (ml_cs_depth) ml_cs_add_slow(S, fid, h->ra, tm, dt, bs, br);
-}
-
-static inline void ml_hook_end(const ml_hook_t *h, ml_slot_t *S, int fid, int tm, uint64_t t0, uint64_t dt)
-{
-    ml_hook_end_d(h, S, fid, ml_func_didx[fid], ml_tl_class[fid], tm, t0, dt);
-}
-
-/* Every wrapper's one call after the MPI call and its semantic helpers
- * (callend.c): the function's record (ml_count) and the record kinds
- * (ml_hook_end_d).  Out of line, once: the wrappers stay small. */
-void ml_call_end(const ml_hook_t *h, ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt);
+/* The wrappers' per-call step after the MPI call: callend.h (ml_call_done, ml_call_end). */
 
 #endif

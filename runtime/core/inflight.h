@@ -24,7 +24,7 @@ typedef struct {
     MPI_Comm comm;
     const MPI_Request *rq;  /* completion calls: the saved handles (req.c), or NULL */
     int64_t bytes;          /* this call's data (count x type size) */
-    int fid, kind;
+    int fid, kind;          /* adjacent (ml_fl_set stores both at once) */
     int peer, tag;          /* world rank of the destination, source or root; tag */
     int peer2, tag2;        /* Sendrecv: the source and receive tag */
     int nrq;

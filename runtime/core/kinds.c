@@ -76,11 +76,9 @@ int ml_kinds_settings(ml_setting_part *p, int max)
     return n;
 }
 
-/* Behind ml_kinds_rare's one test in ml_hook_end_d (the shared slot's lock is
- * held): the out-of-line hooks of the kinds whose bit is set. */
-void ml_kinds_rare_end(const ml_hook_t *h, ml_slot_t *S, int fid, int cls, int tm, uint64_t t0, uint64_t dt,
-                       uint64_t bs, uint64_t br)
+/* Behind ml_kinds_rare's one test in ml_call_done (callend.h; the shared slot's
+ * lock is held): the out-of-line hooks of the kinds whose bit is set. */
+void ml_kinds_rare_end(ml_slot_t *S, const ml_call_t *c)
 {
-    const ml_call_t c = {fid, cls, tm, t0, dt, bs, br, h->comm, h->ra};
-    for (unsigned m = ml_kinds_rare; m; m &= m - 1) ml_kinds[__builtin_ctz(m)]->call(S, &c);
+    for (unsigned m = ml_kinds_rare; m; m &= m - 1) ml_kinds[__builtin_ctz(m)]->call(S, c);
 }

@@ -6,18 +6,17 @@
  * bracketed parts depend on the function:
  *
  *     int on = ml_enter();                  // outermost MPI call on this thread, profiling active?
- *     if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0;
- *               ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now();
- *               [a send: its size _nb and world peer _wp, once] }
- *     if (ML_FL_ON && on) ml_fl_in(S, FID, ...);  // the in-flight state (flight.h)
- *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);    // an engine's override (runtime/engines)
- *     if (on) ml_fl_out(S);
- *     dt = tm ? ml_now() - t0 : 0;
+ *     if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, DI);  // callend.h
+ *               if (ML_TIMED(tm)) t0 = ml_now(); [a send: its size and world peer, once] }
+ *     if (on && !_sh) _fs = ml_fl_set(S, FID, ...);   // the in-flight state (flight.h)
+ *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
+ *     if (on && !_sh) ml_fl_done(S, _fs);
+ *     dt = ML_TIMED(tm) ? ml_now() - t0 : 0;
  *     ml_leave();
- *     if (on) { int _sh = S->shared; if (_sh) ml_shared_lock();  // threads beyond MPILENS_MAX_THREADS
- *               if (ret == MPI_SUCCESS) { [ml_hook_comm(&H, comm); semantic helpers: bytes, peers, requests] }
- *               ml_call_end(&H, S, FID, DI, TLC, tm, t0, dt);  // function record + record kinds (hooks.h)
- *               if (_sh) ml_shared_unlock(); }
+ *     if (on) { if (_sh) lock;               // threads beyond MPILENS_MAX_THREADS
+ *               if (ret == MPI_SUCCESS) { <semantic helpers: bytes, peers, requests; _hc = comm> }
+ *               ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, return address);  // callend.h
+ *               if (_sh) unlock; }
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
  * Fortran binding calls the C MPI_Xxx, ROMIO calling MPI_Allreduce, an engine
@@ -59,23 +58,33 @@ typedef struct {
     uint64_t tmax;
     uint64_t stimed;  /* of those, calls timed as the 1 in ML_SAMPLE_PERIOD sample (ML_TM_SAMPLE) */
     uint64_t sticks;  /* ... and their total duration */
-    uint64_t quiet;   /* 1: past the warm-up and not slow (set at each timed call): ml_want_time's fast test */
+    int64_t skip;     /* calls left before the next one the policy may time (set at each timed call):
+                       * ml_want_time's fast test */
 } __attribute__((aligned(64))) ml_frec_t; /* one cache line per function */
 
 typedef struct {
+    /* first line: what a message updates besides its size class (a send to a peer on
+     * this node: this line and one histogram line) */
     uint64_t bytes_s, bytes_r;
-    uint64_t served;  /* calls an engine served with its own algorithm (ml_mark_served) */
-    uint64_t hist_s[ML_NBINS];
-    uint64_t hist_r[ML_NBINS];
     uint64_t hist_bytes_s; /* sum of the sizes hist_s counts: a collective's per-peer block (mpiP's figure) */
+    uint64_t served;  /* calls an engine served with its own algorithm (ml_mark_served) */
     uint64_t xnode[2][4];  /* messages with a known peer: [0] same node, [1] other node (msgs_s, bytes_s, msgs_r, bytes_r) */
     uint64_t span_calls[2]; /* collectives: calls on a communicator within one node, across nodes */
     uint64_t span_max[2];  /* collectives: most nodes a communicator spanned, most of its ranks on one node */
+    uint64_t hist_s[ML_NBINS];
+    uint64_t hist_r[ML_NBINS];
 } __attribute__((aligned(64))) ml_drec_t; /* the counters a message updates first (one line), histograms after */
 
 typedef struct {
     uint64_t msgs_s, bytes_s, msgs_r, bytes_r;
 } ml_peer_t;
+
+/* Call sites at depth 1: per function, its last call site's return address and
+ * record (callend.h: one compare instead of a hash probe); emptied with the table. */
+typedef struct {
+    uintptr_t pc;
+    void *rec;             /* ml_cs_rec_t (hooks.h), NULL: none */
+} ml_cs1_t;
 
 typedef struct ml_slot {
     ml_frec_t f[ML_NFUNC];
@@ -92,6 +101,7 @@ typedef struct ml_slot {
     void *kx[ML_NKINDS];   /* a record kind's own per-thread tables (mltypes.h; the built-in kinds use the typed pointers above) */
     int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
     ml_fl_t fl;            /* the call this thread is inside (flight.h) */
+    ml_cs1_t cs1[ML_NFUNC]; /* call sites, depth 1: one entry per function (callend.h) */
 } ml_slot_t;
 
 /* ---- global state (core.c) ---- */
@@ -161,7 +171,10 @@ static inline ml_slot_t *ml_slot(void)
  * would inflate.  On machines whose timer read is slow (a virtualised TSC:
  * 30-50 ns) this keeps the cost of a cheap call near the cost of counting it. */
 extern uint64_t ml_sample_mask, ml_slow_ticks;
-enum { ML_TM_NO = 0, ML_TM_POLICY = 1, ML_TM_SAMPLE = 2 }; /* why a call is timed (tm) */
+/* why a call is timed (tm); ML_TM_OFF: not recorded at all (ml_fon 0: the wrapper's
+ * one test after the call sends it with the timed calls to ml_call_end) */
+enum { ML_TM_NO = 0, ML_TM_POLICY = 1, ML_TM_SAMPLE = 2, ML_TM_OFF = 4 };
+#define ML_TIMED(tm) ((tm) & 3) /* the call's duration is measured */
 
 /* The policy's full test: still warming up, slow, or the sample. */
 ML_INLINE int ml_want_time_full(const ml_frec_t *r)
@@ -173,12 +186,19 @@ ML_INLINE int ml_want_time_full(const ml_frec_t *r)
     return ml_sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
 }
 
-/* One test for the 15 calls in 16 that are not timed: r->quiet says the full
- * test would answer "no" to every call that is not the sample (its inputs
- * change only at timed calls, where ml_count_upd recomputes it). */
-ML_INLINE int ml_want_time(const ml_frec_t *r)
+/* One test for the 15 calls in 16 that are not timed: r->skip counts the calls
+ * for which the full test would answer "no" (its inputs change only at timed
+ * calls, where ml_count_upd sets it): past the warm-up and not slow, every call
+ * up to the next 1 in ML_SAMPLE_PERIOD.  Relaxed atomics: threads sharing a slot
+ * call this before taking its lock (a lost or doubled decrement only moves the
+ * next sample by one call). */
+ML_INLINE int ml_want_time(ml_frec_t *r)
 {
-    if (__builtin_expect((r->calls & ml_sample_mask) && r->quiet, 1)) return ML_TM_NO;
+    int64_t k = __atomic_load_n(&r->skip, __ATOMIC_RELAXED);
+    if (__builtin_expect(k > 0, 1)) {
+        __atomic_store_n(&r->skip, k - 1, __ATOMIC_RELAXED);
+        return ML_TM_NO;
+    }
     return ml_want_time_full(r);
 }
 
@@ -212,7 +232,10 @@ ML_INLINE void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
         if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
         if (dt > r->tmax) r->tmax = dt;
         ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
-        r->quiet = r->calls >= ML_WARMUP_CALLS && !(r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks);
+        /* quiet (past the warm-up, not slow): the calls before the next sample are not timed */
+        int quiet = r->calls >= ML_WARMUP_CALLS && !(r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks);
+        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_sample_mask - ((r->calls - 1) & ml_sample_mask)) : 0,
+                         __ATOMIC_RELAXED);
     }
 }
 
@@ -271,7 +294,7 @@ ML_INLINE int ml_peer_world(MPI_Comm comm, int rank)
 }
 
 /* The bytes the semantic helpers gave this thread's current call (sent, received):
- * zeroed by ml_hook_begin, read by ml_hook_end for the record kinds (call sites,
+ * zeroed by ml_call_start, read by ml_call_done/ml_call_end (callend.h) for the record kinds (call sites,
  * regions, time line, communicators).  Per thread, so exact when threads share
  * a slot (a difference of the slot's counters would take in the other threads'). */
 typedef struct { uint64_t s, r; } ml_callbytes_t;

@@ -54,7 +54,7 @@ typedef struct {
 
 /* ml_hooks_on's bits (hooks.h): the wrapper's per-call hooks run when any is set. */
 enum {
-    ML_HOOKS_INLINE = 1, /* a built-in kind's inline update (ml_hook_end_d) is on */
+    ML_HOOKS_INLINE = 1, /* a built-in kind's inline update (callend.h) is on */
     ML_HOOKS_CALL = 2    /* a kind's out-of-line hook (ml_kind_t.call) is or has been on */
 };
 
@@ -80,7 +80,7 @@ typedef struct ml_kind {
      * (hooks.h): from the start if its init returned ML_HOOKS_CALL, or while
      * the kind says so (ml_kind_call_on; regions: while one is open).  Call
      * sites, the time line and communicators have none: their updates are
-     * inline in ml_hook_end_d, reading the slot's typed pointers. */
+     * inline in ml_call_done/ml_call_end (callend.h, callend.c), reading the slot's typed pointers. */
     void (*call)(ml_slot_t *s, const ml_call_t *c);
     void (*header_json)(ml_buf_t *b); /* rank 0: its header members (",\"key\":value...") */
     /* Every rank: its rank-line members (",\"key\":value..."), its threads

@@ -139,7 +139,7 @@ static void ml_rg_begin(const char *label)
         R.rg[id].entries++;
         ml_hooks_on |= ML_HOOKS_CALL;
         ml_region_cur = id;
-        ml_kind_call_on(ML_KIND_regions, 1); /* ml_hook_end_d calls ml_rg_call */
+        ml_kind_call_on(ML_KIND_regions, 1); /* ml_call_end (callend.c) calls ml_rg_call */
     } else {
         R.unmatched++;
     }
@@ -349,7 +349,7 @@ static const ml_setting ml_rg_settings[] = {
 
 static void ml_rg_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"regions_max\":%d", R.max); }
 
-/* Per call: ml_rg_call, out of line (ml_hook_end_d, hooks.h), while a region is open. */
+/* Per call: ml_rg_call, out of line (ml_call_end, callend.c), while a region is open. */
 const ml_kind_t ml_kind_regions = {
     .name = "regions",
     .settings = ml_rg_settings,

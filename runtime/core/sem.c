@@ -155,12 +155,33 @@ static const ml_hent_t *ml_comm_info(MPI_Comm comm, ml_hent_t *tmp)
     return ins ? ins : tmp; /* table full: tmp (its translation leaks only in that case) */
 }
 
+/* The last communicator translated on this thread and its world ranks (the
+ * table entry's array): a run of calls on one communicator other than
+ * MPI_COMM_WORLD costs one compare.  ml_pw_epoch changes when a communicator
+ * is forgotten (freed): every thread's entry is then stale. */
+static ML_TLS struct {
+    MPI_Comm comm;
+    const int *world;
+    int rsize;
+    unsigned epoch;
+} ml_pw_cache;
+static volatile unsigned ml_pw_epoch = 1;
+
 int ml_peer_world_slow(MPI_Comm comm, int rank)
 {
+    if (ml_pw_cache.comm == comm && ml_pw_cache.epoch == ml_pw_epoch)
+        return rank < ml_pw_cache.rsize ? ml_pw_cache.world[rank] : ML_NOPEER;
+    unsigned epoch = ml_pw_epoch;
     ml_hent_t tmp;
     const ml_hent_t *e = ml_comm_info(comm, &tmp);
-    if (!e->world || rank >= e->rsize) return ML_NOPEER;
-    return e->world[rank];
+    if (!e->world) return ML_NOPEER;
+    if (e != &tmp) { /* in the table (not a full table's temporary) */
+        ml_pw_cache.comm = comm;
+        ml_pw_cache.world = e->world;
+        ml_pw_cache.rsize = e->rsize;
+        ml_pw_cache.epoch = epoch;
+    }
+    return rank < e->rsize ? e->world[rank] : ML_NOPEER;
 }
 
 /* The flight recorder's view (flight.h): no MPI call, only what is known. */
@@ -177,6 +198,7 @@ int ml_comm_members(MPI_Comm comm, int *size, const int **world)
 void ml_comm_forget(MPI_Comm comm)
 {
     if (comm == MPI_COMM_WORLD || comm == MPI_COMM_NULL) return;
+    __atomic_add_fetch(&ml_pw_epoch, 1, __ATOMIC_SEQ_CST); /* every thread's ml_pw_cache */
     ml_hremove(ml_comms, ml_hkey(&comm, sizeof comm));
 }
 

@@ -174,7 +174,7 @@ static const ml_setting ml_tl_settings[] = {
 
 static void ml_tl_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"timeline_bins\":%d", T.bins); }
 
-/* Per call: ml_tl_add in ml_hook_end_d (hooks.h), through the slot's tl. */
+/* Per call: ml_call_done (callend.h) and ml_call_end (callend.c), through the slot's tl. */
 const ml_kind_t ml_kind_timeline = {
     .name = "timeline",
     .settings = ml_tl_settings,

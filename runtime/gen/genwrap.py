@@ -371,7 +371,7 @@ def comm_plan(base: str, b: Binding, p: Plan) -> None:
         p.post.append(f'ml_comm_created({newc}, {par}, "{kind}");')
     arg = "comm" if b.has("comm") else "comm_old" if b.has("comm_old") else None
     if arg and (mk is None or mk[2] != arg) and not base.endswith(("_f2c", "_c2f", "_toint", "_fromint")):
-        p.post.insert(0, f"ml_hook_comm(&H, {b.comm(arg)});")
+        p.post.insert(0, f"_hc = {b.comm(arg)};")  # the call's communicator (callend.h)
 
 
 def plan_for(fname: str, b: Binding) -> Plan:
@@ -653,22 +653,22 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     """
     out = ["    int on = ml_enter();"]
     out += ["    " + ln for ln in plan.pre if ln]
-    out.append("    ml_slot_t *S = NULL; int tm = 0; uint64_t t0 = 0; ml_hook_t H;")
+    out.append("    ml_slot_t *S = NULL; int tm = 0, _sh = 0; uint64_t t0 = 0; MPI_Comm _hc = MPI_COMM_NULL;")
     out += ["    " + ln for ln in plan.decl]
     onpre = " ".join(plan.onpre)
-    out.append("    if (on) { S = ml_slot(); tm = ml_fon[FID] ? ml_want_time(&S->f[FID]) : 0; "
-               f"ml_hook_begin(&H, S, FID, __builtin_return_address(0)); if (tm) t0 = ml_now();{' ' + onpre if onpre else ''} }}")
+    out.append("    if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, DI); if (ML_TIMED(tm)) t0 = ml_now();"
+               f"{' ' + onpre if onpre else ''} }}")
     fl = plan.fl or "ML_FL_OTHER, MPI_COMM_NULL, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0"
-    out.append(f"    if (ML_FL_ON && on) ml_fl_in(S, FID, {fl}, tm ? t0 : ml_fl_clock);")
+    out.append("    uint64_t _fs = 0;")
+    out.append(f"    if (ML_FL_ON && on && !_sh) _fs = ml_fl_set(S, FID, {fl}, ML_TIMED(tm) ? t0 : ml_fl_clock);")
     if served:
         out.append("    ml_served_flag = 0;")
     out.append(f"    {call};")
-    out.append("    if (on) ml_fl_out(S);")
+    out.append("    if (ML_FL_ON && on && !_sh) ml_fl_done(S, _fs);")
     if served:
         out.append("    int served = ml_served_flag; ml_served_flag = 0;")
-    out += ["    uint64_t dt = tm ? ml_now() - t0 : 0;", "    ml_leave();",
+    out += ["    uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;", "    ml_leave();",
             "    if (on) {",
-            "        int _sh = S->shared;",
             "        if (__builtin_expect(_sh, 0)) ml_shared_lock();"]
     post = [ln for ln in plan.post if ln]
     if served:
@@ -677,7 +677,7 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
         out.append(f"        if ({ok}) {{")
         out += ["            " + ln for ln in post]
         out.append("        }")
-    out.append("        ml_call_end(&H, S, FID, DI, TLC, tm, t0, dt);")
+    out.append("        ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, __builtin_return_address(0));")
     out.append("        if (__builtin_expect(_sh, 0)) ml_shared_unlock();")
     out.append("    }")
     return out
@@ -694,7 +694,7 @@ def emit_call(fn: str, params: list[str], plan: Plan, names: list[str]) -> str:
 
 
 def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
-    out = [HEADER, "#include \"flight.h\"", *OVERRIDE_INCLUDES,
+    out = [HEADER, "#include \"flight.h\"", "#include \"callend.h\"", *OVERRIDE_INCLUDES,
            "#define ML_EXPORT __attribute__((visibility(\"default\")))", ""]
     for f in funcs:
         names = f.std if f.std else [pr.name for pr in f.params]
@@ -790,7 +790,7 @@ def f2c_arg(p: dict, a: str, fname: str) -> str:
 
 
 def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]) -> tuple[str, int, int]:
-    out = [HEADER, '#include "flight.h"', *OVERRIDE_INCLUDES, ""]
+    out = [HEADER, '#include "flight.h"', '#include "callend.h"', *OVERRIDE_INCLUDES, ""]
     n = n08 = 0
     f08_ok = not any(x.endswith("_f08ts_") for x in exports)
     for key, e in sorted(std.items()):

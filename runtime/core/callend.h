@@ -1,0 +1,88 @@
+/* The per-call path of every generated wrapper (runtime/gen/genwrap.py,
+ * timed_body; ml.h shows the whole wrapper).  After the MPI call and the
+ * semantic helpers, one inline step records the call:
+ *
+ *   ml_call_done  an untimed call (15 in 16 once warmed up) while no kind's
+ *                 out-of-line hook is on (ml_kinds_rare: regions, while one is open):
+ *                 the function's call count, its time-line cell, its
+ *                 communicator's record and, at call-site depth 1, its call
+ *                 site through a one-entry cache per function (S->cs1[fid]:
+ *                 the return address and record of its last site): a few
+ *                 increments and no call;
+ *   ml_call_end   (callend.c) everything else, out of line: a timed call, a
+ *                 kind's out-of-line hook on, call sites deeper than 1, a cache miss.
+ *
+ * The wrapper holds the shared slot's lock if S is shared; fid, di (the
+ * function's data record, -1 none) and cls (its time-line class) are
+ * constants of the wrapper, so every test of them is made at compile time. */
+#ifndef MLENS_CALLEND_H
+#define MLENS_CALLEND_H
+
+#include "hooks.h"
+
+/* Out of line (callend.c): the full update of a timed call, or of any call while a
+ * region is open; the function's record and every record kind. */
+void ml_call_end(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt, MPI_Comm comm,
+                 void *ra);
+/* Call sites (depth >= 1) of an untimed call whose one-entry cache missed. */
+void ml_cs_miss(ml_slot_t *S, int fid, void *ra, uint64_t bs, uint64_t br);
+
+/* The record of comm among the communicators' (MPI_COMM_WORLD is record 0). */
+ML_INLINE ml_cm_rec_t *ml_cm_rec(ml_cm_rec_t *cm, MPI_Comm comm)
+{
+    return &cm[comm == MPI_COMM_WORLD ? 0 : ml_cm_id(comm)];
+}
+
+/* The wrapper's start, when recording: the timing decision (ml_want_time) and,
+ * for a function with a data record, the call's byte counters zeroed. */
+ML_INLINE int ml_call_start(ml_slot_t *S, int fid, int di)
+{
+    if (di >= 0) ml_cb.s = ml_cb.r = 0;
+    return __builtin_expect(ml_fon[fid] != 0, 1) ? ml_want_time(&S->f[fid]) : ML_TM_OFF;
+}
+
+ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt,
+                            MPI_Comm comm, void *ra)
+{
+    if (__builtin_expect(tm != ML_TM_NO || ml_kinds_rare != 0, 0)) { /* timed, not recorded, or a kind's hook on (a region open) */
+        ml_call_end(S, fid, di, cls, tm, t0, dt, comm, ra);
+        return;
+    }
+    S->f[fid].calls++;
+    /* a completion call (no byte counters of its own) gives none: what its receives
+     * got belongs to the functions that started them (docs/runtime.md) */
+    uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
+    ml_tltab_t *t = S->tl;
+    if (t) { /* untimed: the bin of the thread's last clock reading (ml_tl_add) */
+        ml_tl_cell_t *c = &t->row[cls];
+        c->calls++;
+        if (di >= 0) c->bytes += bs + br;
+    }
+    ml_cm_rec_t *cm = S->cm;
+    if (cm) { /* MPI_COMM_WORLD (record 0) tested first */
+        ml_cm_rec_t *r = comm == MPI_COMM_WORLD ? cm : comm != MPI_COMM_NULL ? &cm[ml_cm_id(comm)] : NULL;
+        if (r) {
+            r->calls++;
+            if (di >= 0) {
+                r->bytes_s += bs;
+                r->bytes_r += br;
+            }
+        }
+    }
+    if (__builtin_expect(ml_cs_depth != 0, 1)) {
+        const ml_cs1_t *c1 = &S->cs1[fid];
+        if (__builtin_expect(ml_cs_depth == 1 && c1->pc == (uintptr_t)ra, 1)) { /* pc set: rec set (ml_cs_probe1) */
+            ml_cs_rec_t *r = (ml_cs_rec_t *)c1->rec;
+            r->calls++;
+            if (di >= 0 && (bs | br)) {
+                r->bytes_s += bs;
+                r->bytes_r += br;
+                r->hist[ml_bin(bs ? bs : br)]++;
+            }
+        } else {
+            ml_cs_miss(S, fid, ra, bs, br);
+        }
+    }
+}
+
+#endif
