@@ -74,6 +74,9 @@ RULES = [
     Rule(r"bench/reader/bench\.py|^--dir /tmp/reader-bench|^\.venv/bin/mpilens demo --out-dir "
          r"/tmp/demo$", "the reader benchmark synthesizes and reads profiles of up to 100,000 "
          "ranks (minutes); tests/test_scale.py reads a synthesized 10,000-rank profile"),
+    Rule(r"bench/finalize/finalize\.py|^--lib OLD_BUILD/", "the finalize benchmark runs jobs of "
+         "8 to 256 ranks, several times each (minutes); tests/test_finalize_write.py runs its "
+         "program, tests/test_cluster.py the virtual cluster"),
     Rule(r"^mpilens bench FAMILY", "the synopsis, not a command"),
     Rule(r"--nranks 2,4,8 -- mpirun -np 8|mpiexec -n 9|--nprocs 2,4,8",
          "needs 8 or 9 ranks: beyond the 4 ranks of this 2-core CI (MPICH busy-polls); "

@@ -165,13 +165,16 @@ def nofalloc(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d / "nofalloc.so"
 
 
+# MPILENS_WRITE: the ranks' pwrite (auto's choice up to 1,024 ranks) and MPI-IO's write
+@pytest.mark.parametrize("writer", ["posix", "mpiio"])
 @pytest.mark.parametrize("leave", [0, 8192])
 def test_full_filesystem_without_reservation(build: Path, tmp_path: Path, tmpfs, nofalloc: Path,
-                                             leave: int) -> None:
+                                             leave: int, writer: str) -> None:
     full, alt = tmpfs("full"), tmp_path / "alt"
     alt.mkdir()
     fill(full, leave)
-    rc, lines = job(build, full / "p.prof", alt, tmp_path, {"LD_PRELOAD": str(nofalloc)})
+    rc, lines = job(build, full / "p.prof", alt, tmp_path,
+                    {"LD_PRELOAD": str(nofalloc), "MPILENS_WRITE": writer})
     assert rc == 0
     assert len(lines) == 1 and lines[0].startswith(f"mpilens: cannot write profile {full}/p.prof: ")
     assert lines[0].endswith(f": profile written to {alt}/p.prof instead"), lines

@@ -20,6 +20,7 @@ ml_core_cfg_t ml_cfg;
 static const char *const timing_choices[] = {"sampled", "all", NULL};
 static const char *const clock_choices[] = {"auto", "tsc", "monotonic", NULL};
 static const char *const compress_choices[] = {"auto", "gzip", "off", NULL};
+static const char *const write_choices[] = {"auto", "posix", "mpiio", NULL};
 
 /* ml_config_load's leader (rank 0, or `mpilens config`): the only process that
  * looks at the file system for the output path */
@@ -125,6 +126,11 @@ static const ml_setting core_settings[] = {
      .help = "gzip: the profile is gzip-compressed (each rank compresses its own line; the file "
              "is one .gz stream that gunzip, zcat and mpilens read); off: plain JSON Lines; "
              "auto: gzip when the output path ends in .gz"},
+    {.key = "write", .type = ML_SET_CHOICE, .def = "auto", .choices = write_choices,
+     .out = &ml_cfg.writer, .accepted = "auto, posix or mpiio",
+     .help = "how the ranks write their lines into the profile: posix, each rank with pwrite at "
+             "its offset; mpiio, one collective MPI_File_write_at_all; auto: posix up to 1024 "
+             "ranks, mpiio above (docs/scale.md)"},
     {.key = "profile", .type = ML_SET_BOOL, .def = "on", .out = &ml_cfg.profile,
      .accepted = "on or off (also 1/0, yes/no, true/false)",
      .help = "off: no recording and no profile (the engines still work)"},

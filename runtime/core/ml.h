@@ -493,9 +493,10 @@ extern const ml_engine_t *const ml_engines[]; /* NULL-terminated, in start order
 enum { ML_TIMING_SAMPLED, ML_TIMING_ALL };
 enum { ML_CLOCK_AUTO, ML_CLOCK_TSC, ML_CLOCK_MONOTONIC };
 enum { ML_COMPRESS_AUTO, ML_COMPRESS_GZIP, ML_COMPRESS_OFF };
+enum { ML_WRITE_AUTO, ML_WRITE_POSIX, ML_WRITE_MPIIO };
 typedef struct {
     const char *output, *include, *exclude, *config; /* include/exclude NULL: unset */
-    int detail, profile, timing, clock, max_threads, max_requests, quiet, compress;
+    int detail, profile, timing, clock, max_threads, max_requests, quiet, compress, writer;
 } ml_core_cfg_t;
 extern ml_core_cfg_t ml_cfg;
 /* Reads every setting (core and engines) and, on the leader (rank 0), runs the

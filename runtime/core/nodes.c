@@ -10,7 +10,9 @@
  *
  * At MPI_Finalize (ml_nodes_reduce, collective) rank 0 gets the node x node
  * matrix of point-to-point messages and bytes sent (from each rank's peers)
- * and the largest node span per collective function.
+ * and the largest node span per collective function; ml_nodes_host_names
+ * (collective) gives it the host name of each node's first rank only: nodes x
+ * 256 B, not ranks x 256 B.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -22,6 +24,7 @@
 
 int *ml_node_of = NULL;
 int ml_nnodes = 1, ml_my_node = 0;
+static int *ml_node_first;      /* [nnodes] the first world rank of each node */
 
 /* results on rank 0 after ml_nodes_reduce */
 static uint64_t *ml_span_max;   /* [ML_NDATA][2] */
@@ -58,6 +61,7 @@ void ml_nodes_init(void)
     int *vals = ml_nodes_alloc(cap, sizeof *vals);
     char *used = ml_nodes_alloc(cap, 1);
     ml_node_of = ml_nodes_alloc((size_t)ml_world_size, sizeof *ml_node_of);
+    int *first = ml_nodes_alloc((size_t)ml_world_size, sizeof *first);
     ml_nnodes = 0;
     for (int r = 0; r < ml_world_size; r++) {
         size_t i = (size_t)(all[r] * 0x9E3779B97F4A7C15ull) & (cap - 1);
@@ -65,12 +69,57 @@ void ml_nodes_init(void)
         if (!used[i]) {
             used[i] = 1;
             keys[i] = all[r];
+            first[ml_nnodes] = r;
             vals[i] = ml_nnodes++;
         }
         ml_node_of[r] = vals[i];
     }
     ml_my_node = ml_node_of[ml_world_rank];
+    ml_node_first = realloc(first, (size_t)ml_nnodes * sizeof *first);
+    if (!ml_node_first) ml_node_first = first;
     free(all); free(keys); free(vals); free(used);
+}
+
+/* Collective: on rank 0 the host names of the nodes, 256 bytes each in node order
+ * (the name of each node's first rank, host its own name), NULL on the others.  One
+ * MPI_Gatherv in which only the nodes' first ranks send: rank 0 receives nodes x 256 B
+ * (and holds two arrays of world size ints for the Gatherv's counts while it runs). */
+char *ml_nodes_host_names(const char *host)
+{
+    char *names = NULL;
+    int *cnt = NULL, *displ = NULL;
+    if (ml_world_rank == 0) {
+        names = ml_nodes_alloc((size_t)ml_nnodes, 256);
+        cnt = ml_nodes_alloc((size_t)ml_world_size, sizeof *cnt);
+        displ = ml_nodes_alloc((size_t)ml_world_size, sizeof *displ);
+        for (int k = 0; k < ml_nnodes; k++) {
+            cnt[ml_node_first[k]] = 256;
+            displ[ml_node_first[k]] = 256 * k;
+        }
+    }
+    int lead = ml_node_first[ml_my_node] == ml_world_rank;
+    MPI_Request r;
+    PMPI_Igatherv(host, lead ? 256 : 0, MPI_CHAR, names, cnt, displ, MPI_CHAR, 0, MPI_COMM_WORLD, &r);
+    ml_fin_wait(&r);
+    free(cnt);
+    free(displ);
+    return names;
+}
+
+/* The header's "hosts" (rank 0; names from ml_nodes_host_names) and "ranks_per_host". */
+void ml_nodes_put_hosts(ml_buf_t *b, const char *names)
+{
+    int *cnt = ml_nodes_alloc((size_t)ml_nnodes, sizeof *cnt);
+    for (int r = 0; r < ml_world_size; r++) cnt[ml_node_of[r]]++;
+    ml_buf_printf(b, ",\"hosts\":[");
+    for (int k = 0; k < ml_nnodes; k++) {
+        ml_buf_printf(b, k ? "," : "");
+        ml_buf_json_str(b, names + 256 * (size_t)k);
+    }
+    ml_buf_printf(b, "],\"ranks_per_host\":[");
+    for (int k = 0; k < ml_nnodes; k++) ml_buf_printf(b, "%s%d", k ? "," : "", cnt[k]);
+    ml_buf_printf(b, "]");
+    free(cnt);
 }
 
 /* world NULL: the world ranks 0 .. n-1 (MPI_COMM_WORLD).  Called once per

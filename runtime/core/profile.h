@@ -34,7 +34,7 @@ typedef struct {
     struct { double v; int r; } *rank_time_max; /* [ML_NFUNC] per-rank total, largest and its rank */
     double wall_max, mpi_max, overhead_max;
     double fin_reduce_s; /* the profiler's end-of-run collectives (this rank's clock) */
-    char *hosts;                 /* [nranks][256] */
+    char *hosts;                 /* [nodes][256]: each node's host name (nodes.c) */
     char *topo;                  /* the application's process topologies (topo.c), JSON members, or NULL */
 } ml_profile_t;
 
@@ -48,6 +48,8 @@ void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max); /* span_max:
  * MPICH 4.0.2's faulty SMP-aware path, issue 6893; profile_reduce.c) */
 void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n);
 void ml_nodes_free(void);
+char *ml_nodes_host_names(const char *host);          /* collective; rank 0: [nodes][256] */
+void ml_nodes_put_hosts(ml_buf_t *b, const char *names); /* the header's hosts, ranks_per_host */
 void ml_nodes_put_header(ml_buf_t *b);
 void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di);
 
@@ -56,6 +58,9 @@ void ml_profile_reduce(ml_profile_t *p);              /* collective */
  * b's text from byte `from` on made one gzip member (0 ok) */
 int ml_profile_compressed(const char *path);
 double ml_now_s(void); /* CLOCK_MONOTONIC, seconds */
+/* waits for a request of the profiler's end-of-run collectives, sleeping between
+ * tests (profile_reduce.c) */
+void ml_fin_wait(MPI_Request *r);
 int ml_gzip_tail(ml_buf_t *b, size_t from);
 void ml_profile_free(ml_profile_t *p);
 /* rank 0: the header line; job and created stamp from the naming step */

@@ -52,33 +52,6 @@ static void ml_put_mpi(ml_buf_t *b)
     ml_buf_printf(b, ",\"mpi_flavour\":\"%s\",\"mpi_version\":[%d,%d]", flav, ver, sub);
 }
 
-/* distinct hosts in order of first rank, and ranks per host */
-static void ml_put_hosts(ml_buf_t *b, const char *hosts)
-{
-    int *cnt = calloc((size_t)ml_world_size, sizeof(int)), nh = 0;
-    int *first = calloc((size_t)ml_world_size, sizeof(int));
-    if (!cnt || !first) {
-        fprintf(stderr, "mpilens: out of memory formatting the profile\n");
-        abort();
-    }
-    for (int r = 0; r < ml_world_size; r++) {
-        int h = 0;
-        while (h < nh && strcmp(hosts + 256 * first[h], hosts + 256 * r)) h++;
-        if (h == nh) first[nh++] = r;
-        cnt[h]++;
-    }
-    ml_buf_printf(b, ",\"hosts\":[");
-    for (int h = 0; h < nh; h++) {
-        ml_buf_printf(b, h ? "," : "");
-        ml_buf_json_str(b, hosts + 256 * first[h]);
-    }
-    ml_buf_printf(b, "],\"ranks_per_host\":[");
-    for (int h = 0; h < nh; h++) ml_buf_printf(b, "%s%d", h ? "," : "", cnt[h]);
-    ml_buf_printf(b, "]");
-    free(cnt);
-    free(first);
-}
-
 static void ml_put_functions(ml_buf_t *b, const ml_profile_t *p)
 {
     enum { NF = ML_NFUNC };
@@ -146,7 +119,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_buf_json_str(b, cmd);
     ml_put_mpi(b);
     ml_buf_printf(b, ",\"nranks\":%d", ml_world_size);
-    ml_put_hosts(b, p->hosts);
+    ml_nodes_put_hosts(b, p->hosts);
     ml_machine_header(b);
     ml_nodes_put_header(b);
     ml_buf_printf(b, ",\"clock\":{\"source\":\"%s\",\"ghz\":%.6g,\"resolution_ns\":%.4g},", ml_clock_source(),

@@ -21,7 +21,8 @@ int ml_profile_compressed(const char *path)
     return n >= 3 && strcmp(path + n - 3, ".gz") == 0;
 }
 
-/* b's text from byte `from` on replaced by one gzip member holding it (zlib level 6).
+/* b's text from byte `from` on replaced by one gzip member holding it (zlib level 9:
+ * 1 % smaller than level 6 on heat2d's lines, for a few more microseconds a line).
  * 0 ok; -1 (b unchanged) when zlib fails, which leaves that part plain: the reader
  * then meets plain text after gzip members and refuses the file, so this only
  * happens with no memory, where the abort of ml_buf would come first. */
@@ -31,7 +32,7 @@ int ml_gzip_tail(ml_buf_t *b, size_t from)
     size_t len = b->n - from;
     z_stream z;
     memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
+    if (deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
     uLong cap = deflateBound(&z, (uLong)len) + 32;
     unsigned char *out = malloc(cap);
     if (!out) {

@@ -177,8 +177,30 @@ void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n)
 {
     MPI_Op op;
     PMPI_Op_create(ml_sum_u64_op, 0, &op); /* non-commutative: see ml_pack_op */
-    PMPI_Reduce(in, out, n, MPI_UINT64_T, op, 0, MPI_COMM_WORLD);
+    MPI_Request r;
+    PMPI_Ireduce(in, out, n, MPI_UINT64_T, op, 0, MPI_COMM_WORLD, &r);
+    ml_fin_wait(&r);
     PMPI_Op_free(&op);
+}
+
+/* The end-of-run collectives are non-blocking and waited for here: MPI_Test, and
+ * after the first 64 tests a 20 us sleep between tests.  A rank that waits for the
+ * others then gives its core away instead of polling for it: with more ranks than
+ * cores (an oversubscribed node) a blocking collective's busy-polling ranks took
+ * the time slices the ranks that could progress needed, and each of the
+ * profiler's collectives cost seconds at 64 ranks on 2 cores (docs/scale.md).  On
+ * one rank per core the sleeps add at most about 0.1 ms per step of a collective. */
+void ml_fin_wait(MPI_Request *r)
+{
+    int done = 0;
+    for (int k = 0;; k++) {
+        PMPI_Test(r, &done, MPI_STATUS_IGNORE);
+        if (done) return;
+        if (k >= 64) {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
 }
 
 double ml_now_s(void)
@@ -240,7 +262,9 @@ void ml_profile_reduce(ml_profile_t *p)
     PMPI_Type_contiguous((int)(pk_words * sizeof *w), MPI_BYTE, &type);
     PMPI_Type_commit(&type);
     PMPI_Op_create(ml_pack_op, 0, &op);
-    PMPI_Reduce(w, res, 1, type, op, 0, MPI_COMM_WORLD);
+    MPI_Request req;
+    PMPI_Ireduce(w, res, 1, type, op, 0, MPI_COMM_WORLD, &req);
+    ml_fin_wait(&req);
     PMPI_Op_free(&op);
     PMPI_Type_free(&type);
 
@@ -272,9 +296,7 @@ void ml_profile_reduce(ml_profile_t *p)
     }
     free(w);
 
-    /* hosts: 256-byte names gathered to rank 0 */
-    p->hosts = ml_world_rank == 0 ? ml_zalloc((size_t)ml_world_size, 256) : NULL;
-    PMPI_Gather(p->host, 256, MPI_CHAR, p->hosts, 256, MPI_CHAR, 0, MPI_COMM_WORLD);
+    p->hosts = ml_nodes_host_names(p->host); /* collective: one 256-byte name per node */
     p->topo = ml_topo_json(); /* collective */
     ml_nodes_reduce(m, res + pk_span); /* collective */
     free(res);

@@ -22,6 +22,22 @@
 
 #include "profile.h"
 
+/* ---- the end-of-run collectives: non-blocking, waited for by ml_fin_wait ---- */
+
+static void ml_bcast(void *buf, int n, MPI_Datatype t, int root)
+{
+    MPI_Request r;
+    PMPI_Ibcast(buf, n, t, root, MPI_COMM_WORLD, &r);
+    ml_fin_wait(&r);
+}
+
+static void ml_allreduce(const void *in, void *out, int n, MPI_Datatype t, MPI_Op op)
+{
+    MPI_Request r;
+    PMPI_Iallreduce(in, out, n, t, op, MPI_COMM_WORLD, &r);
+    ml_fin_wait(&r);
+}
+
 /* ---- names ---- */
 
 void ml_job_id(char *out, size_t n, const char *stamp)
@@ -77,6 +93,20 @@ void ml_output_path(char *out, size_t n)
  * file name into a fixed buffer when the file is opened and aborts the job
  * (glibc's "buffer overflow detected") from about 230 characters on. */
 #define ML_MPIIO_PATH_MAX 200
+/* MPILENS_WRITE=auto: POSIX pwrite by every rank up to this many ranks, MPI-IO above.
+ * MPI-IO's open, collective write, sync and close are blocking collectives of the MPI
+ * with many steps inside; on the virtual cluster (64 ranks on 4 nodes of 2 cores) they
+ * took 25 + 26 + 2 + 4 s of a 59 s finalize, while pwrite needs no collective at all
+ * (docs/scale.md).  Above it the MPI's collective buffering (a few aggregators write
+ * large blocks) spares a parallel file system one small write per rank. */
+#define ML_POSIX_WRITE_MAX_RANKS 1024
+
+static int ml_want_mpiio; /* rank 0's choice, broadcast (ml_write_profile) */
+
+static int ml_use_mpiio(const char *tmp)
+{
+    return ml_want_mpiio && strlen(tmp) < ML_MPIIO_PATH_MAX;
+}
 
 /* Agreement: 0 on every rank if no rank failed, else 1 on every rank, with the
  * lowest failing rank's error text in err on rank 0.  One reduction, and one
@@ -86,9 +116,9 @@ static int ml_agree(int bad, char *err)
     int size, first = 0, mine;
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     mine = bad ? ml_world_rank : size;
-    PMPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    ml_allreduce(&mine, &first, 1, MPI_INT, MPI_MIN);
     if (first == size) return 0;
-    PMPI_Bcast(err, MPI_MAX_ERROR_STRING, MPI_CHAR, first, MPI_COMM_WORLD);
+    ml_bcast(err, MPI_MAX_ERROR_STRING, MPI_CHAR, first);
     return 1;
 }
 
@@ -138,7 +168,7 @@ static int ml_write_mpiio(const char *tmp, const ml_buf_t *b, MPI_Offset off, ch
     size_t done = 0;
     /* write_at_all takes an int count: loop in 1 GiB pieces (all ranks the same number of rounds) */
     unsigned long long rounds = (b->n + (1u << 30) - 1) >> 30, maxr = 0;
-    PMPI_Allreduce(&rounds, &maxr, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    ml_allreduce(&rounds, &maxr, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX);
     for (unsigned long long r = 0; r < (maxr ? maxr : 1); r++) {
         size_t piece = b->n - done > (1u << 30) ? (1u << 30) : b->n - done;
         MPI_Status st;
@@ -195,15 +225,15 @@ static int ml_write_tmp(char *tmp, size_t n, const ml_buf_t *b, long long off, l
 {
     int e = 0;
     if (ml_world_rank == 0) e = tmp[0] ? ml_create_reserved(tmp, total) : ENAMETOOLONG;
-    PMPI_Bcast(&e, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    ml_bcast(&e, 1, MPI_INT, 0);
     if (e) {
         if (ml_world_rank == 0) snprintf(err, MPI_MAX_ERROR_STRING, "%s", strerror(e));
         return 1;
     }
-    PMPI_Bcast(tmp, (int)n, MPI_CHAR, 0, MPI_COMM_WORLD);
+    ml_bcast(tmp, (int)n, MPI_CHAR, 0);
     err[0] = 0;
-    int failed = strlen(tmp) < ML_MPIIO_PATH_MAX ? ml_write_mpiio(tmp, b, (MPI_Offset)off, err)
-                                                 : ml_write_posix(tmp, b, (off_t)off, err);
+    int failed = ml_use_mpiio(tmp) ? ml_write_mpiio(tmp, b, (MPI_Offset)off, err)
+                                   : ml_write_posix(tmp, b, (off_t)off, err);
     if (failed && ml_world_rank == 0) unlink(tmp);
     return failed;
 }
@@ -226,9 +256,11 @@ static int ml_write_placed(const ml_buf_t *b, char *path, char *tmp, size_t n, c
                            size_t nwhy)
 {
     long long mylen = (long long)b->n, off = 0, total = 0;
-    PMPI_Exscan(&mylen, &off, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Request r;
+    PMPI_Iexscan(&mylen, &off, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &r);
+    ml_fin_wait(&r);
     if (ml_world_rank == 0) off = 0;
-    PMPI_Allreduce(&mylen, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    ml_allreduce(&mylen, &total, 1, MPI_LONG_LONG, MPI_SUM);
     char err[MPI_MAX_ERROR_STRING + 1] = {0};
     if (!ml_write_tmp(tmp, n, b, off, total, err)) return 0;
     int again = 0;
@@ -250,7 +282,7 @@ static int ml_write_placed(const ml_buf_t *b, char *path, char *tmp, size_t n, c
             ml_tmp_name(tmp, n, path, stamp);
         }
     }
-    PMPI_Bcast(&again, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    ml_bcast(&again, 1, MPI_INT, 0);
     if (!again) return 1;
     err[0] = 0;
     if (!ml_write_tmp(tmp, n, b, off, total, err)) return 0;
@@ -332,9 +364,16 @@ int ml_write_profile(void)
         ml_tmp_name(tmp, sizeof tmp, path, stamp);
         ml_profile_header(&b, &prof, job, iso);
     }
-    /* compression (profile_gzip.c): every rank decides alike from rank 0's path */
-    int gz = ml_world_rank == 0 ? ml_profile_compressed(path) : 0;
-    PMPI_Bcast(&gz, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    /* compression (profile_gzip.c) and the way of writing: every rank follows rank 0 */
+    int plan[2] = {0, 0};
+    if (ml_world_rank == 0) {
+        plan[0] = ml_profile_compressed(path);
+        plan[1] = ml_cfg.writer == ML_WRITE_MPIIO ||
+                  (ml_cfg.writer == ML_WRITE_AUTO && ml_world_size > ML_POSIX_WRITE_MAX_RANKS);
+    }
+    ml_bcast(plan, 2, MPI_INT, 0);
+    int gz = plan[0];
+    ml_want_mpiio = plan[1];
     if (gz) ml_gzip_tail(&b, 0);
     size_t mark = b.n;
     if (ml_cfg.detail) ml_profile_rank_line(&b, &prof);
@@ -345,7 +384,7 @@ int ml_write_profile(void)
         if (failed) fprintf(stderr, "mpilens: profile not written: %s\n", why);
         else failed = ml_claim_name(tmp, path, why);
     }
-    PMPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD); /* the partial files stay unless it is named */
+    ml_bcast(&failed, 1, MPI_INT, 0); /* the partial files stay unless it is named */
     ml_buf_free(&b);
     ml_profile_free(&prof);
     return failed;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "topo.h"
+#include "profile.h"
 #include "ml.h"
 
 #define ML_TOPO_MAX 16
@@ -216,10 +217,13 @@ char *ml_topo_json(void)
     char *mine = ml_topo_lines(&len);
     int n = (int)len, size = ml_world_size;
     unsigned long long dropped = ml_topo_dropped, all_dropped = 0;
-    PMPI_Reduce(&dropped, &all_dropped, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Request req; /* the profiler's end-of-run collectives wait by ml_fin_wait (profile_reduce.c) */
+    PMPI_Ireduce(&dropped, &all_dropped, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD, &req);
+    ml_fin_wait(&req);
     int *lens = ml_world_rank == 0 ? ml_topo_ints(size) : NULL;
     int *displ = ml_world_rank == 0 ? ml_topo_ints(size) : NULL;
-    PMPI_Gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    PMPI_Igather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+    ml_fin_wait(&req);
     char *all = NULL;
     if (ml_world_rank == 0) {
         long long total = 0;
@@ -234,7 +238,8 @@ char *ml_topo_json(void)
         }
         all[total] = 0;
     }
-    PMPI_Gatherv(mine, n, MPI_CHAR, all, lens, displ, MPI_CHAR, 0, MPI_COMM_WORLD);
+    PMPI_Igatherv(mine, n, MPI_CHAR, all, lens, displ, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+    ml_fin_wait(&req);
     free(mine);
     char *out = NULL;
     if (ml_world_rank == 0) {

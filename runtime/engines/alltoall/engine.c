@@ -209,6 +209,10 @@ static void finalize(void)
 {
     int rank;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (ml_a2a.cfg.mode == ML_A2A_MODE_NATIVE) { /* rank 0's mode on every rank (init): no */
+        ml_a2a_free_scratch();                   /* decisions, no cache, no section: no gathers */
+        return;
+    }
     ml_a2a_drain_states();
     ml_a2a_gather_records();
     if (rank == 0 && ml_a2a.tune_loaded && ml_a2a.tune_path)

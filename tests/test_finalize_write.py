@@ -1,0 +1,80 @@
+"""How the ranks write the profile at MPI_Finalize (docs/scale.md, docs/runtime.md):
+MPILENS_WRITE=posix (every rank's pwrite at its MPI_Exscan offset; auto's choice up to
+1024 ranks) and mpiio (one collective MPI_File_write_at_all) write the same profile,
+plain and compressed; the header's hosts come from each node's first rank only; and
+tests/progs/fin_probe (the finalize benchmark's program) runs and reports."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import BUILD, read_profile, run_mpi
+from test_cli_support import EVERY, STEPS, N, example, per_rank_calls
+from test_profiler import check_header
+
+P = 4
+EXEC = BUILD / "bin" / "mpilens-exec"
+
+
+def lines_of(path: Path) -> tuple[dict, list[dict]]:
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        text = gzip.decompress(raw).decode()
+        rows = [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+        return rows[0], rows[1:]
+    return read_profile(path)
+
+
+def test_posix_and_mpiio_write_the_same_profile(tmp_path: Path) -> None:
+    """heat2d on 4 ranks written with pwrite, with MPI-IO, and with MPI-IO compressed
+    (auto compresses through pwrite in test_scale.py): each file whole, each rank's
+    exact calls (from the example's source), the header's sums equal to the rank
+    lines, and the same hosts, functions and calls in all three."""
+    got = []
+    for writer, compress in (("posix", "off"), ("mpiio", "off"), ("mpiio", "gzip")):
+        out = tmp_path / f"{writer}-{compress}.prof"
+        run_mpi(P, [EXEC, example("heat2d"), N, STEPS, EVERY],
+                env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_WRITE": writer,
+                     "MPILENS_COMPRESS": compress})
+        assert (out.read_bytes()[:2] == b"\x1f\x8b") == (compress == "gzip")
+        header, ranks = lines_of(out)
+        check_header(header, ranks, P)
+        want = per_rank_calls()
+        for r in ranks:
+            assert {f: r["functions"][f]["calls"] for f in want} == want
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".mpilens-")] == []
+        got.append((header["hosts"], header["ranks_per_host"],
+                    {f: v["calls"] for f, v in header["functions"].items()},
+                    [sorted(r["functions"]) for r in ranks]))
+    assert got[0] == got[1] == got[2]
+
+
+def test_fin_probe_reports_every_rank(tmp_path: Path) -> None:
+    """The finalize benchmark's program (bench/finalize/finalize.py) under the profiler:
+    one line per rank after MPI_Finalize, and the profile has its exact calls: 4
+    Isend, 4 Irecv and 1 Waitall per step with the ring neighbours at distance 1 and 2,
+    1 Allreduce per step, 1 Bcast and 1 Reduce every 5th step, 1 Barrier."""
+    steps, n = 7, 1000
+    out = tmp_path / "f.prof"
+    proc = run_mpi(P, [EXEC, BUILD / "tests" / "fin_probe", steps, n],
+                   env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1"})
+    found = re.findall(r"^fin_probe rank=(\d+) finalize_s=([0-9.]+) hwm_kb=(\d+)$", proc.stdout,
+                       re.MULTILINE)
+    assert sorted(int(r) for r, _, _ in found) == list(range(P))
+    assert all(float(t) >= 0 and int(k) > 0 for _, t, k in found)
+    header, ranks = read_profile(out)
+    check_header(header, ranks, P)
+    every5 = len(range(0, steps, 5))
+    want = {"MPI_Isend": 4 * steps, "MPI_Irecv": 4 * steps, "MPI_Waitall": steps,
+            "MPI_Allreduce": steps, "MPI_Bcast": every5, "MPI_Reduce": every5, "MPI_Barrier": 1}
+    for r in ranks:
+        assert {f: r["functions"][f]["calls"] for f in want} == want
+        assert r["functions"]["MPI_Isend"]["bytes_sent"] == 4 * steps * n
+        sent = {p: (m, b) for p, m, b in r["peers"]["sent"]}
+        ring = {(r["rank"] + d) % P for d in (-2, -1, 1, 2)}  # at 4 ranks +2 and -2 are one peer
+        assert set(sent) == ring
+        assert sum(m for m, _ in sent.values()) == 4 * steps
