@@ -27,10 +27,11 @@ APP = BUILD / "tests" / "advise_app"
 EXEC = BUILD / "bin" / "mpilens-exec"
 
 
-def run(name: str, np_: int, *args: object) -> tuple[Path, list[dict[str, Any]]]:
+def run(name: str, np_: int, *args: object, env: dict[str, str] | None = None
+        ) -> tuple[Path, list[dict[str, Any]]]:
     out = workdir() / f"late-{name}.prof"
     proc = subprocess.run([*launcher(np_), str(EXEC), str(APP), *map(str, args)],
-                          env=cli_env({"MPILENS_OUTPUT": str(out)}),
+                          env=cli_env({"MPILENS_OUTPUT": str(out), **(env or {})}),
                           capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0 and out.exists(), proc.stderr[-3000:]
     rows = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
@@ -80,6 +81,15 @@ def test_the_sample_halves_when_full(build: Path) -> None:
     la = [r["late_arrival"] for r in ranks]
     assert all(x["sampled"] == 515 and x["every"] == 2 for x in la), la
     assert sum(x["last"] for x in la) == 515 and sum(x["last_clear"] for x in la) == la[0]["clear"]
+
+
+def test_without_counted_collectives_it_says_why(build: Path) -> None:
+    _, ranks = run("nocomms", 2, "compute", 3, 0, env={"MPILENS_COMMS": "0"})
+    assert [r["late_arrival"] for r in ranks] == [
+        {"sampled": 0, "why": "MPILENS_COMMS=0: the collectives' places are not counted"}] * 2
+    s = late_rank(ranks, 2)
+    assert s is not None and not s["named"] and s["rank"] is None
+    assert s["why"].startswith("MPILENS_COMMS=0")
 
 
 def test_binomial_figures() -> None:
