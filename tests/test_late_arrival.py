@@ -46,7 +46,8 @@ def test_the_late_rank_is_last_in_every_sampled_call(build: Path, tmp_path: Path
     prof, ranks = run("imbalance", np_, "imbalance", iters, 100000)
     la = {r["rank"]: r["late_arrival"] for r in ranks}
     assert all(x["sampled"] == x["clear"] == iters and x["every"] == 1 for x in la.values()), la
-    assert [la[r]["last"] for r in range(np_)] == [la[r]["last_clear"] for r in range(np_)] == [0, 0, iters]
+    last = [la[r]["last"] for r in range(np_)]
+    assert last == [la[r]["last_clear"] for r in range(np_)] == [0, 0, iters]
     # it waited far less than the next: about the 100 ms sleep per call
     assert la[2]["gap_s"] > iters * 0.050 and la[0]["gap_s"] == la[1]["gap_s"] == 0
     s = late_rank(ranks, np_)
