@@ -58,6 +58,16 @@ def test_the_late_rank_is_last_in_every_sampled_call(build: Path, tmp_path: Path
     assert first["key"] == "imbalance" and first["figures"]["last_rank"] == 2
     assert f"rank 2 arrives last in {iters} of {iters} sampled collectives" in first["what"]
     assert first["figures"]["late_arrival"]["p"] == pytest.approx(s["p"], rel=1e-12)
+    # the same job had no call whose last arrival stands out: imbalance still, nobody named
+    rows = [json.loads(x) for x in prof.read_text().splitlines() if x.strip()]
+    for r in rows[1:]:
+        r["late_arrival"].update(clear=0, last_clear=0, gap_s=0)
+    blurred = tmp_path / "blurred.prof"
+    blurred.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = advise(blurred, tmp_path / "m.json")
+    first = res["findings"][0]
+    assert first["key"] == "imbalance" and first["figures"]["last_rank"] is None
+    assert "no single rank arrives last beyond chance" in first["what"]
 
 
 def test_balanced_ranks_name_nobody(build: Path, tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ def find(ctx: Context) -> list[Finding]:
     by_calls = stats is not None and stats["sampled"] > 0
     if by_calls:
         named = bool(stats["named"])
-        last = int(stats["rank"])
+        last = int(stats["rank"]) if stats["rank"] is not None else last
     who = (describe(stats) if by_calls else
            f"rank {last} arrives last (it waits {fmt_time(margin)} less than the next)" if named
            else "no single rank arrives last beyond the noise (the least "
