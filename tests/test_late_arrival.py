@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 from conftest import BUILD, launcher
+from mpilens.advise.late import binom_tail, clopper_pearson, late_rank
 from test_advise import advise, write_model
 from test_cli_support import cli_env, workdir
-
-from mpilens.advise.late import binom_tail, clopper_pearson, late_rank
 
 APP = BUILD / "tests" / "advise_app"
 EXEC = BUILD / "bin" / "mpilens-exec"
