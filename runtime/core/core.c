@@ -235,6 +235,7 @@ void ml_before_finalize(void)
     ml_depth++;
     ml_flight_finalize_enter(); /* a rank waiting here for the others shows as in MPI_Finalize */
     if (was_active) ml_finalize_wait();
+    if (was_active) ml_la_reduce(); /* late arrival per collective (late.c) */
     for (int i = 0; ml_engines[i]; i++)
         if (ml_engines[i]->finalize) ml_engines[i]->finalize();
     int failed = was_active ? ml_write_profile() : 1;

@@ -12,6 +12,7 @@
 #include <limits.h>
 
 #include "hooks.h" /* ml.h and the record kinds' per-call hooks (the wrappers include this file) */
+#include "late.h"
 
 #ifdef ML_NO_INFLIGHT
 #define ML_FL_ON 0
@@ -71,6 +72,7 @@ ML_INLINE uint64_t ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int
         ml_cm_rec_t *cm = S->cm;
         int id = comm == MPI_COMM_WORLD ? 0 : cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_cm_max;
         f->cseq = cm && id < ml_cm_max ? ++cm[id].colls : 0;
+        ml_la_in(fid, id, f->cseq); /* late arrival: a sampled call on MPI_COMM_WORLD (late.h) */
         /* a collective on a new communicator: its members known to the recorder (sem.c's table) */
         if (comm != MPI_COMM_WORLD && comm != MPI_COMM_NULL) ml_peer_world_slow(comm, 0);
     }

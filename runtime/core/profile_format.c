@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "profile.h"
+#include "late.h"
 
 void ml_machine_rank(ml_buf_t *b);    /* machine.c */
 void ml_machine_header(ml_buf_t *b);
@@ -174,6 +175,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     ml_buf_json_str(b, p->host);
     ml_buf_printf(b, ",\"node\":%d", ml_my_node);
     ml_machine_rank(b);
+    ml_la_rank_json(b); /* late arrival per collective (late.c) */
     ml_buf_printf(b, ",\"pid\":%d,\"wall_s\":%.9g,\"mpi_s\":%.9g,\"threads\":%d,\"untracked_requests\":%llu,\"functions\":{",
                   (int)getpid(), p->wall, p->mpi, ml_slot_count(), (unsigned long long)m->untracked);
     int first = 1;

@@ -665,6 +665,8 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
         out.append("    ml_served_flag = 0;")
     out.append(f"    {call};")
     out.append("    if (ML_FL_ON && on && !_sh) ml_fl_done(S, _fs);")
+    if fl.startswith("ML_FL_COLL"):  # the end of a call sampled for late arrival (late.h)
+        out.append("    if (ML_FL_ON && on && !_sh) ml_la_out();")
     if served:
         out.append("    int served = ml_served_flag; ml_served_flag = 0;")
     out += ["    uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;", "    ml_leave();",

@@ -14,6 +14,7 @@ import numpy as np
 from ...report.commpattern import collective_base
 from ...units import fmt_time
 from ..finding import Context, Finding
+from ..late import describe, late_rank
 
 RULE = 5
 DOMINANT = 0.5   # late share of the time in MPI at or above which imbalance dominates
@@ -82,6 +83,17 @@ def find(ctx: Context) -> list[Finding]:
     others = np.sort(np.delete(tot, (tot == tot.min()).nonzero()[0][0]))
     margin = float(others[0] - tot.min()) if others.size else 0.0
     named = bool(others.size) and margin >= MARGIN * late
+    # with the profile's per-collective statistics (late.py), the late rank is the one
+    # last in significantly more sampled calls than chance, not the one of the totals
+    stats = late_rank(ctx.prof.ranks, ctx.nranks)
+    by_calls = stats is not None and stats["sampled"] > 0
+    if by_calls:
+        named = bool(stats["named"])
+        last = int(stats["rank"]) if stats["rank"] is not None else last
+    who = (describe(stats) if by_calls else
+           f"rank {last} arrives last (it waits {fmt_time(margin)} less than the next)" if named
+           else "no single rank arrives last beyond the noise (the least "
+           f"waiting, rank {last}, waits only {fmt_time(margin)} less than the next)")
     mpi_share = late / ctx.mpi_s if ctx.mpi_s > 0 else 0.0
     dominant = share >= DOMINANT and mpi_share >= DOMINANT
     verdict = ("imbalance-bound: no network change is proposed" if dominant
@@ -92,10 +104,7 @@ def find(ctx: Context) -> list[Finding]:
               f"MPI_Wait*, {fmt_time(late)} ({100 * share:.1f} %; {100 * mpi_share:.1f} % of the "
               f"time in MPI) is late arrival, "
               f"{fmt_time(transfer)} transfer; most in {worst} "
-              f"({fmt_time(parts[worst]['late_s'])}); "
-              + (f"rank {last} arrives last (it waits {fmt_time(margin)} less than the next)"
-                 if named else "no single rank arrives last beyond the noise (the least "
-                 f"waiting, rank {last}, waits only {fmt_time(margin)} less than the next)")),
+              f"({fmt_time(parts[worst]['late_s'])}); " + who),
         why=(f"{verdict}: the waiting is other ranks' computation before the call, which no "
              f"network, algorithm or placement change shortens"),
         change=(f"balance the work done before {worst} (code change)"
@@ -103,7 +112,9 @@ def find(ctx: Context) -> list[Finding]:
                    f"longest" if named else ": the late ranks vary (no single late rank)")),
         gain_s=late, gain_pct=ctx.pct(late),
         gain_note="upper bound: every rank arrives with the fastest (perfect balance)",
-        confidence="high", confidence_why="measured per-rank times only, no model",
+        confidence="high", confidence_why="measured per-rank times only, no model"
+        + ("; the late rank from per-call late arrival (binomial test against chance)"
+           if by_calls else ""),
         basis={"profile": [f"{n}: per-rank time_s, late {p['late_s']:.6g} s, transfer "
                            f"{p['transfer_s']:.6g} s" for n, p in parts.items()],
                "model": [],
@@ -112,4 +123,5 @@ def find(ctx: Context) -> list[Finding]:
         figures={"late_s": late, "transfer_s": transfer, "late_share": share,
                  "mpi_share": mpi_share,
                  "dominant": dominant, "last_rank": last if named else None,
-                 "last_rank_margin_s": margin, "functions": parts})]
+                 "last_rank_margin_s": margin, "functions": parts,
+                 "late_arrival": stats})]

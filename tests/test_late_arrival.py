@@ -1,0 +1,127 @@
+"""Late arrival per collective (runtime/core/late.c, docs/runtime.md "Late arrival"): the
+rank lines' `late_arrival` counts, on real jobs of tests/progs/advise_app, and advise's
+late rank from them (python/mpilens/advise/late.py: binomial test against chance).
+
+- imbalance: the last rank sleeps before each MPI_Allreduce: it is last in every sampled
+  call (exact counts), and advise names it;
+- compute: every rank sleeps the same before each MPI_Allreduce: nobody is named;
+- 1030 MPI_Allreduce: the sample halves at 1024 held (every 2nd call): exactly 515 sampled,
+  the counts over the ranks add up to them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BUILD, launcher
+from mpilens.advise.late import binom_tail, clopper_pearson, late_rank
+from test_advise import advise, write_model
+from test_cli_support import cli_env, workdir
+
+APP = BUILD / "tests" / "advise_app"
+EXEC = BUILD / "bin" / "mpilens-exec"
+
+
+def run(name: str, np_: int, *args: object, env: dict[str, str] | None = None
+        ) -> tuple[Path, list[dict[str, Any]]]:
+    out = workdir() / f"late-{name}.prof"
+    proc = subprocess.run([*launcher(np_), str(EXEC), str(APP), *map(str, args)],
+                          env=cli_env({"MPILENS_OUTPUT": str(out), **(env or {})}),
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0 and out.exists(), proc.stderr[-3000:]
+    rows = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+    return out, rows[1:]
+
+
+def test_the_late_rank_is_last_in_every_sampled_call(build: Path, tmp_path: Path) -> None:
+    # rank 2 sleeps 100 ms before each Allreduce; ranks 0, 1 wait for it.  (Another rank is
+    # last only if it is held up for more than 100 ms between two calls: with 30 ms, 2 of
+    # 12 calls had rank 0 last at a load average of 19 on 2 cores)
+    np_, iters = 3, 8
+    prof, ranks = run("imbalance", np_, "imbalance", iters, 100000)
+    la = {r["rank"]: r["late_arrival"] for r in ranks}
+    assert all(x["sampled"] == x["clear"] == iters and x["every"] == 1 for x in la.values()), la
+    last = [la[r]["last"] for r in range(np_)]
+    assert last == [la[r]["last_clear"] for r in range(np_)] == [0, 0, iters]
+    # it waited far less than the next: about the 100 ms sleep per call
+    assert la[2]["gap_s"] > iters * 0.050 and la[0]["gap_s"] == la[1]["gap_s"] == 0
+    s = late_rank(ranks, np_)
+    assert s is not None and s["named"] and s["rank"] == 2 and s["last"] == iters
+    assert s["p"] == pytest.approx(np_ * (1 / np_) ** iters, rel=1e-9)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    first = res["findings"][0]
+    assert first["key"] == "imbalance" and first["figures"]["last_rank"] == 2
+    assert f"rank 2 arrives last in {iters} of {iters} sampled collectives" in first["what"]
+    assert first["figures"]["late_arrival"]["p"] == pytest.approx(s["p"], rel=1e-12)
+    # the same job had no call whose last arrival stands out: imbalance still, nobody named
+    rows = [json.loads(x) for x in prof.read_text().splitlines() if x.strip()]
+    for r in rows[1:]:
+        r["late_arrival"].update(clear=0, last_clear=0, gap_s=0)
+    blurred = tmp_path / "blurred.prof"
+    blurred.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = advise(blurred, tmp_path / "m.json")
+    first = res["findings"][0]
+    assert first["key"] == "imbalance" and first["figures"]["last_rank"] is None
+    assert "no single rank arrives last beyond chance" in first["what"]
+
+
+def test_balanced_ranks_name_nobody(build: Path, tmp_path: Path) -> None:
+    np_, iters = 3, 20  # every rank sleeps 2 ms before each Allreduce
+    prof, ranks = run("compute", np_, "compute", iters, 2000)
+    la = [r["late_arrival"] for r in ranks]
+    assert all(x["sampled"] == iters for x in la) and sum(x["last"] for x in la) == iters
+    # the algorithm's own skew favours one rank (Open MPI, 3 ranks: rank 1 waited least in
+    # 13-18 of 20 calls, by microseconds): only the calls whose last arrival stands out count
+    assert sum(x["last_clear"] for x in la) == la[0]["clear"] <= iters
+    s = late_rank(ranks, np_)
+    assert s is not None and not s["named"], s
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    for f in res["findings"] + res.get("withheld", []):
+        if f["key"] == "imbalance":
+            assert f["figures"]["last_rank"] is None and "no single rank" in f["what"]
+
+
+def test_the_sample_halves_when_full(build: Path) -> None:
+    np_, iters = 2, 1030  # held 1024, then every 2nd: 512 kept + calls 1026, 1028, 1030
+    _, ranks = run("halve", np_, "compute", iters, 0)
+    la = [r["late_arrival"] for r in ranks]
+    assert all(x["sampled"] == 515 and x["every"] == 2 for x in la), la
+    assert sum(x["last"] for x in la) == 515 and sum(x["last_clear"] for x in la) == la[0]["clear"]
+
+
+def test_without_counted_collectives_it_says_why(build: Path) -> None:
+    _, ranks = run("nocomms", 2, "compute", 3, 0, env={"MPILENS_COMMS": "0"})
+    assert [r["late_arrival"] for r in ranks] == [
+        {"sampled": 0, "why": "MPILENS_COMMS=0: the collectives' places are not counted"}] * 2
+    s = late_rank(ranks, 2)
+    assert s is not None and not s["named"] and s["rank"] is None
+    assert s["why"].startswith("MPILENS_COMMS=0")
+
+
+def test_binomial_figures() -> None:
+    # independent values: P(X >= 3), X ~ Bin(4, 1/2) = 5/16; exact intervals of 0 of 10, 10 of 10
+    assert binom_tail(4, 3, 0.5) == pytest.approx(5 / 16, rel=1e-12)
+    assert binom_tail(4, 0, 0.5) == 1.0 and binom_tail(4, 5, 0.5) == 0.0
+    lo, hi = clopper_pearson(10, 0)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** 0.1, rel=1e-6)
+    lo, hi = clopper_pearson(10, 10)
+    assert hi == 1.0 and lo == pytest.approx(0.025 ** 0.1, rel=1e-6)
+    # without statistics (an older profile): None; without a sample: not named
+    assert late_rank([{"rank": 0}], 2) is None
+    s = late_rank([{"rank": 0, "late_arrival": {"sampled": 0, "why": "one rank"}}], 1)
+    assert s is not None and not s["named"] and s["why"] == "one rank"
+    # 4 of 4 clear calls on 2 ranks: p = 2 x 1/16 = 0.125 is chance; 9 of 10 on 4 ranks is not
+    two = [{"rank": r, "late_arrival": {"sampled": 9, "every": 1, "clear": 4, "last": 4 * r,
+                                        "last_clear": 4 * r}} for r in range(2)]
+    s = late_rank(two, 2)
+    assert s is not None and s["rank"] == 1 and s["p"] == pytest.approx(0.125) and not s["named"]
+    four = [{"rank": r, "late_arrival": {"sampled": 12, "every": 1, "clear": 10,
+                                         "last_clear": 9 if r == 3 else int(r == 0)}}
+            for r in range(4)]
+    s = late_rank(four, 4)
+    tail = 10 * 0.25 ** 9 * 0.75 + 0.25 ** 10
+    assert s is not None and s["named"] and s["rank"] == 3 and s["p"] == pytest.approx(4 * tail)
