@@ -121,6 +121,18 @@ typedef struct { long long *sz; int ns, samples, reps, train; } logp_cfg_t;
 
 /* The host names of rank 0 (hosts[0]) and rank b (hosts[1]), at rank 0: the model's
  * "hosts".  Collective over ranks 0 and b only. */
+/* One round trip of n bytes between this rank (role 0 starts) and o. */
+static void round_trip(int role, unsigned char *buf, int n, int o)
+{
+    if (role == 0) {
+        MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
+        MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
+    }
+}
+
 static void pair_hosts(int b, char hosts[2][MPI_MAX_PROCESSOR_NAME])
 {
     int len;
@@ -165,13 +177,7 @@ static long measure_pair(ml_json *out, int b, const logp_cfg_t *c, double *med)
         for (int j = -1; j < samples; j++) {
             double t0 = MPI_Wtime();
             for (int k = 0; k < reps; k++) {
-                if (role == 0) {
-                    MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
-                    MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                } else {
-                    MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                    MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
-                }
+                round_trip(role, buf, n, o);
             }
             if (j >= 0) x[j] = (MPI_Wtime() - t0) / reps;
         }
@@ -263,13 +269,7 @@ static double expected_duration(int b, const logp_cfg_t *c)
             double t0 = 0;
             for (int j = -1; j < reps; j++) {   /* one warm-up, then the mean */
                 if (j == 0) t0 = MPI_Wtime();
-                if (role == 0) {
-                    MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
-                    MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                } else {
-                    MPI_Recv(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                    MPI_Send(buf, n, MPI_BYTE, o, T_RTT, MPI_COMM_WORLD);
-                }
+                round_trip(role, buf, n, o);
             }
             rt[k] = (MPI_Wtime() - t0) / reps;
         }

@@ -98,7 +98,8 @@ class _Timeline:
             onto[np.arange(nb), grid] = 1.0
             for ranks, rows in zip(g["ranks"], g["rows"]):
                 frac[ranks] += rows @ onto
-        frac = np.minimum(1.0, frac / width)
+        with np.errstate(over="ignore"):  # a damaged profile's huge times: capped at 1 anyway
+            frac = np.minimum(1.0, frac / width)
         classes = [{"class": name, "calls": [int(x) for x in sums["calls"][c]],
                     "time_s": [float(x) for x in sums["time_s"][c]],
                     "bytes": [int(x) for x in sums["bytes"][c]]}

@@ -255,11 +255,7 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
             also += f"; or the MPI's own: {mpi_alt['line']}"
     return Finding(
         rule=RULE, key="collective-algorithm", title=_title(name, label),
-        what=(f"{calls:,} calls ({per_rank:g} per rank) of {fmt_bytes(m)} "
-              f"{'blocks' if name in ('MPI_Alltoall', 'MPI_Allgather') else 'buffers'} on "
-              f"{P} ranks, {fmt_time(measured)} per call measured on rank {fastest} (the "
-              f"fastest; the others' extra is late arrival, rule 5)"
-              + (f", algorithm {ran} (adaptive engine)" if ran else "")),
+        what=_what(name, calls, per_rank, m, P, measured, fastest, ran),
         why=(f"the model predicts per call: {table}; {best.name} ({best.formula}) against "
              f"{now_what}"),
         change=ch["line"] + also, gain_s=gain, gain_pct=ctx.pct(gain),
@@ -280,6 +276,16 @@ def _judge(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
                  "measured_per_call_s": measured, "measured_rank": fastest, "ran": ran,
                  "after_per_call_s": after, "split": bool(label),
                  "best": best.name, "predicted_s": pred})
+
+
+def _what(name: str, calls: int, per_rank: float, m: float, P: int, measured: float,
+          fastest: int, ran: object) -> str:
+    """A collective finding's "what": its calls, their size, the time measured."""
+    return (f"{calls:,} calls ({per_rank:g} per rank) of {fmt_bytes(m)} "
+            f"{'blocks' if name in ('MPI_Alltoall', 'MPI_Allgather') else 'buffers'} on "
+            f"{P} ranks, {fmt_time(measured)} per call measured on rank {fastest} (the "
+            f"fastest; the others' extra is late arrival, rule 5)"
+            + (f", algorithm {ran} (adaptive engine)" if ran else ""))
 
 
 def _title(name: str, label: str) -> str:
@@ -351,11 +357,7 @@ def _measured(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
     table = ", ".join(show(k, s) for k, s in sorted(got.items(), key=lambda kv: kv[1].median))
     return Finding(
         rule=RULE, key="collective-algorithm", title=_title(name, label),
-        what=(f"{calls:,} calls ({per_rank:g} per rank) of {fmt_bytes(m)} "
-              f"{'blocks' if name in ('MPI_Alltoall', 'MPI_Allgather') else 'buffers'} on "
-              f"{P} ranks, {fmt_time(measured)} per call measured on rank {fastest} (the "
-              f"fastest; the others' extra is late arrival, rule 5)"
-              + (f", algorithm {ran} (adaptive engine)" if ran else "")),
+        what=_what(name, calls, per_rank, m, P, measured, fastest, ran),
         why=(f"{far}: the model does not describe this run, so each candidate was measured "
              f"(mpilens-bench coll, {fmt_bytes(m)}, {P} ranks, the job's launcher line; "
              f"median per call and its 95 % interval): {table}; {best_name} ({alg.formula} "
