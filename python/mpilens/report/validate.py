@@ -499,7 +499,7 @@ def _sites_ok(sites: list[Any], top: int) -> bool:
         if type(s) is not dict:
             return False
         fn = s.get("function")
-        if fn not in _TXT_OK:
+        if type(fn) is not str or fn not in _TXT_OK:  # a damaged line: any JSON value
             if not _txt(fn):
                 return False
             if len(_TXT_OK) < _PLAN_MAX:
@@ -620,6 +620,8 @@ def timeline_shape_ok(tl: Any) -> tuple[int, int] | None:
         return None
     classes = tl.get("classes")
     if type(classes) is not list or not classes:
+        return None
+    if not all(type(c) is str for c in classes):  # a damaged line: lists, objects
         return None
     key = tuple(classes)
     if key not in _CLASSES_OK:
