@@ -306,7 +306,7 @@ def test_kept_model_same_output_and_intervals(build: Path, tmp_path: Path) -> No
     assert one(plain, "collective-algorithm")["gain_interval"] is None
 
 
-def test_remeasure_keeps_a_model_with_intervals(build: Path) -> None:
+def test_remeasure_keeps_a_model_with_intervals(build: Path, tmp_path: Path) -> None:
     """--remeasure measures the kept model (bench logp, 2 ranks) with the intervals of
     its medians; the next advise reuses it: the same text, byte for byte."""
     from mpilens.advise import kept
@@ -327,7 +327,11 @@ def test_remeasure_keeps_a_model_with_intervals(build: Path) -> None:
     again = mpilens_inproc("advise", str(prof))
     assert again.stdout == first.stdout
     assert path.stat().st_mtime_ns == stamp  # reused, not measured again
-    assert mpilens_inproc("advise", str(prof), "--remeasure", "--model", str(path)).returncode == 2
+    # --remeasure with --model measures only the candidates: not with --no-measure
+    bad = mpilens_inproc("advise", str(prof), "--remeasure", "--no-measure", "--model",
+                         str(write_model(tmp_path / "m.json", prof)))
+    assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1
+    assert "--remeasure with --model measures the candidates again" in bad.stderr
 
 
 # The MPI's own knobs (coll_tuned_<coll>_algorithm, MPIR_CVAR_<COLL>_INTRA_ALGORITHM)
@@ -698,7 +702,11 @@ def test_imbalance_counts_only_the_ranks_that_called(build: Path, tmp_path: Path
         margin = abs(tot[0] - tot[1])
         least = min(tot, key=lambda k: (tot[k], k))
         assert fig["last_rank_margin_s"] == pytest.approx(margin, rel=1e-9, abs=1e-12)
-        assert fig["last_rank"] == (least if margin >= 0.25 * fig["late_s"] else None)
+        # ... and never on an oversubscribed host (4 ranks on 2 CPUs here): it cannot tell
+        stands_out = margin >= 0.25 * fig["late_s"]
+        over = bool(res["machine"]["oversubscribed"])
+        assert fig["last_rank"] == (least if stands_out and not over else None)
+        assert (fig["last_rank_withheld"] is not None) == (stands_out and over)
     else:
         assert late < 0.2 * (late + transfer)
     assert not res["imbalance_bound"] or (late >= 0.5 * (late + transfer)

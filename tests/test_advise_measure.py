@@ -183,8 +183,60 @@ def test_real_short_run_of_the_candidates(build: Path, tmp_path: Path) -> None:
     else:
         assert f is None
     stamp = kept[0].stat().st_mtime_ns
-    again = mpilens_inproc(*args)
+    # an equivalent line (the launcher by its path, the rank count's other spelling, an
+    # option that changes only the output): the same key, reused, the same bytes
+    line = _equivalent(launcher(NP))
+    assert line != launcher(NP)
+    assert measure.launcher_key(line) == measure.launcher_key(launcher(NP))
+    same = [*args[:args.index("--") + 1], *line, *args[args.index("--") + 1 + len(launcher(NP)):]]
+    again = mpilens_inproc(*same)
+    assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout and kept[0].stat().st_mtime_ns == stamp
+    assert sorted(Path(measure.kept.cache_dir()).glob("candidates-*.json")) == kept
+    # --remeasure with --model: the candidates measured again, kept under the same key
+    fresh = mpilens_inproc(*same[:2], "--remeasure", *same[2:])
+    assert fresh.returncode == 0, fresh.stderr
+    assert sorted(Path(measure.kept.cache_dir()).glob("candidates-*.json")) == kept
+    redoc = json.loads(kept[0].read_text())
+    assert kept[0].stat().st_mtime_ns != stamp and redoc["key"] == doc["key"]
+    assert redoc["measured_with"] == measure.launcher_part(line)
+
+
+def _equivalent(line: list[str]) -> list[str]:
+    """The launcher line spelt differently, measuring the same: the launcher by its full
+    path, the rank count as -n N (Open MPI; its 4.1 refuses --np=N) or -np N (hydra), an
+    output-only option."""
+    import shutil
+
+    prog, rest = shutil.which(line[0]) or line[0], line[1:]
+    i = next(k for k, a in enumerate(rest) if a in ("-np", "-n"))
+    count = rest[i + 1]
+    rest = rest[:i] + rest[i + 2:]
+    if FLAVOUR == "openmpi":
+        return [prog, *rest, "-n", count, "--tag-output"]
+    return [prog, *rest, "-np", count, "-l"]
+
+
+def test_launcher_key_keeps_what_can_change_the_times() -> None:
+    """Equivalent lines give one key; a mapping, a transport option or an MPI setting in
+    the environment another."""
+    k = measure.launcher_key
+    env = {"OMPI_MCA_btl": "self,vader", "HOME": "/root", "MPIR_CVAR_X": "1"}
+    base = k(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "4"], "openmpi", env)
+    assert base == {"kind": "openmpi", "ranks": "4", "options": [],
+                    "env": {"MPIR_CVAR_X": "1", "OMPI_MCA_btl": "self,vader"}}
+    assert k(["/usr/bin/mpirun", "--np=4", "--tag-output", "-wdir", "/tmp"], "openmpi",
+             env) == base
+    assert k(["mpirun", "-np", "4", "--map-by", "node"], "openmpi", env)["options"] == \
+        [["-map-by", "node"]]
+    assert k(["mpirun", "-np", "4", "--mca", "btl", "tcp,self"], "openmpi", env)["options"] == \
+        [["-mca", "btl", "tcp,self"]]
+    assert k(["mpirun", "-np", "4"], "openmpi", {**env, "OMPI_MCA_btl": "tcp,self"}) != base
+    assert k(["mpirun", "-np", "8"], "openmpi", env) != base
+    hydra = k(["mpiexec.mpich", "-n", "4", "-l", "-ppn", "2"], "hydra", {})
+    assert hydra == {"kind": "hydra", "ranks": "4", "options": [["-ppn", "2"]], "env": {}}
+    srun = k(["srun", "-n", "4", "-J", "x", "-t", "5", "--cpu-bind=cores"], "srun", {})
+    assert srun == {"kind": "srun", "ranks": "4", "options": [["-cpu-bind", "cores"]], "env": {}}
 
 
 # ------------------------------------------------- --check's verdict on given per-call times
