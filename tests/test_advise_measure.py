@@ -318,3 +318,65 @@ def test_check_of_a_split_finding_decides_on_its_size_only(build: Path, tmp_path
              if s["function"] == "MPI_Allreduce" and site_class(s) == 4]
     assert done["per_call_baseline_s"][0] == pytest.approx(
         sum(s["time_s"] for s in sites) / sum(s["calls"] for s in sites), rel=1e-12)
+
+
+# ------------------------------------------------- MPI_Alltoallv's knobs (rules 3 and 8)
+
+# The MPI's own Alltoallv algorithms (collectives.ALLTOALLV): ompi_info --param coll tuned
+# --level 9 (4.1: 1 basic_linear, 2 pairwise); mpivars (MPICH 4.0.2: scattered, nb)
+ALLTOALLV_KNOBS = {"openmpi": {"linear": "1", "pairwise": "2"},
+                   "mpich": {"linear": "scattered", "nonblocking": "nb"}}
+
+
+# Justified skip: Intel MPI's I_MPI_ADJUST_ALLTOALLV numbers cannot be verified here (as
+# the Allreduce knobs above), so the exact candidates are not known.
+@pytest.mark.skipif(FLAVOUR not in ALLTOALLV_KNOBS, reason="knob table for Open MPI and MPICH")
+def test_alltoallv_knobs_are_measured_when_the_model_is_far_off(build: Path,
+                                                                tmp_path: Path) -> None:
+    """An MPI_Alltoallv of 1000 B per peer on 3 ranks (even counts), a model far below
+    its time: each knob's candidate is measured (bench coll's alltoallv, asked at 4/3 of
+    the mean per peer: its v-counts move 3/4 of the size on the mean); a candidate faster
+    beyond the intervals gives the exact prediction and the knob to apply; candidates
+    inside the baseline's interval give no finding, and a note says so."""
+    iters, size, np_ = 20, 1000, 3
+    path = profile("a2av-even", np_, "alltoallv", iters, size, 1)
+    prof = load(str(path))
+    model = netmodel.load(write_model(tmp_path / "m.json", path, **TINY))
+    _, ranks = lines(path)
+    measured = min(r["functions"]["MPI_Alltoallv"]["time_s"]
+                   / r["functions"]["MPI_Alltoallv"]["calls"] for r in ranks)
+    knobs = ALLTOALLV_KNOBS[FLAVOUR]
+    fast = "pairwise" if FLAVOUR == "openmpi" else "nonblocking"
+    samples = {BASELINE: Sample(50e-6, 45e-6, 55e-6), fast: Sample(20e-6, 18e-6, 22e-6)}
+    samples.update({k: Sample(60e-6, 55e-6, 65e-6) for k in knobs if k != fast})
+    given = Given(samples)
+    res = engine.advise(prof, model, None, given)
+    assert len(given.asked) == 1
+    function, asked_size, P, asked = given.asked[0]
+    assert (function, P) == ("MPI_Alltoallv", np_)
+    assert asked_size == pytest.approx(size * 4 / 3, rel=1e-12)
+    assert set(asked) == {BASELINE, *knobs} and asked[BASELINE] == {}
+    got = [f for f in res["findings"] + res["withheld"] + res["minor"]
+           if f["key"] == "collective-algorithm" and f["figures"]["function"] == "MPI_Alltoallv"]
+    assert len(got) == 1
+    f = got[0]
+    assert f["figures"]["size"] == pytest.approx(size, rel=1e-12)
+    assert f["figures"]["best"] == fast and f["figures"]["ratio"] == pytest.approx(0.4, rel=1e-12)
+    gain = iters * measured * (1 - 0.4)
+    assert f["gain_s"] == pytest.approx(min(gain, res["mpi_s"]), rel=1e-12)
+    assert f["gain_interval"] == pytest.approx([iters * measured * (1 - 22 / 45),
+                                                iters * measured * (1 - 18 / 55)], rel=1e-12)
+    assert f["gain_note"].startswith("measured, not modelled: ") and f["target"] == ["MPI_Alltoallv"]
+    env = ({"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+            "OMPI_MCA_coll_tuned_alltoallv_algorithm": knobs[fast]} if FLAVOUR == "openmpi"
+           else {"MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM": knobs[fast]})
+    assert f["apply"]["env"] == env
+    # no effect beyond the intervals: no finding, a note
+    samples = {BASELINE: Sample(50e-6, 40e-6, 60e-6)}
+    samples.update({k: Sample(45e-6, 38e-6, 52e-6) for k in knobs})
+    res = engine.advise(prof, model, None, Given(samples))
+    assert not [x for x in res["findings"] + res["withheld"] + res["minor"]
+                if x["key"] == "collective-algorithm"
+                and x["figures"]["function"] == "MPI_Alltoallv"]
+    assert any(n.startswith("rule 3, MPI_Alltoallv: ") and "none is faster than as it ran" in n
+               for n in res["notes"])

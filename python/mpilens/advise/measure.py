@@ -38,7 +38,7 @@ SAMPLES = 15      # per size and candidate (the bench's 95 % interval of the med
 WARMUP = 2
 TIMEOUT = 120.0   # seconds per candidate run
 OPS = {"MPI_Alltoall": "alltoall", "MPI_Allreduce": "allreduce", "MPI_Bcast": "bcast",
-       "MPI_Allgather": "allgather"}
+       "MPI_Allgather": "allgather", "MPI_Alltoallv": "alltoallv"}
 BASELINE = "as it ran"  # the label of the run without a change
 
 
