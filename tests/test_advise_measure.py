@@ -72,8 +72,11 @@ def test_measured_candidates_give_the_prediction(build: Path, tmp_path: Path) ->
     samples.update({k: Sample(12e-6, 11e-6, 13e-6) for k in knobs if k != fast})
     given = Given(samples)
     res = engine.advise(prof, model, None, given)
-    # asked once per model (the model and its two interval ends: none here), 8 B, 2 ranks
-    assert [a[:3] for a in given.asked] == [("MPI_Allreduce", 8.0, NP)]
+    # asked once per model (the model and its two interval ends: none here), 8 B, 2 ranks;
+    # rule 2 asks the same at 8 B (one run serves both) and the run as it ran at 8 x 8 B
+    assert sorted((a[:3], len(a[3])) for a in given.asked) == [
+        (("MPI_Allreduce", 8.0, NP), 1 + len(ALLREDUCE_KNOBS[FLAVOUR]))] * 2 + [
+        (("MPI_Allreduce", 64.0, NP), 1)]
     asked = given.asked[0][3]
     assert next(iter(asked)) == BASELINE and asked[BASELINE] == {}
     assert set(asked) == {BASELINE, *knobs}
@@ -139,6 +142,50 @@ def test_failed_measurement_falls_back_to_the_model_at_low_confidence(build: Pat
     assert "not measured: the profile ran on another host, or --no-measure" in g["confidence_why"]
 
 
+class BySize(Given):
+    """Given samples of the run as it ran, per size."""
+
+    def __init__(self, by_size: dict[float, Sample]) -> None:
+        super().__init__({})
+        self.by_size = by_size
+
+    def __call__(self, function: str, size: float, comm_size: int,
+                 candidates: dict[str, dict[str, str]]) -> dict[str, Sample] | str:
+        self.asked.append((function, size, comm_size, candidates))
+        return {BASELINE: self.by_size[size]}
+
+
+def test_small_collectives_ratio_measured_when_the_model_is_far_off(build: Path,
+                                                                     tmp_path: Path) -> None:
+    """Rule 2 for collectives with a model far below the job's time per call: the
+    ratio T(8 m) / (8 T(m)) comes from the run as it ran, measured at 8 B and 64 B; the
+    gain and its interval follow exactly; a ratio whose interval reaches 1 gives no
+    finding and a note."""
+    prof, model, measured = _setup(tmp_path)
+    given = BySize({8.0: Sample(10e-6, 9e-6, 11e-6), 64.0: Sample(16e-6, 15e-6, 17e-6)})
+    res = engine.advise(prof, model, None, given)
+    assert ("MPI_Allreduce", 64.0, NP, {BASELINE: {}}) in given.asked
+    f = next(x for x in res["findings"] + res["withheld"] + res["minor"]
+             if x["key"] == "latency-collectives")
+    row = f["figures"]["functions"]["MPI_Allreduce"]
+    assert row["ratio"] == pytest.approx(0.2, rel=1e-12)
+    gain = ITERS * measured * (1 - 0.2)
+    assert f["gain_s"] == pytest.approx(min(gain, res["mpi_s"]), rel=1e-12)
+    assert f["gain_interval"] == pytest.approx([ITERS * measured * (1 - 17 / 72),
+                                                ITERS * measured * (1 - 15 / 88)], rel=1e-12)
+    assert f["gain_note"].startswith("measured, not modelled where said (MPI_Allreduce)")
+    got = f["figures"]["measured"]["MPI_Allreduce"]
+    assert (got["ratio_lo"], got["ratio_hi"]) == pytest.approx((15 / 88, 17 / 72), rel=1e-12)
+    assert "so the ratio was measured" in f["why"] and f["confidence"] in ("medium", "low")
+    # 8 buffers in one call no cheaper than 8 calls beyond the noise: no finding, a note
+    res = engine.advise(prof, model, None, BySize({8.0: Sample(10e-6, 9e-6, 11e-6),
+                                                   64.0: Sample(70e-6, 60e-6, 95e-6)}))
+    assert not [x for x in res["findings"] + res["withheld"] + res["minor"]
+                if x["key"] == "latency-collectives"]
+    assert any(n.startswith("rule 2, MPI_Allreduce: ") and "no aggregation proposed" in n
+               for n in res["notes"])
+
+
 def test_sizes_and_interpolation() -> None:
     assert measure.pow2_around(8) == (8, 8)
     assert measure.pow2_around(48) == (32, 64)
@@ -165,9 +212,14 @@ def test_real_short_run_of_the_candidates(build: Path, tmp_path: Path) -> None:
             str(EXEC), str(APP), "compute", str(ITERS), "0"]
     first = mpilens_inproc(*args)
     assert first.returncode == 0, first.stderr
-    kept = sorted((Path(measure.kept.cache_dir())).glob("candidates-*.json"))
-    assert len(kept) == 1
+    every_kept = sorted((Path(measure.kept.cache_dir())).glob("candidates-*.json"))
+    by_sizes = {tuple(json.loads(p.read_text())["key"]["sizes"]): p for p in every_kept}
+    # rule 3's candidates at 8 B; rule 2's run as it ran at 8 x 8 B (its 8 B: rule 3's)
+    assert sorted(by_sizes) == [(8, 8), (64, 64)]
+    kept = [by_sizes[(8, 8)]]
     doc = json.loads(kept[0].read_text())
+    agg = json.loads(by_sizes[(64, 64)].read_text())
+    assert set(agg["runs"]) == {BASELINE} and agg["key"]["candidates"] == {BASELINE: {}}
     assert doc["key"]["function"] == "MPI_Allreduce" and doc["key"]["sizes"] == [8, 8]
     assert doc["key"]["comm_size"] == NP
     assert set(doc["runs"]) == {BASELINE, *ALLREDUCE_KNOBS[FLAVOUR]}
@@ -182,6 +234,16 @@ def test_real_short_run_of_the_candidates(build: Path, tmp_path: Path) -> None:
                                                       rel=1e-12)
     else:
         assert f is None
+    # rule 2: 8 buffers in one call against 8 calls, from the two runs as it ran
+    one, eight = base, measure.at_size(agg["runs"][BASELINE], 64)
+    ratio_hi = eight.hi / (8 * one.lo)
+    lat = [x for x in json.loads(first.stdout)["findings"] + json.loads(first.stdout)["minor"]
+           + json.loads(first.stdout)["withheld"] if x["key"] == "latency-collectives"]
+    if ratio_hi < 1:
+        assert lat[0]["figures"]["functions"]["MPI_Allreduce"]["ratio"] == \
+            pytest.approx(eight.median / (8 * one.median), rel=1e-12)
+    else:
+        assert not lat
     stamp = kept[0].stat().st_mtime_ns
     # an equivalent line (the launcher by its path, the rank count's other spelling, an
     # option that changes only the output): the same key, reused, the same bytes
@@ -192,11 +254,11 @@ def test_real_short_run_of_the_candidates(build: Path, tmp_path: Path) -> None:
     again = mpilens_inproc(*same)
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout and kept[0].stat().st_mtime_ns == stamp
-    assert sorted(Path(measure.kept.cache_dir()).glob("candidates-*.json")) == kept
+    assert sorted(Path(measure.kept.cache_dir()).glob("candidates-*.json")) == every_kept
     # --remeasure with --model: the candidates measured again, kept under the same key
     fresh = mpilens_inproc(*same[:2], "--remeasure", *same[2:])
     assert fresh.returncode == 0, fresh.stderr
-    assert sorted(Path(measure.kept.cache_dir()).glob("candidates-*.json")) == kept
+    assert sorted(Path(measure.kept.cache_dir()).glob("candidates-*.json")) == every_kept
     redoc = json.loads(kept[0].read_text())
     assert kept[0].stat().st_mtime_ns != stamp and redoc["key"] == doc["key"]
     assert redoc["measured_with"] == measure.launcher_part(line)

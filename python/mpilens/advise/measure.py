@@ -38,7 +38,8 @@ SAMPLES = 15      # per size and candidate (the bench's 95 % interval of the med
 WARMUP = 2
 TIMEOUT = 120.0   # seconds per candidate run
 OPS = {"MPI_Alltoall": "alltoall", "MPI_Allreduce": "allreduce", "MPI_Bcast": "bcast",
-       "MPI_Allgather": "allgather", "MPI_Alltoallv": "alltoallv"}
+       "MPI_Allgather": "allgather", "MPI_Alltoallv": "alltoallv", "MPI_Reduce": "reduce",
+       "MPI_Gather": "gather", "MPI_Scatter": "scatter", "MPI_Scan": "scan"}
 BASELINE = "as it ran"  # the label of the run without a change
 
 

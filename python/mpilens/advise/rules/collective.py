@@ -302,6 +302,20 @@ def _title(name: str, label: str) -> str:
     return f"{name}{', ' + label if label else ''}: another algorithm"
 
 
+def changes(name: str, algs: list[Algorithm], flavour: str, ran: str | None
+            ) -> dict[str, dict[str, str]]:
+    """The candidates measured for a function: the run as it ran (its label BASELINE, or
+    the engine's algorithm that ran) first, then each algorithm a knob selects."""
+    knobs = {a.name: knob(name, a, flavour) for a in algs}
+    own = knobs[ran] if ran else None
+    out: dict[str, dict[str, str]] = {ran or BASELINE: dict(own["env"]) if own else {}}
+    for a in algs:
+        ch = knobs[a.name]
+        if a.name != ran and ch is not None:
+            out[a.name] = {str(k): str(v) for k, v in ch["env"].items()}
+    return out
+
+
 def _measured(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
               assume: list[str], algs: list[Algorithm], pred: dict[str, float],
               ran: str | None, measured: float, fastest: int, far: str, label: str = ""
@@ -314,12 +328,7 @@ def _measured(ctx: Context, name: str, f: dict[str, Any], m: float, P: int,
     assert ctx.measure is not None
     knobs = {a.name: knob(name, a, ctx.flavour) for a in algs}
     base_label = ran or BASELINE
-    own = knobs[ran] if ran else None
-    candidates: dict[str, dict[str, str]] = {base_label: dict(own["env"]) if own else {}}
-    for a in algs:
-        ch = knobs[a.name]
-        if a.name != ran and ch is not None:
-            candidates[a.name] = dict(ch["env"])
+    candidates = changes(name, algs, ctx.flavour, ran)
     # the benchmark's Alltoallv moves size or size/2 per pair (bench/src/coll.c vcount),
     # about 3/4 size on the mean: asked at 4/3 m, its mean per peer is the job's m
     got = ctx.measure(name, m * BENCH_V if name == "MPI_Alltoallv" else m, P, candidates)
