@@ -327,9 +327,14 @@ def test_remeasure_keeps_a_model_with_intervals(build: Path, tmp_path: Path) -> 
     again = mpilens_inproc("advise", str(prof))
     assert again.stdout == first.stdout
     assert path.stat().st_mtime_ns == stamp  # reused, not measured again
-    # --remeasure with --model measures only the candidates: not with --no-measure
-    bad = mpilens_inproc("advise", str(prof), "--remeasure", "--no-measure", "--model",
-                         str(write_model(tmp_path / "m.json", prof)))
+    # --remeasure with --model measures only the candidates (none here: no rule measures
+    # on this profile), not the model: the same output as without it; not with --no-measure
+    given = str(write_model(tmp_path / "m.json", prof))
+    plain = mpilens_inproc("advise", str(prof), "--model", given)
+    both = mpilens_inproc("advise", str(prof), "--remeasure", "--model", given)
+    assert both.returncode == plain.returncode == 0 and both.stdout == plain.stdout
+    assert path.stat().st_mtime_ns == stamp  # the kept model untouched
+    bad = mpilens_inproc("advise", str(prof), "--remeasure", "--no-measure", "--model", given)
     assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1
     assert "--remeasure with --model measures the candidates again" in bad.stderr
 
