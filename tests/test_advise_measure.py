@@ -436,3 +436,18 @@ def test_alltoallv_knobs_are_measured_when_the_model_is_far_off(build: Path,
                 and x["figures"]["function"] == "MPI_Alltoallv"]
     assert any(n.startswith("rule 3, MPI_Alltoallv: ") and "none is faster than as it ran" in n
                for n in res["notes"])
+
+
+def test_alltoallv_of_imbalanced_counts_is_judged_on_its_mean(build: Path, tmp_path: Path) -> None:
+    """Rank 0 sends 8 x the others' counts: its size classes lie 8 x apart, which for
+    another collective means calls of two sizes; an Alltoallv's every call involves every
+    rank, so rule 3 judges its mean per peer (no split, no warning about sizes)."""
+    iters, size, np_ = 20, 1000, 3
+    path = profile("a2av-heavy", np_, "alltoallv", iters, size, 8)
+    prof = load(str(path))
+    model = netmodel.load(write_model(tmp_path / "m.json", path, **TINY))
+    given = Given({BASELINE: Sample(50e-6, 45e-6, 55e-6)})
+    res = engine.advise(prof, model, None, given)
+    mean = (8 + 1 + 1) * size * np_ * iters / (np_ * iters) / np_  # bytes per peer per call
+    assert [(a[0], a[1], a[2]) for a in given.asked] == [("MPI_Alltoallv", mean * 4 / 3, np_)]
+    assert not [w for w in res["warnings"] if w.startswith("MPI_Alltoallv")]
