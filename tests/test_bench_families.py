@@ -209,6 +209,7 @@ def test_io_files_hold_the_pattern(tmp_path: Path) -> None:
         assert Path(byname[name]["files"][0]).read_bytes() == pattern(0, 1500, 2)
     for r, f in enumerate(byname["fpp"]["files"]):
         assert Path(f).read_bytes() == pattern(r * 3000, 3000, 2)
+    assert doc["expected_s"] > 0 and doc["elapsed_s"] > 0  # said after the first sample
 
 
 def test_io_removes_files_and_temporary_dir(tmp_path: Path) -> None:
