@@ -780,6 +780,12 @@ def test_without_a_model_the_profile_must_come_from_here(build: Path, tmp_path: 
                                    [{**rows[0], "hosts": ["login07"]}, *rows[1]]) + "\n")
     line = _bad(elsewhere)
     assert "ran on login07, not on this host" in line and "--model" in line
+    # with a model of that machine advise runs, but --remeasure cannot measure there
+    model = write_model(tmp_path / "m.json", elsewhere, hosts=["login07"])
+    assert mpilens_inproc("advise", elsewhere, "--model", model).returncode == 0
+    line = _bad(elsewhere, "--remeasure", "--model", model)
+    assert "--remeasure with --model measures the candidates again, on this host" in line
+    assert line.endswith("ran on login07, not here")
 
 
 def test_profile_without_rank_lines(build: Path, tmp_path: Path) -> None:
