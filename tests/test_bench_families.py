@@ -66,6 +66,21 @@ def test_coll_every_operation_two_rank_counts(tmp_path: Path) -> None:
     assert ("alltoallv", 3, 8) in got and ("barrier", 2, 0) in got
     red = next(r for r in res if r["op"] == "allreduce" and r["size"] == 8)
     assert red["count"] == 2
+    assert doc["expected_s"] > 0 and doc["elapsed_s"] > 0  # said before, taken after
+
+
+def test_coll_announces_its_expected_duration_first(tmp_path: Path) -> None:
+    """coll probes each op before starting and sends the expected duration (MLB-ESTIMATE,
+    shown by `mpilens bench` from 10 s on) before the first point's progress line."""
+    proc = run_mpi(2, [bench_exe(), "coll", "--ops", "allreduce,bcast", "--max-size", "8",
+                       "--samples", "2", "--warmup", "0", "--progress",
+                       "--out", tmp_path / "c.json"], timeout=120)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("MLB-")]
+    assert lines[0].startswith("MLB-ESTIMATE ") and float(lines[0].split()[1]) > 0
+    # 2 ops x 2 sizes (4 and 8 B)
+    assert all(ln.startswith("MLB-PROGRESS ") for ln in lines[1:]) and len(lines) == 1 + 4
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert doc["expected_s"] == pytest.approx(float(lines[0].split()[1]), rel=1e-5)
 
 
 def _expected_checksum(partners: list[list[int]], size: int, seed: int) -> str:
@@ -91,6 +106,7 @@ def test_halo_2d_shared_memory_matches_p2p(tmp_path: Path) -> None:
             assert r[v]["checksum"] == want, (v, r["size"])
             check_stats(r[v]["time_s"], 2)
         assert set(r["speedup_vs_p2p"]) == {"lockall", "lock", "fence"}
+    assert doc["expected_s"] > 0 and doc["elapsed_s"] > 0  # said before, taken after
 
 
 def test_halo_1d_partners(tmp_path: Path) -> None:
@@ -193,6 +209,7 @@ def test_io_files_hold_the_pattern(tmp_path: Path) -> None:
         assert Path(byname[name]["files"][0]).read_bytes() == pattern(0, 1500, 2)
     for r, f in enumerate(byname["fpp"]["files"]):
         assert Path(f).read_bytes() == pattern(r * 3000, 3000, 2)
+    assert doc["expected_s"] > 0 and doc["elapsed_s"] > 0  # said after the first sample
 
 
 def test_io_removes_files_and_temporary_dir(tmp_path: Path) -> None:

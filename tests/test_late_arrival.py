@@ -52,11 +52,47 @@ def test_the_late_rank_is_last_in_every_sampled_call(build: Path, tmp_path: Path
     s = late_rank(ranks, np_)
     assert s is not None and s["named"] and s["rank"] == 2 and s["last"] == iters
     assert s["p"] == pytest.approx(np_ * (1 / np_) ** iters, rel=1e-9)
-    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    model = write_model(tmp_path / "m.json", prof)
+    res = advise(prof, model)
     first = res["findings"][0]
-    assert first["key"] == "imbalance" and first["figures"]["last_rank"] == 2
+    assert first["key"] == "imbalance" and first["figures"]["late_arrival"]["p"] == \
+        pytest.approx(s["p"], rel=1e-12)
+    # 3 ranks: named on a host with 3 CPUs or more; on fewer (this 2-core machine, CI)
+    # advise cannot tell a sleeping rank from one waiting for a CPU: it names nobody
+    over = res["machine"]["oversubscribed"]
+    assert first["figures"]["last_rank"] == (None if over else 2)
     assert f"rank 2 arrives last in {iters} of {iters} sampled collectives" in first["what"]
-    assert first["figures"]["late_arrival"]["p"] == pytest.approx(s["p"], rel=1e-12)
+    assert first["what"].count("cannot tell which rank is late") == (1 if over else 0)
+    # the same profile as if run on other machines (its rank lines' CPUs and hosts given)
+    host = ranks[0]["host"]
+    cases = {  # label: per rank (host, online CPUs, affinity); the late rank named, or
+        # the oversubscribed host advise gives instead (host, ranks, CPUs)
+        "one CPU per rank": ([(host, 3, "0-2")] * 3, 2),
+        "3 ranks on 2 CPUs": ([(host, 2, "0-1")] * 3, (host, 3, 2)),
+        "3 ranks on 8 CPUs pinned to 2": ([(host, 8, "0"), (host, 8, "1"), (host, 8, "1")],
+                                          (host, 3, 2)),
+        "the late rank's host not oversubscribed": ([("a", 1, "0"), ("a", 1, "0"), ("b", 1, "0")],
+                                                     2),
+        "the late rank's host oversubscribed": ([("a", 1, "0"), ("b", 1, "0"), ("b", 1, "0")],
+                                                ("b", 2, 1))}
+    for label, (machine, expect) in cases.items():
+        given = _on_machine(prof, tmp_path / "given.prof", machine)
+        f = next(x for x in advise(given, model)["findings"] if x["key"] == "imbalance")
+        withheld = f["figures"]["last_rank_withheld"]
+        if isinstance(expect, tuple):
+            h, n, cpus = expect
+            assert f["figures"]["last_rank"] is None, label
+            assert withheld == {"rank": 2, "host": h, "ranks": n, "cpus": cpus}, label
+            assert f"cannot tell which rank is late: {n} ranks on {cpus} CPUs ({h})" \
+                in f["what"], label
+            assert f"or run at most {cpus} ranks on {h}" in f["change"], label
+            assert f["confidence"] == "low", label
+        else:
+            assert f["figures"]["last_rank"] == expect, label
+            assert withheld is None and "cannot tell" not in f["what"], label
+            assert "rank 2 spends the least time waiting" in f["change"], label
+            oversubscribed = any(m[0] == "a" for m in machine)
+            assert f["confidence"] == ("low" if oversubscribed else "high"), label
     # the same job had no call whose last arrival stands out: imbalance still, nobody named
     rows = [json.loads(x) for x in prof.read_text().splitlines() if x.strip()]
     for r in rows[1:]:
@@ -67,6 +103,18 @@ def test_the_late_rank_is_last_in_every_sampled_call(build: Path, tmp_path: Path
     first = res["findings"][0]
     assert first["key"] == "imbalance" and first["figures"]["last_rank"] is None
     assert "no single rank arrives last beyond chance" in first["what"]
+
+
+def _on_machine(src: Path, dst: Path, machine: list[tuple[str, int, str]]) -> Path:
+    """The profile with each rank's host, online CPUs and affinity replaced."""
+    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    for r in rows[1:]:
+        host, online, affinity = machine[r["rank"]]
+        r.update(host=host, cpus_online=online, affinity=affinity,
+                 affinity_cpus=len(affinity.split(",")) if "-" not in affinity
+                 else int(affinity.split("-")[1]) - int(affinity.split("-")[0]) + 1)
+    dst.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dst
 
 
 def test_balanced_ranks_name_nobody(build: Path, tmp_path: Path) -> None:

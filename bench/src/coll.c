@@ -130,6 +130,80 @@ static long check(const ctx_t *c, int op, unsigned seed)
     return 0;
 }
 
+/* The expected duration of ml_coll's loop, from a probe before it on the largest rank
+ * count (MPI_COMM_WORLD's first ranks): one synchronisation set-up timed, then each op's
+ * whole sample (prepare, synchronised start, the call, the check) once untimed and
+ * PROBE_REPS times timed at its smallest size and at the largest (at most PROBE_MAX; the
+ * time per byte extrapolated linearly beyond), the median kept (on a loaded host one of
+ * a few samples may take 1000 x the others: a mean of 3 foretold 2,291 s for a run of
+ * 11 s).  Each size then costs its warm-up and samples at the time interpolated to the
+ * size, plus one set-up; smaller rank counts are costed as the largest.  The slowest
+ * rank's figure, on rank 0 (0 elsewhere). */
+#define PROBE_MAX (1LL << 20)
+#define PROBE_REPS 5
+static double probe_sample(ctx_t *c, int op, ml_sync *sy)
+{
+    double t[PROBE_REPS], tmax;
+    for (int j = -1; j < PROBE_REPS; j++) {   /* one untimed first */
+        double t0 = MPI_Wtime();
+        prepare(c, op, 1);
+        ml_sync_wait(sy);
+        run(c, op);
+        (void)ml_sync_done(sy, MPI_Wtime(), &tmax);
+        (void)check(c, op, 1);
+        if (j >= 0) t[j] = MPI_Wtime() - t0;
+    }
+    return ml_median(t, PROBE_REPS);
+}
+
+static double expected_duration(ctx_t *c, unsigned ops, const long long *sz, int ns,
+                                int samples, int warmup, const int *counts, int nc, int root)
+{
+    int kmax = 0;
+    for (int k = 1; k < nc; k++) if (counts[k] > counts[kmax]) kmax = k;
+    int in = ml_rank < counts[kmax];
+    MPI_Comm_split(MPI_COMM_WORLD, in ? 0 : MPI_UNDEFINED, ml_rank, &c->comm);
+    double total = 0;
+    if (in) {
+        MPI_Comm_rank(c->comm, &c->me);
+        MPI_Comm_size(c->comm, &c->np);
+        c->root = root;
+        ml_sync sy;
+        double t0 = MPI_Wtime();
+        ml_sync_init(&sy, c->comm);
+        double t_init = MPI_Wtime() - t0;
+        for (int o = 0; o < NOP; o++) {
+            if (!(ops & (1u << o))) continue;
+            int first = -1;
+            for (int i = 0; i < ns; i++) {
+                int skip = (is_reduction(o) && sz[i] / 4 == 0) || (o == BARRIER && i > 0);
+                if (!skip && first < 0) first = i;
+            }
+            if (first < 0) continue;
+            long long lo = sz[first], hi = sz[ns - 1] < PROBE_MAX ? sz[ns - 1] : PROBE_MAX;
+            if (hi < lo || o == BARRIER) hi = lo;
+            double t_lo, t_hi;
+            c->s = lo; c->cnt = (int)(lo / 4);
+            t_lo = t_hi = probe_sample(c, o, &sy);
+            if (hi > lo) {
+                c->s = hi; c->cnt = (int)(hi / 4);
+                t_hi = probe_sample(c, o, &sy);
+            }
+            for (int i = first; i < ns; i++) {
+                if ((is_reduction(o) && sz[i] / 4 == 0) || (o == BARRIER && i > 0)) continue;
+                double t = hi > lo ? t_lo + (t_hi - t_lo) * (double)(sz[i] - lo) / (double)(hi - lo)
+                                   : t_lo;
+                if (t < t_lo) t = t_lo;
+                total += t_init + (warmup + samples) * t;
+            }
+        }
+        total *= nc;                       /* every rank count, costed as the largest */
+        MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_MAX, c->comm);
+        MPI_Comm_free(&c->comm);
+    }
+    return ml_rank == 0 ? total : 0;
+}
+
 int ml_coll(ml_json *out, int argc, char **argv)
 {
     (void)argc; (void)argv;
@@ -187,6 +261,9 @@ int ml_coll(ml_json *out, int argc, char **argv)
     c.sd = c.sc + ml_size; c.rc = c.sd + ml_size; c.rd = c.rc + ml_size;
     double *x = malloc((size_t)samples * sizeof *x);
     double *rankmean = malloc((size_t)ml_size * sizeof *rankmean);
+    double expected = expected_duration(&c, ops, sz, ns, samples, warmup, counts, nc, root);
+    if (ml_rank == 0) ml_announce("coll", expected, maxs < PROBE_MAX ? maxs : PROBE_MAX);
+    double started = MPI_Wtime();
     for (int k = 0; k < nc; k++) {
         int in = ml_rank < counts[k];
         MPI_Comm_split(MPI_COMM_WORLD, in ? 0 : MPI_UNDEFINED, ml_rank, &c.comm);
@@ -252,7 +329,11 @@ int ml_coll(ml_json *out, int argc, char **argv)
         }
         if (in) MPI_Comm_free(&c.comm);
     }
-    if (ml_rank == 0) ml_json_end(out);
+    if (ml_rank == 0) {
+        ml_json_end(out);
+        ml_json_num(out, "expected_s", expected);  /* said before measuring, beside results */
+        ml_json_num(out, "elapsed_s", MPI_Wtime() - started);  /* what it took (rank 0) */
+    }
     free(x); free(rankmean); free(c.sb); free(c.rb); free(c.sc); free(sz);
     return (int)errors;
 }

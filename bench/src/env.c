@@ -44,8 +44,8 @@ void ml_announce(const char *family, double expected, long long probe)
 {
     if (ml_progress_on) fprintf(stderr, "MLB-ESTIMATE %.6g\n", expected);
     else if (expected >= 10)
-        fprintf(stderr, "%s: expected duration about %.0f s (from round trips of 0 and %lld B "
-                "before starting); --max-size, --samples or --iters shorten it\n", family,
+        fprintf(stderr, "%s: expected duration about %.0f s (from a probe of up to %lld B "
+                "before most of it); --max-size, --samples or --iters shorten it\n", family,
                 expected, probe);
     fflush(stderr);
 }

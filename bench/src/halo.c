@@ -81,6 +81,48 @@ static uint64_t fnv(uint64_t hsh, const unsigned char *p, size_t n)
     return hsh;
 }
 
+/* The expected duration of ml_halo's loop, from a probe before it: each variant's
+ * exchange timed PROBE_REPS times, after one untimed, at the smallest size and at the
+ * largest (at most PROBE_MAX; the time per byte extrapolated linearly beyond), the median
+ * kept (coll.c: a mean is at the mercy of one stalled sample); every size then costs its
+ * warm-up and samples x iterations of exchanges at the time interpolated to the size.
+ * The slowest rank's figure, on every rank. */
+#define PROBE_MAX (1LL << 20)
+#define PROBE_REPS 5
+static double probe_exchange(halo_t *h, int v, long long s)
+{
+    double t[PROBE_REPS];
+    if (v == V_LOCKALL) MPI_Win_lock_all(MPI_MODE_NOCHECK, h->win);
+    exchange(h, v, s, 0);
+    for (int j = 0; j < PROBE_REPS; j++) {
+        double t0 = MPI_Wtime();
+        exchange(h, v, s, (j + 1) & 1);
+        t[j] = MPI_Wtime() - t0;
+    }
+    if (v == V_LOCKALL) MPI_Win_unlock_all(h->win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return ml_median(t, PROBE_REPS);
+}
+
+static double expected_duration(halo_t *h, unsigned vars, const long long *sz, int ns,
+                                int samples, int iters, int warmup)
+{
+    long long lo = sz[0], hi = sz[ns - 1] < PROBE_MAX ? sz[ns - 1] : PROBE_MAX;
+    double total = 0;
+    for (int v = 0; v < NVAR; v++) {
+        if (!(vars & (1u << v))) continue;
+        double t_lo = probe_exchange(h, v, lo), t_hi = hi > lo ? probe_exchange(h, v, hi) : t_lo;
+        for (int i = 0; i < ns; i++) {
+            double t = hi > lo ? t_lo + (t_hi - t_lo) * (double)(sz[i] - lo) / (double)(hi - lo)
+                               : t_lo;
+            if (t < t_lo) t = t_lo;
+            total += (warmup + (double)samples * iters) * t;
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return total;
+}
+
 int ml_halo(ml_json *out, int argc, char **argv)
 {
     (void)argc; (void)argv;
@@ -177,6 +219,9 @@ int ml_halo(ml_json *out, int argc, char **argv)
 
     double *x = malloc((size_t)NVAR * (size_t)samples * sizeof *x);
     long errors = 0;
+    double expected = expected_duration(&h, vars, sz, ns, samples, iters, warmup);
+    if (ml_rank == 0) ml_announce("halo", expected, sz[ns - 1] < PROBE_MAX ? sz[ns - 1] : PROBE_MAX);
+    double started = MPI_Wtime();
     for (int i = 0; i < ns; i++) {
         long long s = sz[i];
         uint64_t sum[NVAR] = {0};
@@ -247,7 +292,11 @@ int ml_halo(ml_json *out, int argc, char **argv)
         }
         ml_progress(i + 1, ns);
     }
-    if (ml_rank == 0) ml_json_end(out);
+    if (ml_rank == 0) {
+        ml_json_end(out);
+        ml_json_num(out, "expected_s", expected);  /* said before measuring, beside results */
+        ml_json_num(out, "elapsed_s", MPI_Wtime() - started);  /* what it took (rank 0) */
+    }
     MPI_Win_free(&h.win);
     MPI_Comm_free(&h.node);
     free(x); free(h.send); free(h.p2pbuf); free(sz);

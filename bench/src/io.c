@@ -122,6 +122,9 @@ int ml_io(ml_json *out, int argc, char **argv)
     }
     int npat = 0, done = 0;
     for (int p = 0; p < NPAT; p++) npat += (pats >> p) & 1;
+    /* the expected duration, said after the first sample (before the first progress
+     * line): that sample's time, the slowest rank's, for every sample of every pattern */
+    double started = MPI_Wtime(), expected = -1;
     for (int p = 0; p < NPAT; p++) {
         if (!(pats & (1u << p))) continue;
         int strided = p == P_SINDEP || p == P_SCOLL;
@@ -188,6 +191,12 @@ int ml_io(ml_json *out, int argc, char **argv)
             x[samples + j] = t[1];
             if (fh != MPI_FILE_NULL) MPI_File_close(&fh);
             if (fd >= 0) close(fd);
+            if (expected < 0) {
+                double one = MPI_Wtime() - started;
+                MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+                expected = one * samples * npat;
+                if (me == 0) ml_announce("io", expected, strided ? (long long)sbytes : size);
+            }
         }
         MPI_Barrier(MPI_COMM_WORLD);
         long bad = 0;
@@ -231,6 +240,8 @@ int ml_io(ml_json *out, int argc, char **argv)
     }
     if (me == 0) {
         ml_json_end(out);
+        ml_json_num(out, "expected_s", expected);  /* said after the first sample */
+        ml_json_num(out, "elapsed_s", MPI_Wtime() - started);  /* what it took (rank 0) */
         int rm = 0;
         if (tmp && !keep) rm = rmdir(dir) == 0;
         ml_json_bool(out, "dir_removed", rm);

@@ -15,6 +15,8 @@ typedef size_t (*recbytes_fn)(void);
 typedef int (*setcs_fn)(int);
 static volatile int sink;
 
+#define PROBE_S 0.05   /* the expected duration's probe: at least this long (s) */
+
 static double rank_block(int profiled, long calls)
 {
     int r;
@@ -89,10 +91,38 @@ int ml_overhead(ml_json *out, int argc, char **argv)
     rss[0] = ml_rss_kib("VmRSS:");
     rb[0] = recbytes ? (long long)recbytes() : -1;
     int r;
+    double started = MPI_Wtime();
     for (long i = 0; i < 1000; i++) MPI_Comm_rank(MPI_COMM_WORLD, &r);
     rss[1] = ml_rss_kib("VmRSS:");
     rb[1] = recbytes ? (long long)recbytes() : -1;
-    for (long i = 1000; i < big; i++) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    /* the expected duration, said before the long loops: the first of the rss-calls
+     * MPI_Comm_rank calls timed for PROBE_S of wall time at least (shorter probes run
+     * within one scheduler slice and miss a loaded host's sharing of the CPU: 1000 calls
+     * foretold 3.7 s of a run that took 38 s), and 200 profiled 8 B round trips between
+     * ranks 0 and 1 after a barrier and 20 untimed; every later call (PMPI blocks included: an upper bound there) and
+     * round trip costed at those times; the slowest rank's figure */
+    long i = 1000;
+    double tp = MPI_Wtime(), spent = 0;
+    while (i < big && spent < PROBE_S) {
+        long n = big - i < 1000 ? big - i : 1000;
+        for (long k = 0; k < n; k++) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        i += n;
+        spent = MPI_Wtime() - tp;
+    }
+    double t_cr = spent / (double)(i - 1000 > 0 ? i - 1000 : 1);
+    int role = ml_rank < 2 ? ml_rank : -1, pp = ml_size >= 2;
+    char buf[8] = {0};
+    MPI_Barrier(MPI_COMM_WORLD);     /* both partners out of their probes first */
+    if (pp && role >= 0) pp_block(1, 20, role, buf);   /* warm-up: connections */
+    double t_pp = pp && role >= 0 ? pp_block(1, 200, role, buf) : 0;
+    int cs_maybe = dlsym(RTLD_DEFAULT, "mpilens_set_callsites") != NULL;
+    double expected = MPI_Wtime() - started
+                    + t_cr * ((double)(big - i) + 2.0 * (double)(calls / 10 + 1)
+                              + (double)blocks * (double)calls * (cs_maybe ? 6 : 2))
+                    + t_pp * (2.0 * (double)(rounds / 10 + 1) + 2.0 * blocks * (double)rounds);
+    MPI_Allreduce(MPI_IN_PLACE, &expected, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (ml_rank == 0) ml_announce("overhead", expected, 8);
+    for (; i < big; i++) MPI_Comm_rank(MPI_COMM_WORLD, &r);
     rss[2] = ml_rss_kib("VmRSS:");
     rb[2] = recbytes ? (long long)recbytes() : -1;
     ml_progress(1, 3);
@@ -125,8 +155,6 @@ int ml_overhead(ml_json *out, int argc, char **argv)
     }
     ml_progress(2, 3);
     double *pa = malloc(2 * (size_t)blocks * sizeof *pa), *pb = pa + blocks;
-    int role = ml_rank < 2 ? ml_rank : -1, pp = ml_size >= 2;
-    char buf[8] = {0};
     MPI_Barrier(MPI_COMM_WORLD);
     if (pp && role >= 0) {
         pp_block(0, rounds / 10 + 1, role, buf);
@@ -175,6 +203,8 @@ int ml_overhead(ml_json *out, int argc, char **argv)
         }
         ml_json_end(out);
         ml_json_end(out);
+        ml_json_num(out, "expected_s", expected);  /* said before the long loops */
+        ml_json_num(out, "elapsed_s", MPI_Wtime() - started);  /* what it took (rank 0) */
     }
     free(a);
     free(ca); free(pa);

@@ -142,9 +142,25 @@ ALLGATHER = (
               lambda P, m, n: (P - 1) * n.msg(m), openmpi=4, mpich="ring", intelmpi=3),
 )
 
+# ---------------------------------------------------------------- Alltoallv
+# m: the mean bytes per peer per call.  The MPI's own algorithms only (the adaptive engine
+# does not serve Alltoallv): every exchange posted at once (Open MPI basic_linear, MPICH
+# scattered in batches, MPICH nb a nonblocking schedule, Intel MPI 1 Isend/Irecv/Waitall)
+# is costed as Alltoall's spread; one partner per step (Open MPI pairwise, Intel MPI 2)
+# as its pair.  MPICH's pairwise_sendrecv_replace serves MPI_IN_PLACE only: not offered.
+
+ALLTOALLV = (
+    Algorithm("linear", "(L + g(m)) (P - 1)", lambda P, m, n: (n.L + n.gap(m)) * (P - 1),
+              openmpi=1, mpich="scattered", intelmpi=1),
+    Algorithm("nonblocking", "(L + g(m)) (P - 1)",
+              lambda P, m, n: (n.L + n.gap(m)) * (P - 1), mpich="nb"),
+    Algorithm("pairwise", "(L + g(m) + min(os(m), or(m))) (P - 1)", _a2a_pair,
+              openmpi=2, intelmpi=2),
+)
+
 FAMILIES: dict[str, tuple[Algorithm, ...]] = {
     "MPI_Alltoall": ALLTOALL, "MPI_Allreduce": ALLREDUCE, "MPI_Bcast": BCAST,
-    "MPI_Allgather": ALLGATHER,
+    "MPI_Allgather": ALLGATHER, "MPI_Alltoallv": ALLTOALLV,
 }
 
 

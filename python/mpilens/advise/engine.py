@@ -74,7 +74,7 @@ def warnings(prof: Profile, model: netmodel.NetModel | None = None) -> list[str]
     ctx = Context(prof, model) if model is not None else None
     for name in FAMILIES:
         f = prof.functions.get(name, {})
-        modes = size_modes(f)
+        modes = size_modes(f) if name != "MPI_Alltoallv" else None  # its mean (rule 3)
         if modes and ctx is not None and prof.ranks \
                 and split_by_size(ctx, name, f, sizes(name, f, prof.nranks)[1]):
             continue  # judged per size, from the call sites (rule 3)
@@ -140,14 +140,18 @@ def advise(prof: Profile, model: netmodel.NetModel,
     with_intervals(ctx, found)
     found = [f for f in found if not f.network or f.gain_s > 0]  # nothing to gain: no advice
     over = machine.oversubscribed(prof)
-    if over:  # the timings include waiting for a CPU: the model does not describe them
+    if over:  # the timings include waiting for a CPU: neither the model nor a comparison
+        # of ranks' times describes the job on enough CPUs (every rule reads times)
         why = "; ".join(f"{o['host']} ran {o['ranks']} ranks on {o['cpus']} CPUs" for o in over)
         for f in found:
-            if f.network and f.confidence != "low":
+            if f.confidence != "low":
                 f.confidence_why = (f"lowered from {f.confidence}: oversubscribed ({why}), the "
                                     f"measured times include waiting for a CPU; "
                                     + f.confidence_why)
                 f.confidence = "low"
+            else:
+                f.confidence_why += (f"; oversubscribed ({why}): the measured times include "
+                                     f"waiting for a CPU")
     imbalance_bound = any(f.key == "imbalance" and f.figures["dominant"] for f in found)
     withheld = [f for f in found if imbalance_bound and f.network]
     minor = [f for f in found if f not in withheld and f.network and f.gain_pct < MINOR_PCT]
@@ -172,7 +176,8 @@ def advise(prof: Profile, model: netmodel.NetModel,
         "warnings": warnings(prof, model) + [
             f"oversubscribed: {o['host']} ran {o['ranks']} ranks on {o['cpus']} CPUs (the "
             f"profile's cpus_online and affinity): times include waiting for a CPU, so "
-            f"network findings are of low confidence" for o in over],
+            f"every finding is of low confidence and no rank of that host is named late"
+            for o in over],
         "machine": {"oversubscribed": over, "launch": machine.launch(prof)},
         "notes": list(ctx.notes),
         "imbalance_bound": imbalance_bound,

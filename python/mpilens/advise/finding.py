@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..report.analysis import OUTSIDE
 from ..report.profile import Profile
+from . import machine
 from .netmodel import NetModel
 
 if TYPE_CHECKING:
@@ -47,6 +49,21 @@ class Context:
 
     def functions(self) -> dict[str, dict[str, Any]]:
         return {n: f for n, f in self.prof.functions.items() if n not in OUTSIDE}
+
+    @cached_property
+    def oversubscribed(self) -> list[dict[str, Any]]:
+        """The hosts that ran more ranks than CPUs (machine.py): [{host, ranks, cpus}]."""
+        return machine.oversubscribed(self.prof)
+
+    def starved(self, rank: int) -> dict[str, Any] | None:
+        """The oversubscribed host `rank` ran on ({host, ranks, cpus}), else None."""
+        if not self.oversubscribed:
+            return None
+        for r in self.prof.ranks:
+            if int(r["rank"]) == rank:
+                host = str(r.get("host", ""))
+                return next((o for o in self.oversubscribed if o["host"] == host), None)
+        return None
 
     def pct(self, seconds: float) -> float:
         return 100.0 * seconds / self.wall_s if self.wall_s > 0 else 0.0

@@ -7,15 +7,19 @@ size, on the job's launcher line, under the profiler, and predicts from those ti
 Each run gives the median time per call at the powers of two around the size and the
 distribution-free 95 % interval of that median (the bench's `median_ci95`); both are
 interpolated linearly to the size.  The results are kept beside the network model
-(kept.py) under the profile's key, the function, size, communicator size, candidates
-and launcher line, so the same profile gives the same advice; `--remeasure` measures
-them again.
+(kept.py) under what the times depend on: the profile's hosts, MPI and ranks per node,
+the function, the sizes, the communicator size, the candidates, and of the launcher
+line only what can change them (launcher_key: its kind, rank count and options other
+than output, labels and permissions, and the environment's MPI settings), so the same
+profile gives the same advice and an equivalent line reuses them; `--remeasure`
+measures them again (with --model too: the model is then the file given).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import subprocess
 import tempfile
@@ -25,7 +29,7 @@ from typing import Any, Protocol
 
 from .. import mpi_env, outfile, paths, profiled
 from ..errors import UserError
-from ..launch import app_index, launcher_kind
+from ..launch import _value_counts, app_index, launcher_kind
 from ..report.profile import Profile
 from . import kept
 
@@ -34,7 +38,8 @@ SAMPLES = 15      # per size and candidate (the bench's 95 % interval of the med
 WARMUP = 2
 TIMEOUT = 120.0   # seconds per candidate run
 OPS = {"MPI_Alltoall": "alltoall", "MPI_Allreduce": "allreduce", "MPI_Bcast": "bcast",
-       "MPI_Allgather": "allgather"}
+       "MPI_Allgather": "allgather", "MPI_Alltoallv": "alltoallv", "MPI_Reduce": "reduce",
+       "MPI_Gather": "gather", "MPI_Scatter": "scatter", "MPI_Scan": "scan"}
 BASELINE = "as it ran"  # the label of the run without a change
 
 
@@ -93,6 +98,62 @@ def launcher_part(line: list[str], kind: str | None = None) -> list[str]:
     return [a for a in line[:end] if a != "--"]
 
 
+# Options of a launcher that do not change what a candidate's run measures (permissions,
+# output, labels, working directory, time limits): left out of the kept times' key, so an
+# equivalent line reuses them.  Any other option stays in the key: a line that might
+# measure differently measures again.  Names with one leading dash (--np is -np).
+IMMATERIAL = {
+    "openmpi": {"-allow-run-as-root", "-oversubscribe", "-q", "-quiet", "-tag-output",
+                "-timestamp-output", "-output-filename", "-wdir", "-wd", "-display-map",
+                "-display-allocation", "-report-bindings", "-v", "-verbose", "-stdin",
+                "-timeout"},
+    "hydra": {"-l", "-prepend-rank", "-wdir", "-outfile-pattern", "-errfile-pattern",
+              "-prepend-pattern", "-v", "-verbose", "-info"},
+    "srun": {"-o", "-output", "-e", "-error", "-i", "-input", "-J", "-job-name", "-D",
+             "-chdir", "-l", "-label", "-t", "-time", "-comment", "-mail-type",
+             "-mail-user", "-v", "-verbose", "-Q", "-quiet", "-u", "-unbuffered"},
+}
+IMMATERIAL["openmpi-or-hydra"] = IMMATERIAL["openmpi"] | IMMATERIAL["hydra"]
+RANK_COUNT = {"openmpi": {"-np", "-n", "-c"}, "hydra": {"-n", "-np"},
+              "srun": {"-n", "-ntasks"}, "openmpi-or-hydra": {"-np", "-n"}}
+# the environment's transport and algorithm settings, which the candidates' runs inherit
+ENV_PREFIXES = ("OMPI_MCA_", "MPIR_CVAR_", "MPICH_", "UCX_", "I_MPI_", "FI_", "PSM2_")
+
+
+def launcher_key(launcher: list[str], kind: str | None = None,
+                 env: dict[str, str] | None = None) -> dict[str, Any]:
+    """What of a launcher line (its launcher part) and the environment can change the
+    candidates' times: the launcher's kind (not its path), its rank count, its other
+    options in order (IMMATERIAL ones left out, --opt=value split, --opt as -opt), and
+    the environment's MPI settings (ENV_PREFIXES).  Equivalent lines give one key."""
+    kind = kind or (launcher_kind(launcher[0]) if launcher else None)
+    out: dict[str, Any] = {"kind": kind, "ranks": None, "options": []}
+    if launcher and kind is not None:
+        one, two = _value_counts(kind)
+        i = 1
+        while i < len(launcher):
+            a = launcher[i]
+            if a.startswith("--") and "=" in a:
+                name, value = a.split("=", 1)
+                vals, i = [value], i + 1
+            elif a in two:
+                name, vals, i = a, launcher[i + 1:i + 3], i + 3
+            elif a in one:
+                name, vals, i = a, launcher[i + 1:i + 2], i + 2
+            else:
+                name, vals, i = a, [], i + 1
+            canon = "-" + name.lstrip("-")
+            if canon in RANK_COUNT.get(kind, set()) and vals:
+                out["ranks"] = vals[0]
+            elif canon not in IMMATERIAL.get(kind, set()):
+                out["options"].append([canon, *vals])
+    elif launcher:  # not a known launcher: its words
+        out["options"] = [list(launcher)]
+    source = os.environ if env is None else env
+    out["env"] = {k: v for k, v in sorted(source.items()) if k.startswith(ENV_PREFIXES)}
+    return out
+
+
 def recorded_line(prof: Profile) -> list[str]:
     """The launcher line the profile recorded (runtime/core/machine.c), split as a
     shell would (a line that does not split: [])."""
@@ -120,7 +181,9 @@ class BenchMeasurer:
     def key(self, function: str, lo: int, hi: int, P: int,
             candidates: dict[str, dict[str, str]]) -> dict[str, Any]:
         return {"profile": kept.key(self.prof), "function": function, "sizes": [lo, hi],
-                "comm_size": P, "candidates": candidates, "launcher": self.launcher,
+                "comm_size": P, "candidates": candidates,
+                "launcher": launcher_key(self.launcher, self.kind,
+                                         mpi_env.job_env(paths.mpi_flavour(), allow_root=True)),
                 "samples": SAMPLES}
 
     def path(self, k: dict[str, Any]) -> Path:
@@ -156,7 +219,9 @@ class BenchMeasurer:
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
                 outfile.write_text(p, json.dumps({"format": "mpilens-kept-candidates",
-                                                  "version": 1, "key": k, "runs": runs},
+                                                  "version": 1, "key": k,
+                                                  "measured_with": self.launcher,
+                                                  "runs": runs},
                                                  indent=1) + "\n")
             except OSError as exc:
                 raise UserError(f"cannot keep the candidates' times in {p}: "

@@ -24,7 +24,7 @@ from .. import mpi_env, paths, profiled
 from ..errors import UserError
 
 PROGRESS = "MLB-PROGRESS "
-ESTIMATE = "MLB-ESTIMATE "  # the family's expected duration, before it starts (logp)
+ESTIMATE = "MLB-ESTIMATE "  # the family's expected duration, before it starts
 ANNOUNCE_S = 10.0           # durations from this long on are announced
 ERROR = "mpilens-bench: "
 
@@ -73,8 +73,8 @@ def announce(console: Console, family: str, line: str) -> None:
         return
     if seconds >= ANNOUNCE_S:
         from ..units import fmt_time
-        console.print(f"{family}: expected duration about {fmt_time(seconds)} (from round "
-                      f"trips measured before starting); --max-size, --samples or --iters "
+        console.print(f"{family}: expected duration about {fmt_time(seconds)} (from a probe "
+                      f"before starting); --max-size, --samples or --iters "
                       f"shorten it", highlight=False, markup=False)
 
 

@@ -62,8 +62,8 @@ def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "the kept model of this host, measured once: --remeasure)")
     p.add_argument("--remeasure", action="store_true",
                    help="measure the kept network model of this profile's hosts, MPI and "
-                        "ranks per node again, and the candidates' times rule 3 keeps "
-                        "(without --model)")
+                        "ranks per node again, and the candidates' times rule 3 keeps; "
+                        "with --model, only the candidates' times (the model is the file)")
     p.add_argument("--no-measure", action="store_true",
                    help="when the model is more than 3x off a collective's measured time, "
                         "do not run the candidates (mpilens-bench coll on the job's "
@@ -128,14 +128,20 @@ def run(args: argparse.Namespace) -> int:
         return 2
     prof = load(args.profile)
     engine.check_profile(prof)
-    if args.remeasure and args.model:
-        print("mpilens: --remeasure measures the kept model; it is not used with --model",
+    if args.remeasure and args.model and args.no_measure:
+        print("mpilens: --remeasure with --model measures the candidates again (the model "
+              "is the file given), which --no-measure forbids: drop one of them",
               file=sys.stderr)
         return 2
     model = engine.model_for(prof, args.model, args.remeasure)
     line = command[1:] if command[:1] == ["--"] else command
     measurer = None if args.no_measure else \
         measure.measurer_for(prof, line, args.remeasure, args.launcher)
+    if args.remeasure and args.model and measurer is None:
+        print(f"mpilens: --remeasure with --model measures the candidates again, on this "
+              f"host: {args.profile} ran on {', '.join(map(str, prof.header.get('hosts', [])))}"
+              f", not here", file=sys.stderr)
+        return 2
     result = engine.advise(prof, model, args.rail_interfaces, measurer)
     if not args.check:
         if args.format == "json":

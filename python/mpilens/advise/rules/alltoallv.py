@@ -20,7 +20,7 @@ KNOBS = {  # the MPI's algorithm knob (installed versions: docs/advise.md, Rule 
                 "coll_tuned_{f}_algorithm N (1 basic_linear: every exchange posted at once, "
                 "2 pairwise: one partner per step)"),
     "mpich": ("MPIR_CVAR_{F}_INTRA_ALGORITHM=scattered (exchanges posted in batches) or "
-              "pairwise_sendrecv_replace"),
+              "nb (a nonblocking schedule)"),
     "intelmpi": "I_MPI_ADJUST_{F}=1 (Isend/Irecv/Waitall) or 2 (plain)",
 }
 

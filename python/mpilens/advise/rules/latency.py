@@ -9,12 +9,14 @@ they are at least half of the messages sent, aggregating k of them into one save
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ...report.analysis import dominant_classes
 from ...report.commpattern import collective_base
 from ...report.schema import NBINS
 from ...units import fmt_bytes, fmt_time
 from ..finding import Context, Finding, fit_confidence
+from ..measure import BASELINE, DISAGREE, OPS
 
 RULE = 2
 AGGREGATE = 8      # k: messages aggregated into one (an assumption, stated)
@@ -177,6 +179,8 @@ def find_collectives(ctx: Context, limit: float) -> list[Finding]:
 
     model = ctx.model
     rows = []
+    measured_rows: dict[str, dict[str, Any]] = {}
+    unmeasured: dict[str, str] = {}
     for name in BLOCKING:
         f = ctx.functions().get(name)
         if not f or int(f.get("calls", 0)) < MIN_CALLS * ctx.nranks:
@@ -190,6 +194,19 @@ def find_collectives(ctx: Context, limit: float) -> list[Finding]:
         measured, fastest = got
         per_rank = int(f["calls"]) / ctx.nranks
         ratio = model.msg(AGGREGATE * m) / (AGGREGATE * model.msg(m))
+        tree = max(1, (ctx.nranks - 1).bit_length()) * model.msg(m)
+        if ctx.measure is not None and name in OPS and tree > 0 \
+                and max(measured / tree, tree / measured) > DISAGREE:
+            # the model is far off this call: the ratio measured instead (bench coll)
+            done = _measured_ratio(ctx, name, f, m)
+            if done is None:
+                continue  # measured: no saving beyond the noise (a note says so)
+            if isinstance(done, str):
+                unmeasured[name] = done
+            else:
+                ratio = done["ratio"]
+                measured_rows[name] = {**done, "calls_per_rank": per_rank,
+                                       "measured_per_call_s": measured}
         if ratio >= 1:  # k m past a step of the model: one call of k buffers costs more
             continue
         rows.append((per_rank * measured * (1 - ratio), name, m, per_rank, measured, fastest,
@@ -205,23 +222,51 @@ def find_collectives(ctx: Context, limit: float) -> list[Finding]:
                                                   f"ceil(log2 P) T(m))")
     listed = "; ".join(f"{n}: {pr:g} calls per rank of {fmt_bytes(m)}, {fmt_time(t)} per call "
                        f"(rank {fr})" for _, n, m, pr, t, fr, _ in rows)
+    ratio_why = (f"the model gives {AGGREGATE} buffers in one call {top[6]:.3g} of "
+                 f"{AGGREGATE} calls' time (T({AGGREGATE} m) / ({AGGREGATE} T(m)) for {top[1]})")
+    gain_note = (f"per function: calls per rank x measured per call x (1 - T({AGGREGATE} m)"
+                 f" / ({AGGREGATE} T(m)))")
+    conf_why += "; the gain scales the measured time by the model's ratio"
+    interval = None
+    if unmeasured:
+        conf = "low"
+        conf_why += "; " + "; ".join(f"{n}: the model is more than {DISAGREE:g} x off and "
+                                     f"the ratio was {why}" for n, why in unmeasured.items())
+    if measured_rows:
+        mine = {n: d for n, d in measured_rows.items() if any(r[1] == n for r in rows)}
+        ratio_why = ("; ".join(
+            f"{n}: the model is more than {DISAGREE:g} x off its time per call, so the "
+            f"ratio was measured (mpilens-bench coll, median per call and 95 % interval): "
+            f"{fmt_bytes(d['size'])} {fmt_time(d['one'][0])} [{fmt_time(d['one'][1])} .. "
+            f"{fmt_time(d['one'][2])}], {fmt_bytes(AGGREGATE * d['size'])} "
+            f"{fmt_time(d['k'][0])} [{fmt_time(d['k'][1])} .. {fmt_time(d['k'][2])}]: "
+            f"{AGGREGATE} buffers in one call take {d['ratio']:.3g} "
+            f"[{d['ratio_lo']:.3g} .. {d['ratio_hi']:.3g}] of {AGGREGATE} calls' time"
+            for n, d in mine.items()))
+        gain_note = ("measured, not modelled where said (" + ", ".join(mine) + "): "
+                     + gain_note.removeprefix("per function: "))
+        conf = "low" if unmeasured else "medium"
+        conf_why = ("the ratio measured by the benchmark beyond its interval, the job's "
+                    "calls assumed to gain alike" + ("; " + conf_why if unmeasured else ""))
+        lo = hi = 0.0
+        for g, n, _, pr, t, _, q in rows:
+            d = mine.get(n)
+            lo += pr * t * (1 - d["ratio_hi"]) if d else g
+            hi += pr * t * (1 - d["ratio_lo"]) if d else g
+        interval = [lo, hi]
     return [Finding(
         rule=RULE, key="latency-collectives", title="Latency-bound small collectives",
         what=(f"frequent collectives of buffers below {fmt_bytes(limit)} (the crossovers): "
               f"{listed}"),
-        why=(f"below the crossovers a call costs mostly its fixed part: the model gives "
-             f"{AGGREGATE} buffers in one call {top[6]:.3g} of {AGGREGATE} calls' time "
-             f"(T({AGGREGATE} m) / ({AGGREGATE} T(m)) for {top[1]}); more bandwidth (rails) "
-             f"would not shorten them"),
+        why=(f"below the crossovers a call costs mostly its fixed part: {ratio_why}; more "
+             f"bandwidth (rails) would not shorten them"),
         change=(f"aggregate: one {top[1]} of {AGGREGATE} buffers packed together instead of "
                 f"{AGGREGATE} calls (a struct or MPI_Pack), or overlap the calls with "
                 f"computation (MPI_I{top[1].removeprefix('MPI_').lower()}) or make them persistent "
                 f"({top[1]}_init, MPI-4): a code change"),
         gain_s=gain, gain_pct=ctx.pct(gain),
-        gain_note=(f"per function: calls per rank x measured per call x (1 - T({AGGREGATE} m)"
-                   f" / ({AGGREGATE} T(m)))"),
-        confidence=conf, confidence_why=conf_why + "; the gain scales the measured time by "
-                                                   "the model's ratio",
+        gain_note=gain_note, gain_interval=interval,
+        confidence=conf, confidence_why=conf_why,
         basis={"profile": [f"{n}: calls, bytes, time per call of the fastest rank ({t:.6g} s)"
                            for _, n, _, _, t, _, _ in rows],
                "model": [model.describe(), "T(m) = L + g(m)"],
@@ -231,4 +276,49 @@ def find_collectives(ctx: Context, limit: float) -> list[Finding]:
         figures={"functions": {n: {"size": m, "calls_per_rank": pr, "measured_per_call_s": t,
                                    "ratio": q, "gain_s": g}
                                for g, n, m, pr, t, _, q in rows},
-                 "limit_bytes": limit, "aggregate": AGGREGATE})]
+                 "limit_bytes": limit, "aggregate": AGGREGATE,
+                 **({"measured": measured_rows} if measured_rows else {})})]
+
+
+def _measured_ratio(ctx: Context, name: str, f: dict[str, Any], m: float
+                    ) -> dict[str, Any] | str | None:
+    """T(k m) / (k T(m)) of the run as it ran, measured by mpilens-bench coll at m (with
+    the candidates rule 3 measures there, so one run serves both) and at k m: {ratio,
+    ratio_lo, ratio_hi (from the medians' 95 % intervals), size, one, k (median, lo, hi)};
+    None when the ratio's interval reaches 1 (no saving beyond the noise: a note); a
+    string when nothing could be measured."""
+    from ..collectives import FAMILIES, candidates
+    from .collective import changes, engine_algorithm, sizes
+
+    assert ctx.measure is not None
+    P, cands = ctx.nranks, {BASELINE: {}}
+    if name in FAMILIES:
+        P = sizes(name, f, ctx.nranks)[1]
+        algs = candidates(name, P, ctx.flavour)
+        ran = engine_algorithm(ctx, m, P) if name == "MPI_Alltoall" else None
+        ran = ran if ran in {a.name for a in algs} else None
+        cands = changes(name, algs, ctx.flavour, ran) if algs else cands
+    label = next(iter(cands))
+    one = ctx.measure(name, m, P, cands)
+    if isinstance(one, str):
+        return f"not measured: {one}"
+    k = ctx.measure(name, AGGREGATE * m, P, {label: cands[label]})
+    if isinstance(k, str):
+        return f"not measured: {k}"
+    a, b = one.get(label), k.get(label)
+    if a is None or b is None or a.lo <= 0 or a.median <= 0:
+        return "not measured: the benchmark gave no time"
+    ratio = b.median / (AGGREGATE * a.median)
+    lo, hi = b.lo / (AGGREGATE * a.hi), b.hi / (AGGREGATE * a.lo)
+    if hi >= 1:
+        ctx.notes.append(
+            f"rule 2, {name}: the model is more than {DISAGREE:g} x off its time per call; "
+            f"measured ({label}, median per call and 95 % interval) {fmt_bytes(m)} "
+            f"{fmt_time(a.median)} [{fmt_time(a.lo)} .. {fmt_time(a.hi)}], "
+            f"{fmt_bytes(AGGREGATE * m)} {fmt_time(b.median)} [{fmt_time(b.lo)} .. "
+            f"{fmt_time(b.hi)}]: {AGGREGATE} buffers in one call take {ratio:.3g} [{lo:.3g} .. "
+            f"{hi:.3g}] of {AGGREGATE} calls' time, not less beyond the noise: no aggregation "
+            f"proposed")
+        return None
+    return {"ratio": ratio, "ratio_lo": lo, "ratio_hi": hi, "size": m, "label": label,
+            "one": [a.median, a.lo, a.hi], "k": [b.median, b.lo, b.hi]}
