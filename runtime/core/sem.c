@@ -52,8 +52,8 @@ static struct {
     ml_hent_t comms[ML_HCAP], wins[ML_HCAP];
     ml_hent_t world;            /* MPI_COMM_WORLD's facts (ml_comm_info) */
     pthread_mutex_t mu;
-    volatile unsigned pw_epoch; /* changes when a communicator is forgotten */
-} H = {.mu = PTHREAD_MUTEX_INITIALIZER, .pw_epoch = 1};
+    volatile unsigned pw_epoch; /* changes when a communicator is forgotten (the caches hold it + 1) */
+} H = {.mu = PTHREAD_MUTEX_INITIALIZER}; /* all zero: in .bss, not 196 KB of .data */
 
 static inline uint64_t ml_hkey(const void *h, size_t n)
 {
@@ -175,9 +175,9 @@ static ML_TLS struct {
 
 int ml_peer_world_slow(MPI_Comm comm, int rank)
 {
-    if (ml_pw_cache.comm == comm && ml_pw_cache.epoch == H.pw_epoch)
+    if (ml_pw_cache.comm == comm && ml_pw_cache.epoch == H.pw_epoch + 1u) /* epoch 0: empty */
         return rank < ml_pw_cache.rsize ? ml_pw_cache.world[rank] : ML_NOPEER;
-    unsigned epoch = H.pw_epoch;
+    unsigned epoch = H.pw_epoch + 1u;
     ml_hent_t tmp;
     const ml_hent_t *e = ml_comm_info(comm, &tmp);
     if (!e->world) return ML_NOPEER;
