@@ -133,7 +133,8 @@ def one_site(out: Path, calls: int) -> dict:
     return row
 
 
-@pytest.mark.parametrize("prog,depth", [("callsite_deep", 2), ("callsite_deep", 4), ("callsite_deep_fp", 2)])
+@pytest.mark.parametrize("prog,depth",
+                         [("callsite_deep", 2), ("callsite_deep", 4), ("callsite_deep_fp", 2)])
 def test_deep_sites_with_and_without_frame_pointers(build, tmp_path, prog, depth):
     """-O2 code four frames deep (tests/progs/callsite_deep.c), built without frame pointers
     except in two of its functions (callsite_deep) and with them (callsite_deep_fp): the
