@@ -89,13 +89,15 @@ def test_three_sites_resolved_exactly(build, tmp_path, prog, src):
     assert sum(r["bytes_sent"] for r in rows) == f["bytes_sent"]
 
 
-@pytest.mark.parametrize("unwind", ["backtrace", "fp"])
+@pytest.mark.parametrize("unwind", ["cfi", "backtrace"])
 def test_depth_two_walks_the_stack(build, tmp_path, unwind):
     """MPILENS_CALLSITES=2: SITE-A is reached from CALLER-A; B and C from main.  The same
-    frames by backtrace() and by the frame-pointer walk (callsite_c is built at -O0, with
-    frame pointers; MPILENS_CALLSITE_UNWIND=fp)."""
+    frames by the unwind tables (the default, cfi) and by backtrace(), which walks
+    every call (callsite_backtraces: 15 per rank) where cfi walks none."""
     out = run_prog(tmp_path, "callsite_c", MPILENS_CALLSITES="2", MPILENS_CALLSITE_UNWIND=unwind)
     want = lines_of(REPO / "tests" / "progs" / "callsite_c.c")
+    _, ranks = read_profile(out)
+    assert [r["callsite_backtraces"] for r in ranks] == [15 if unwind == "backtrace" else 0] * P
     rows = report(out)["callsites"]
     assert len(rows) == 3
     inner = {r["frames"][0]["line"]: r for r in rows}
@@ -108,6 +110,66 @@ def test_depth_two_walks_the_stack(build, tmp_path, unwind):
         r = inner[want[site]]
         assert len(r["frames"]) == 2 and r["frames"][0]["function"] == "main"
         assert r["calls"] == P * SITES[site][0]
+
+
+def marker_lines(src: Path, prefix: str) -> dict[int, int]:
+    """{k: source line} of the markers PREFIX-k in a test program."""
+    out = {}
+    for i, ln in enumerate(src.read_text().splitlines(), 1):
+        m = re.search(rf"\b{prefix}-(\d)\b", ln)
+        if m and not ln.lstrip().startswith(("*", "/*", "!")):  # not the header comment
+            out[int(m.group(1))] = i
+    return out
+
+
+def one_site(out: Path, calls: int) -> dict:
+    """The profile's only call site (every rank: one site, walked without backtrace())."""
+    _, ranks = read_profile(out)
+    for r in ranks:
+        assert len(r["callsites"]) == 1 and r["callsites"][0]["calls"] == calls
+        assert r["callsite_backtraces"] == 0
+    (row,) = report(out)["callsites"]
+    assert row["calls"] == P * calls
+    return row
+
+
+@pytest.mark.parametrize("prog,depth",
+                         [("callsite_deep", 2), ("callsite_deep", 4), ("callsite_deep_fp", 2)])
+def test_deep_sites_with_and_without_frame_pointers(build, tmp_path, prog, depth):
+    """-O2 code four frames deep (tests/progs/callsite_deep.c), built without frame pointers
+    except in two of its functions (callsite_deep) and with them (callsite_deep_fp): the
+    default walk (the unwind tables) gives each frame's exact line, and never falls back
+    to backtrace()."""
+    out = run_prog(tmp_path, prog, MPILENS_CALLSITES=str(depth))
+    want = marker_lines(REPO / "tests" / "progs" / "callsite_deep.c", "DEEP")
+    assert sorted(want) == [1, 2, 3, 4]
+    row = one_site(out, 6)
+    assert [(Path(f["file"]).name, f["line"]) for f in row["frames"]] == [
+        ("callsite_deep.c", want[k]) for k in range(1, depth + 1)]
+    assert [f["function"] for f in row["frames"]] == ["leaf", "mid", "outer", "main"][:depth]
+    assert row["bytes_sent"] == row["bytes_recv"] == P * 6 * 8 * 4
+
+
+def test_fp_walk_skips_a_frame_without_one(build, tmp_path):
+    """Why the frame-pointer walk is not the default: in callsite_deep, mid has no frame
+    pointer between leaf and outer, which have one; MPILENS_CALLSITE_UNWIND=fp at depth 3
+    passes every check and takes main's line (DEEP-4) for mid's caller (DEEP-3).  (This
+    also shows the program has the case the default walk is tested on above.)"""
+    out = run_prog(tmp_path, "callsite_deep", MPILENS_CALLSITES="3", MPILENS_CALLSITE_UNWIND="fp")
+    want = marker_lines(REPO / "tests" / "progs" / "callsite_deep.c", "DEEP")
+    row = one_site(out, 6)
+    assert [f["line"] for f in row["frames"]] == [want[1], want[2], want[4]]
+
+
+def test_deep_fortran_without_frame_pointers(build, tmp_path):
+    """gfortran -O2 -fomit-frame-pointer (tests/progs/callsite_deep_f.F90), depth 2: the
+    frames of leaf and outer at their exact lines, through the Fortran binding's frames."""
+    out = run_prog(tmp_path, "callsite_deep_f", MPILENS_CALLSITES="2")
+    want = marker_lines(REPO / "tests" / "progs" / "callsite_deep_f.F90", "FDEEP")
+    assert sorted(want) == [1, 2]
+    row = one_site(out, 4)
+    assert [(Path(f["file"]).name, f["line"]) for f in row["frames"]] == [
+        ("callsite_deep_f.F90", want[1]), ("callsite_deep_f.F90", want[2])]
 
 
 def test_overflow_is_counted(build, tmp_path):

@@ -8,6 +8,7 @@ operation the instructions per call natively (PMPI_*) and through mpilens
 (MPI_*), and their difference.  See docs/bench.md ("instr").
 
     bench/instr/instr.py --mpi openmpi --prefix build/openmpi [--depths 0,1,2] [--calls 1024]
+                         [--omit-frame-pointer]
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=1024, help="iterations per loop (default 1024)")
     ap.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
                     help="extra environment for the profiled runs (repeatable)")
+    ap.add_argument("--omit-frame-pointer", action="store_true",
+                    help="build instr_ops with -fomit-frame-pointer (default: with frame pointers)")
     ap.add_argument("--keep", metavar="DIR", help="keep the callgrind files in DIR")
     a = ap.parse_args()
     lib = Path(a.prefix).resolve() / "lib" / "libmpilens.so"
@@ -109,7 +112,8 @@ def main() -> int:
     tmp.mkdir(parents=True, exist_ok=True)
     try:
         exe = tmp / "instr_ops"
-        r = subprocess.run([MPICC[a.mpi], "-O2", "-g", "-fno-omit-frame-pointer",
+        fp = "-fomit-frame-pointer" if a.omit_frame_pointer else "-fno-omit-frame-pointer"
+        r = subprocess.run([MPICC[a.mpi], "-O2", "-g", fp,
                             str(HERE / "instr_ops.c"), "-o", str(exe)], capture_output=True, text=True)
         if r.returncode != 0:
             fail(f"compiling instr_ops.c failed:\n{r.stderr}")
@@ -131,7 +135,7 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     doc = {"format": "mpilens-bench", "family": "instr", "version": 1,
            "options": {"mpi": a.mpi, "prefix": str(Path(a.prefix).resolve()), "calls": a.calls,
-                       "depths": depths, "env": extra},
+                       "omit_frame_pointer": a.omit_frame_pointer, "depths": depths, "env": extra},
            "unit": "instructions (callgrind Ir) per loop iteration, loop overhead included in both",
            "results": res}
     json.dump(doc, sys.stdout, indent=1)

@@ -134,13 +134,14 @@ int ml_overhead(ml_json *out, int argc, char **argv)
         a[k] = rank_block(0, calls);
         b[k] = rank_block(1, calls);
     }
-    /* call sites: depths 0, 1 and 2 interleaved with PMPI in the same run
+    /* call sites: depths 0, 1, 2 and 4 interleaved with PMPI in the same run
      * (mpilens_set_callsites, when the library exports it and call sites are on) */
     setcs_fn setcs = NULL;
     void *scs = dlsym(RTLD_DEFAULT, "mpilens_set_callsites");
     if (scs) memcpy(&setcs, &scs, sizeof setcs);
     int depth0 = setcs ? setcs(0) : -1, csok = depth0 >= 0;
-    double *ca = malloc(4 * (size_t)blocks * sizeof *ca), *c0 = ca + blocks, *c1 = c0 + blocks, *c2 = c1 + blocks;
+    double *ca = malloc(5 * (size_t)blocks * sizeof *ca), *c0 = ca + blocks, *c1 = c0 + blocks, *c2 = c1 + blocks,
+           *c4 = c2 + blocks;
     if (csok) {
         for (int k = 0; k < blocks; k++) {
             ca[k] = rank_block(0, calls);
@@ -150,6 +151,8 @@ int ml_overhead(ml_json *out, int argc, char **argv)
             c1[k] = rank_block(1, calls);
             setcs(2);
             c2[k] = rank_block(1, calls);
+            setcs(4);
+            c4[k] = rank_block(1, calls);
         }
         setcs(depth0);
     }
@@ -186,6 +189,7 @@ int ml_overhead(ml_json *out, int argc, char **argv)
             ab_json(out, "depth0", ca, c0, blocks, "calls_per_block", calls);
             ab_json(out, "depth1", ca, c1, blocks, "calls_per_block", calls);
             ab_json(out, "depth2", ca, c2, blocks, "calls_per_block", calls);
+            ab_json(out, "depth4", ca, c4, blocks, "calls_per_block", calls);
             ml_json_end(out);
         } else ml_json_null(out, "comm_rank_callsites");
         if (pp) {

@@ -3,12 +3,13 @@
  * (docs/runtime.md, "Call sites").
  *
  * Depth 1 takes __builtin_return_address(0) in the wrapper itself and finds
- * its record with one probe (hooks.h).  Deeper stacks, and the rare depth-1
- * site whose return address lies inside an MPI library or mpilens (a
- * Fortran module procedure of the MPI, say), are walked by frame pointers,
- * checked at each step, else with backtrace() (ml_fp_walk below);
- * frames inside those libraries are skipped, by address ranges found once
- * at start-up.  Each thread holds a fixed table (the slot's cs): a site
+ * its record with one probe (callend.h, callend.c).  Deeper stacks, and the
+ * rare depth-1 site whose return address lies inside an MPI library or
+ * mpilens (a Fortran module procedure of the MPI, say), are walked by
+ * unwind.c (by default the unwind tables with a per-return-address rule
+ * cache; else frame pointers), checked at each step, else with backtrace()
+ * (ml_cs_walk below); frames inside those libraries are skipped, by address
+ * ranges found once at start-up.  Each thread holds a fixed table (the slot's cs): a site
  * beyond it is counted in the overflow figures, never allocated.
  *
  * At MPI_Finalize each rank merges its threads' tables and writes its sites
@@ -29,24 +30,21 @@
 
 #include "hooks.h"
 #include "profile.h"
+#include "unwind.h"
 
 int ml_cs_depth = 1;   /* MPILENS_CALLSITES (this file's settings rows; read per call, hooks.h) */
 
 #define ML_NRANGE 64
-#define ML_NXRANGE 512
-typedef struct { uintptr_t lo, hi; int internal; } ml_xr_t;
 
 /* This file's state: its other settings, and the address ranges found once
  * at MPI_Init (ml_cs_init), read without a lock afterwards. */
 static struct {
     int slots;                 /* MPILENS_CALLSITE_SLOTS */
-    int unwind;                /* MPILENS_CALLSITE_UNWIND: 0 backtrace, 1 frame pointers */
+    int unwind;                /* MPILENS_CALLSITE_UNWIND: ML_UW_BACKTRACE, ML_UW_FP, ML_UW_CFI (unwind.h) */
     int tables;                /* call sites were on at start: every thread has a table */
     struct { uintptr_t lo, hi; } range[ML_NRANGE]; /* executable segments of the MPI libraries and mpilens */
     int nrange;
-    ml_xr_t xr[ML_NXRANGE];    /* executable segments of every module (nxr), sorted by address */
-    int nxr;
-} C = {.slots = 256};
+} C = {.slots = 256, .unwind = ML_UW_CFI};
 
 /* ---- address ranges of the MPI libraries and mpilens ---- */
 
@@ -80,18 +78,13 @@ static int ml_is_internal(uintptr_t pc)
     return 0;
 }
 
-static int ml_xr_cb(struct dl_phdr_info *info, size_t size, void *data);
-static void ml_xr_sort(void);
-
 /* After MPI_Init (the MPI's libraries are loaded): ranges, and one walk so
  * that backtrace() has loaded its unwinder before any wrapper needs it. */
 static int ml_cs_init(void)
 {
     C.nrange = 0;
     dl_iterate_phdr(ml_range_cb, NULL);
-    C.nxr = 0;
-    dl_iterate_phdr(ml_xr_cb, NULL);
-    ml_xr_sort();
+    ml_uw_init(ml_internal_name);
     if (ml_cs_depth) {
         C.tables = 1;
         void *buf[4];
@@ -144,6 +137,7 @@ static void ml_cs_reset(ml_slot_t *s)
     t->n = 0;
     t->over_calls = t->over_timed = t->over_ticks = t->over_bytes_s = t->over_bytes_r = 0;
     t->over_stimed = t->over_sticks = 0;
+    ml_uw_reset();
 }
 
 static size_t ml_cs_bytes(void)
@@ -182,116 +176,11 @@ static ml_cs_rec_t *ml_cs_get(ml_cstab_t *t, const uintptr_t *pc, int n, int fid
     return r;
 }
 
-/* ---- the frame-pointer walk (depth 2..8, MPILENS_CALLSITE_UNWIND=fp) ----
- *
- * backtrace() costs microseconds per call (DWARF unwinding).  The walk
- * follows the saved frame pointers instead: mpilens is built with them, and
- * so is an application built with -fno-omit-frame-pointer.  Each step is
- * checked: the frame pointer stays in this thread's stack and grows, each
- * return address lies in an executable segment of a module loaded at
- * MPI_Init and follows a call instruction; the walk must reach `want`
- * frames.  The first check that fails (a library or part of the
- * application built without frame pointers, whose %rbp holds anything; a
- * module loaded later; a stack shallower than the depth) sends the call to
- * backtrace().  What no check sees: a function without a frame pointer
- * between two with one (its caller's frame is taken for its own, and it is
- * skipped): hence opt-in, for applications built with frame pointers. */
-
-static ML_TLS struct { uintptr_t lo, hi; } ml_stk; /* this thread's stack (hi 0: not looked up yet) */
-
-static int ml_xr_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    (void)data;
-    for (int i = 0; i < info->dlpi_phnum && C.nxr < ML_NXRANGE; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-        C.xr[C.nxr].lo = info->dlpi_addr + ph->p_vaddr;
-        C.xr[C.nxr].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-        C.xr[C.nxr].internal = info->dlpi_name && *info->dlpi_name && ml_internal_name(info->dlpi_name);
-        C.nxr++;
-    }
-    return 0;
-}
-
-static int ml_xr_cmp(const void *a, const void *b)
-{
-    uintptr_t x = ((const ml_xr_t *)a)->lo, y = ((const ml_xr_t *)b)->lo;
-    return x < y ? -1 : x > y;
-}
-
-static void ml_xr_sort(void) { qsort(C.xr, (size_t)C.nxr, sizeof *C.xr, ml_xr_cmp); }
-
-/* pc is in executable code, and the instruction before it is a call
- * (x86-64: E8 rel32, or FF /2 of 2 to 7 bytes): its segment (binary search),
- * else NULL. */
-static const ml_xr_t *ml_return_address(uintptr_t pc)
-{
-    int lo = 0, hi = C.nxr - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (pc < C.xr[mid].lo) hi = mid - 1;
-        else if (pc >= C.xr[mid].hi) lo = mid + 1;
-        else {
-            if (pc < C.xr[mid].lo + 8) return NULL;
-#if defined(__x86_64__)
-            const unsigned char *p = (const unsigned char *)pc;
-            if (p[-5] == 0xE8) return &C.xr[mid];
-            for (int n = 2; n <= 7; n++)
-                if (p[-n] == 0xFF && ((p[-n + 1] >> 3) & 7) == 2) return &C.xr[mid];
-            return NULL;
-#else
-            return &C.xr[mid];
-#endif
-        }
-    }
-    return NULL;
-}
-
-static void ml_stack_bounds(void)
-{
-    pthread_attr_t a;
-    void *lo = NULL;
-    size_t sz = 0;
-    ml_stk.hi = 1; /* tried */
-    if (pthread_getattr_np(pthread_self(), &a) != 0) return;
-    if (pthread_attr_getstack(&a, &lo, &sz) == 0 && lo) {
-        ml_stk.lo = (uintptr_t)lo;
-        ml_stk.hi = (uintptr_t)lo + sz;
-    }
-    pthread_attr_destroy(&a);
-}
-
-/* Frames as ml_cs_walk returns them, by frame pointers; -1: a check failed. */
-static int ml_fp_walk(uintptr_t *out, int want, void *ra)
-{
-    if (!ml_stk.hi) ml_stack_bounds();
-    if (!ml_stk.lo) return -1; /* the stack is not known: backtrace() */
-    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-    int found = 0, k = 0;
-    for (int i = 0; i < 64; i++) {
-        if (fp < ml_stk.lo || fp > ml_stk.hi - 16 || (fp & 7)) return -1;
-        uintptr_t next = ((const uintptr_t *)fp)[0], pc = ((const uintptr_t *)fp)[1];
-        if (!found && pc == (uintptr_t)ra) found = 1; /* the wrapper's frame: it returns to ra */
-        if (found) {
-            const ml_xr_t *x = ml_return_address(pc);
-            if (!x) return -1;
-            if (!x->internal) out[k++] = pc;
-            if (k == want) return k;
-        }
-        /* the chain ends before `want` frames (a saved frame pointer of 0: a function
-         * without one kept %rbp = 0 from _start, say): backtrace() */
-        if (next <= fp) return -1;
-        fp = next;
-    }
-    return -1;
-}
-
 /* Up to want application frames from the wrapper's caller (ra) outwards,
  * skipping frames inside the MPI libraries and mpilens; 0 if none. */
 static int ml_cs_walk(uintptr_t *out, int want, void *ra)
 {
-    int got = C.unwind ? ml_fp_walk(out, want, ra) : -1;
+    int got = ml_uw_walk(out, want, ra, C.unwind);
     if (got > 0) return got;
     void *buf[ML_CS_MAXDEPTH + 24];
     int n = backtrace(buf, (int)(sizeof buf / sizeof *buf)), i = 0, k = 0;
@@ -464,7 +353,10 @@ static void ml_cs_rank_json(ml_buf_t *b)
         ml_buf_printf(b, i ? "," : "");
         ml_buf_json_str(b, mods[i].path);
     }
-    ml_buf_printf(b, "],\"callsites_dropped\":{\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
+    uint64_t rules, fallbacks;
+    ml_uw_stats(&rules, &fallbacks);
+    ml_buf_printf(b, "],\"callsite_backtraces\":%llu", (unsigned long long)fallbacks);
+    ml_buf_printf(b, ",\"callsites_dropped\":{\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
                   (unsigned long long)m.over_calls, ml_cs_est(m.over_calls, m.over_timed, m.over_ticks, m.over_stimed, m.over_sticks),
                   (unsigned long long)m.over_bytes_s, (unsigned long long)m.over_bytes_r);
     free(mods);
@@ -474,21 +366,23 @@ static void ml_cs_rank_json(ml_buf_t *b)
 
 /* ---- the kind (kinds_list.h) ---- */
 
-static const char *const unwind_choices[] = {"backtrace", "fp", NULL};
+static const char *const unwind_choices[] = {"backtrace", "fp", "cfi", NULL}; /* ML_UW_* (unwind.h) */
 
 static const ml_setting ml_cs_settings[] = {
     {.key = "callsites", .type = ML_SET_INT, .def = "1", .lo = 0, .hi = ML_CS_MAXDEPTH, .out = &ml_cs_depth,
      .accepted = "an integer from 0 to 8",
      .help = "call-site depth: calls, time, bytes and sizes per call site. 1 (default): the immediate "
              "caller of each MPI function (one return address); 2..8: that many frames of the "
-             "application's stack (walked with backtrace(), a few us per call, or by frame pointers: "
+             "application's stack (walked by the unwind tables with a cache, tens of ns per call: "
              "MPILENS_CALLSITE_UNWIND); 0: off. Frames inside the MPI "
              "libraries and mpilens are skipped. See docs/runtime.md."},
-    {.key = "callsite_unwind", .type = ML_SET_CHOICE, .def = "backtrace", .choices = unwind_choices,
-     .out = &C.unwind, .accepted = "backtrace or fp",
-     .help = "how call sites of depth 2..8 are walked. backtrace: glibc's DWARF unwinder, right for "
-             "any build, a few us per call. fp: the saved frame pointers, tens of ns per call, checked "
-             "at each step (else backtrace()); only for applications built with "
+    {.key = "callsite_unwind", .type = ML_SET_CHOICE, .def = "cfi", .choices = unwind_choices,
+     .out = &C.unwind, .accepted = "cfi, fp or backtrace",
+     .help = "how call sites of depth 2..8 are walked. cfi (default): the compiler's unwind tables "
+             "(.eh_frame), read once per return address and cached, tens of ns per call, right with "
+             "or without frame pointers (a frame it cannot follow: backtrace() for that call). "
+             "backtrace: glibc's unwinder on every call, a few us. fp: the saved frame pointers, "
+             "checked at each step (else backtrace()); only for applications built with "
              "-fno-omit-frame-pointer (a function without one between two with one is skipped "
              "unseen). See docs/runtime.md."},
     {.key = "callsite_slots", .type = ML_SET_INT, .def = "256", .lo = 1, .hi = 65536,

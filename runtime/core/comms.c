@@ -34,14 +34,20 @@ typedef struct {
     char name[MPI_MAX_OBJECT_NAME];
 } ml_cm_info_t;
 
-static ml_cm_info_t *ml_cm;        /* [ml_cm_max] */
-static int ml_ncm;                 /* records in use */
-static uint64_t ml_cm_dropped;     /* communicators beyond ml_cm_max */
-static uint64_t *ml_cm_key;        /* open addressing: handle bits + 1 (0 empty), per slot of ml_cm_idx */
-static int *ml_cm_idx;
-static uint32_t ml_cm_mask;
+/* This file's state: the records and the handle table, written by the
+ * wrappers that make, name or free a communicator (under mu); the per-call
+ * path reads key and idx without the lock (ml_cm_find). */
+static struct {
+    ml_cm_info_t *info; /* [ml_cm_max] */
+    int n;              /* records in use */
+    uint64_t dropped;   /* communicators beyond ml_cm_max */
+    uint64_t *key;      /* open addressing: handle bits + 1 (0 empty), per slot of idx */
+    int *idx;
+    uint32_t mask;
+    pthread_mutex_t mu;
+} CM = {.mu = PTHREAD_MUTEX_INITIALIZER};
+/* Read inline by the per-call path (hooks.h: ml_cm_id). */
 volatile unsigned ml_cm_epoch = 1;
-static pthread_mutex_t ml_cm_mu = PTHREAD_MUTEX_INITIALIZER;
 ML_TLS ml_cm_cache_t ml_cm_cache;
 
 static uint64_t ml_cm_hkey(MPI_Comm c)
@@ -57,10 +63,10 @@ int ml_cm_find(MPI_Comm comm)
     uint64_t key = ml_cm_hkey(comm);
     int id = -1;
     for (uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40);; i++) {
-        uint64_t k = __atomic_load_n(&ml_cm_key[i & ml_cm_mask], __ATOMIC_ACQUIRE);
+        uint64_t k = __atomic_load_n(&CM.key[i & CM.mask], __ATOMIC_ACQUIRE);
         if (!k) break;
         if (k == key) {
-            id = ml_cm_idx[i & ml_cm_mask];
+            id = CM.idx[i & CM.mask];
             break;
         }
     }
@@ -75,26 +81,26 @@ static void ml_cm_put(MPI_Comm comm, int id)
 {
     uint64_t key = ml_cm_hkey(comm);
     for (uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40);; i++) {
-        uint64_t k = ml_cm_key[i & ml_cm_mask];
+        uint64_t k = CM.key[i & CM.mask];
         if (k && k != key && k != 1) continue;
-        ml_cm_idx[i & ml_cm_mask] = id;
-        __atomic_store_n(&ml_cm_key[i & ml_cm_mask], key, __ATOMIC_RELEASE);
+        CM.idx[i & CM.mask] = id;
+        __atomic_store_n(&CM.key[i & CM.mask], key, __ATOMIC_RELEASE);
         return;
     }
 }
 
-/* Record index of a live handle in the table, -1 if none (under ml_cm_mu; leaves the cache alone). */
+/* Record index of a live handle in the table, -1 if none (under CM.mu; leaves the cache alone). */
 static int ml_cm_live(MPI_Comm comm)
 {
     uint64_t key = ml_cm_hkey(comm);
     for (uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40);; i++) {
-        uint64_t k = ml_cm_key[i & ml_cm_mask];
+        uint64_t k = CM.key[i & CM.mask];
         if (!k) return -1;
-        if (k == key) return ml_cm_idx[i & ml_cm_mask];
+        if (k == key) return CM.idx[i & CM.mask];
     }
 }
 
-/* The name MPI holds for comm into a record's copy (an application thread, under ml_cm_mu). */
+/* The name MPI holds for comm into a record's copy (an application thread, under CM.mu). */
 static void ml_cm_take_name(ml_cm_info_t *c, MPI_Comm comm)
 {
     char name[MPI_MAX_OBJECT_NAME] = {0};
@@ -108,16 +114,16 @@ static void ml_cm_take_name(ml_cm_info_t *c, MPI_Comm comm)
 static void ml_cm_new(MPI_Comm comm, int parent, const char *kind, MPI_Comm like_parent)
 {
     if (comm == MPI_COMM_NULL) return;
-    pthread_mutex_lock(&ml_cm_mu);
+    pthread_mutex_lock(&CM.mu);
     if (strcmp(kind, "parent") == 0 && ml_cm_live(comm) >= 0) {
         /* MPI_Comm_get_parent returns the same communicator at every call: one record */
-        pthread_mutex_unlock(&ml_cm_mu);
+        pthread_mutex_unlock(&CM.mu);
         return;
     }
-    if (ml_ncm >= ml_cm_max) {
-        ml_cm_dropped++;
+    if (CM.n >= ml_cm_max) {
+        CM.dropped++;
     } else {
-        ml_cm_info_t *c = &ml_cm[ml_ncm];
+        ml_cm_info_t *c = &CM.info[CM.n];
         int inter = 0;
         MPI_Comm q = like_parent != MPI_COMM_NULL ? like_parent : comm;
         PMPI_Comm_test_inter(q, &inter);
@@ -127,25 +133,25 @@ static void ml_cm_new(MPI_Comm comm, int parent, const char *kind, MPI_Comm like
         c->parent = parent;
         snprintf(c->kind, sizeof c->kind, "%s", kind);
         if (like_parent == MPI_COMM_NULL) ml_cm_take_name(c, comm); /* an idup's has none yet */
-        ml_cm_put(comm, ml_ncm++);
+        ml_cm_put(comm, CM.n++);
     }
     __atomic_add_fetch(&ml_cm_epoch, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&ml_cm_mu);
+    pthread_mutex_unlock(&CM.mu);
 }
 
 static void ml_cm_init(void)
 {
-    if (!ml_cm_max || ml_cm) return;
+    if (!ml_cm_max || CM.info) return;
     uint32_t sz = 8;
     while (sz < 4u * (uint32_t)ml_cm_max) sz <<= 1;
-    ml_cm = calloc((size_t)ml_cm_max, sizeof *ml_cm);
-    ml_cm_key = calloc(sz, sizeof *ml_cm_key);
-    ml_cm_idx = calloc(sz, sizeof *ml_cm_idx);
-    if (!ml_cm || !ml_cm_key || !ml_cm_idx) {
+    CM.info = calloc((size_t)ml_cm_max, sizeof *CM.info);
+    CM.key = calloc(sz, sizeof *CM.key);
+    CM.idx = calloc(sz, sizeof *CM.idx);
+    if (!CM.info || !CM.key || !CM.idx) {
         fprintf(stderr, "mpilens: out of memory allocating the communicator records\n");
         abort();
     }
-    ml_cm_mask = sz - 1;
+    CM.mask = sz - 1;
     ml_cm_new(MPI_COMM_WORLD, -1, "world", MPI_COMM_NULL);
     ml_cm_new(MPI_COMM_SELF, -1, "self", MPI_COMM_NULL);
 }
@@ -153,7 +159,7 @@ static void ml_cm_init(void)
 /* The wrappers of the functions that make communicators, after a successful call. */
 void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind)
 {
-    if (!ml_cm) return;
+    if (!CM.info) return;
     int p = parent == MPI_COMM_NULL ? -1 : ml_cm_find(parent);
     ml_cm_new(newcomm, p >= ml_cm_max ? -1 : p, kind, strcmp(kind, "idup") == 0 ? parent : MPI_COMM_NULL);
 }
@@ -161,34 +167,34 @@ void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind)
 /* MPI_Comm_set_name, after a successful call: the record's copy of the name. */
 void ml_comm_named(MPI_Comm comm)
 {
-    if (!ml_cm || comm == MPI_COMM_NULL) return;
-    pthread_mutex_lock(&ml_cm_mu);
+    if (!CM.info || comm == MPI_COMM_NULL) return;
+    pthread_mutex_lock(&CM.mu);
     int id = ml_cm_live(comm);
-    if (id >= 0 && id < ml_cm_max) ml_cm_take_name(&ml_cm[id], comm);
-    pthread_mutex_unlock(&ml_cm_mu);
+    if (id >= 0 && id < ml_cm_max) ml_cm_take_name(&CM.info[id], comm);
+    pthread_mutex_unlock(&CM.mu);
 }
 
 /* MPI_Comm_free / MPI_Comm_disconnect, before the call: keep the name, free the handle. */
 void ml_comm_freeing(MPI_Comm comm)
 {
-    if (!ml_cm || comm == MPI_COMM_NULL) return;
-    pthread_mutex_lock(&ml_cm_mu);
+    if (!CM.info || comm == MPI_COMM_NULL) return;
+    pthread_mutex_lock(&CM.mu);
     int id = ml_cm_find(comm);
     if (id < ml_cm_max) {
-        ml_cm_take_name(&ml_cm[id], comm);
-        ml_cm[id].freed = 1;
+        ml_cm_take_name(&CM.info[id], comm);
+        CM.info[id].freed = 1;
         uint64_t key = ml_cm_hkey(comm);
         for (uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40);; i++) {
-            uint64_t k = ml_cm_key[i & ml_cm_mask];
+            uint64_t k = CM.key[i & CM.mask];
             if (!k) break;
             if (k == key) {
-                __atomic_store_n(&ml_cm_key[i & ml_cm_mask], 1, __ATOMIC_RELEASE); /* tombstone */
+                __atomic_store_n(&CM.key[i & CM.mask], 1, __ATOMIC_RELEASE); /* tombstone */
                 break;
             }
         }
     }
     __atomic_add_fetch(&ml_cm_epoch, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&ml_cm_mu);
+    pthread_mutex_unlock(&CM.mu);
 }
 
 static void ml_cm_attach(ml_slot_t *s)
@@ -206,7 +212,7 @@ static size_t ml_cm_bytes(void) { return ml_cm_max ? ((size_t)ml_cm_max + 1) * s
 /* This rank's communicators (rank-line members). */
 static void ml_cm_rank_json(ml_buf_t *b)
 {
-    if (!ml_cm) return;
+    if (!CM.info) return;
     ml_buf_printf(b, ",\"comms\":[");
     int first = 1;
     for (int id = 0; id <= ml_cm_max; id++) {
@@ -221,12 +227,12 @@ static void ml_cm_rank_json(ml_buf_t *b)
             bs += s->cm[id].bytes_s;
             br += s->cm[id].bytes_r;
         }
-        if (id >= ml_ncm && id < ml_cm_max) continue;
+        if (id >= CM.n && id < ml_cm_max) continue;
         if (id == ml_cm_max && !c) continue;
         ml_buf_printf(b, "%s{\"id\":%d", first ? "" : ",", id == ml_cm_max ? -1 : id);
         first = 0;
         if (id < ml_cm_max) {
-            const ml_cm_info_t *m = &ml_cm[id];
+            const ml_cm_info_t *m = &CM.info[id];
             char name[MPI_MAX_OBJECT_NAME] = {0};
             if (m->freed || ml_in_dump) {
                 /* a dump: no MPI call from the recorder's thread, the copy (see above) */
@@ -234,9 +240,9 @@ static void ml_cm_rank_json(ml_buf_t *b)
                 name[sizeof name - 1] = 0;
             } else {
                 MPI_Comm h = id == 0 ? MPI_COMM_WORLD : id == 1 ? MPI_COMM_SELF : MPI_COMM_NULL;
-                for (uint32_t i = 0; h == MPI_COMM_NULL && i <= ml_cm_mask; i++)
-                    if (ml_cm_key[i] > 1 && ml_cm_idx[i] == id) {
-                        uint64_t k = ml_cm_key[i] - 1;
+                for (uint32_t i = 0; h == MPI_COMM_NULL && i <= CM.mask; i++)
+                    if (CM.key[i] > 1 && CM.idx[i] == id) {
+                        uint64_t k = CM.key[i] - 1;
                         memcpy(&h, &k, sizeof h < sizeof k ? sizeof h : sizeof k);
                     }
                 int len = 0;
@@ -255,7 +261,7 @@ static void ml_cm_rank_json(ml_buf_t *b)
                       (unsigned long long)c, ml_ticks_to_s(1) * ml_est_ticks(c, tmd, tk, stmd, stk),
                       (unsigned long long)bs, (unsigned long long)br);
     }
-    ml_buf_printf(b, "],\"comms_dropped\":%llu", (unsigned long long)ml_cm_dropped);
+    ml_buf_printf(b, "],\"comms_dropped\":%llu", (unsigned long long)CM.dropped);
 }
 
 /* ---- the kind (kinds_list.h) ---- */
@@ -271,7 +277,7 @@ static const ml_setting ml_cm_settings[] = {
 static int ml_cm_kind_init(void)
 {
     ml_cm_init();
-    return ml_cm ? ML_HOOKS_INLINE : 0;
+    return CM.info ? ML_HOOKS_INLINE : 0;
 }
 
 static void ml_cm_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"comms_max\":%d", ml_cm_max); }

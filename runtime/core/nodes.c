@@ -24,11 +24,13 @@
 
 int *ml_node_of = NULL;
 int ml_nnodes = 1, ml_my_node = 0;
-static int *ml_node_first;      /* [nnodes] the first world rank of each node */
-
-/* results on rank 0 after ml_nodes_reduce */
-static uint64_t *ml_span_max;   /* [ML_NDATA][2] */
-static uint64_t *ml_matrix;     /* [nnodes][nnodes][2]: messages, bytes; NULL above ML_NODE_MATRIX_MAX */
+/* This file's state: the first rank of each node (from MPI_Init), and rank 0's
+ * results after ml_nodes_reduce. */
+static struct {
+    int *first;         /* [nnodes] the first world rank of each node */
+    uint64_t *span_max; /* [ML_NDATA][2] */
+    uint64_t *matrix;   /* [nnodes][nnodes][2]: messages, bytes; NULL above ML_NODE_MATRIX_MAX */
+} N;
 
 static void *ml_nodes_alloc(size_t n, size_t size)
 {
@@ -75,8 +77,8 @@ void ml_nodes_init(void)
         ml_node_of[r] = vals[i];
     }
     ml_my_node = ml_node_of[ml_world_rank];
-    ml_node_first = realloc(first, (size_t)ml_nnodes * sizeof *first);
-    if (!ml_node_first) ml_node_first = first;
+    N.first = realloc(first, (size_t)ml_nnodes * sizeof *first);
+    if (!N.first) N.first = first;
     free(all); free(keys); free(vals); free(used);
 }
 
@@ -93,11 +95,11 @@ char *ml_nodes_host_names(const char *host)
         cnt = ml_nodes_alloc((size_t)ml_world_size, sizeof *cnt);
         displ = ml_nodes_alloc((size_t)ml_world_size, sizeof *displ);
         for (int k = 0; k < ml_nnodes; k++) {
-            cnt[ml_node_first[k]] = 256;
-            displ[ml_node_first[k]] = 256 * k;
+            cnt[N.first[k]] = 256;
+            displ[N.first[k]] = 256 * k;
         }
     }
-    int lead = ml_node_first[ml_my_node] == ml_world_rank;
+    int lead = N.first[ml_my_node] == ml_world_rank;
     MPI_Request r;
     PMPI_Igatherv(host, lead ? 256 : 0, MPI_CHAR, names, cnt, displ, MPI_CHAR, 0, MPI_COMM_WORLD, &r);
     ml_fin_wait(&r);
@@ -143,8 +145,8 @@ void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max)
 {
     /* the spans' maxima came in profile_reduce.c's packed reduction */
     if (ml_world_rank == 0) {
-        ml_span_max = ml_nodes_alloc((size_t)ML_NDATA * 2, sizeof *ml_span_max);
-        memcpy(ml_span_max, span_max, (size_t)ML_NDATA * 2 * sizeof *ml_span_max);
+        N.span_max = ml_nodes_alloc((size_t)ML_NDATA * 2, sizeof *N.span_max);
+        memcpy(N.span_max, span_max, (size_t)ML_NDATA * 2 * sizeof *N.span_max);
     }
     if (ml_nnodes > ML_NODE_MATRIX_MAX) return;
     size_t nm = (size_t)ml_nnodes * (size_t)ml_nnodes * 2;
@@ -154,16 +156,16 @@ void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max)
         row[2 * ml_node_of[p]] += m->peers[p].msgs_s;
         row[2 * ml_node_of[p] + 1] += m->peers[p].bytes_s;
     }
-    ml_matrix = ml_world_rank == 0 ? ml_nodes_alloc(nm, sizeof *mine) : NULL;
-    ml_reduce_sum_u64(mine, ml_matrix, (int)nm);
+    N.matrix = ml_world_rank == 0 ? ml_nodes_alloc(nm, sizeof *mine) : NULL;
+    ml_reduce_sum_u64(mine, N.matrix, (int)nm);
     free(mine);
 }
 
 void ml_nodes_free(void)
 {
-    free(ml_span_max);
-    free(ml_matrix);
-    ml_span_max = ml_matrix = NULL;
+    free(N.span_max);
+    free(N.matrix);
+    N.span_max = N.matrix = NULL;
 }
 
 static void ml_put_words(ml_buf_t *b, const uint64_t *w, int n, int stride)
@@ -177,12 +179,12 @@ static void ml_put_words(ml_buf_t *b, const uint64_t *w, int n, int stride)
 void ml_nodes_put_header(ml_buf_t *b)
 {
     ml_buf_printf(b, ",\"nodes\":{\"count\":%d", ml_nnodes);
-    if (ml_matrix) {
+    if (N.matrix) {
         for (int which = 0; which < 2; which++) {
             ml_buf_printf(b, which ? ",\"matrix_bytes\":[" : ",\"matrix_msgs\":[");
             for (int i = 0; i < ml_nnodes; i++) {
                 ml_buf_printf(b, i ? "," : "");
-                ml_put_words(b, ml_matrix + (size_t)i * (size_t)ml_nnodes * 2 + which, ml_nnodes, 2);
+                ml_put_words(b, N.matrix + (size_t)i * (size_t)ml_nnodes * 2 + which, ml_nnodes, 2);
             }
             ml_buf_printf(b, "]");
         }
@@ -205,7 +207,7 @@ void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *c
         ml_put_words(b, xnode + 4, 4, 1);
     }
     if (!calls[0] && !calls[1]) return;
-    if (!max) max = ml_span_max ? ml_span_max + 2 * di : calls; /* calls: never read past 2 */
+    if (!max) max = N.span_max ? N.span_max + 2 * di : calls; /* calls: never read past 2 */
     ml_buf_printf(b, ",\"node_span\":{\"one_node\":%llu,\"multi_node\":%llu,\"max_nodes\":%llu,"
                   "\"max_ranks_per_node\":%llu}", (unsigned long long)calls[0], (unsigned long long)calls[1],
                   (unsigned long long)max[0], (unsigned long long)max[1]);

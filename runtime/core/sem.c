@@ -45,8 +45,15 @@ typedef struct {
 } ml_hent_t;
 
 #define ML_HCAP 2048
-static ml_hent_t ml_comms[ML_HCAP], ml_wins[ML_HCAP];
-static pthread_mutex_t ml_h_mu = PTHREAD_MUTEX_INITIALIZER;
+/* This file's state: the tables of communicators and windows met (written
+ * under mu; the per-call path reads them without it, ml_hfind), MPI_COMM_WORLD's
+ * entry, and the epoch of the per-thread translation cache (ml_pw_cache below). */
+static struct {
+    ml_hent_t comms[ML_HCAP], wins[ML_HCAP];
+    ml_hent_t world;            /* MPI_COMM_WORLD's facts (ml_comm_info) */
+    pthread_mutex_t mu;
+    volatile unsigned pw_epoch; /* changes when a communicator is forgotten (the caches hold it + 1) */
+} H = {.mu = PTHREAD_MUTEX_INITIALIZER}; /* all zero: in .bss, not 196 KB of .data */
 
 static inline uint64_t ml_hkey(const void *h, size_t n)
 {
@@ -84,14 +91,14 @@ static ml_hent_t *ml_hinsert(ml_hent_t *tab, uint64_t key, const ml_hent_t *val)
 
 static void ml_hremove(ml_hent_t *tab, uint64_t key)
 {
-    pthread_mutex_lock(&ml_h_mu);
+    pthread_mutex_lock(&H.mu);
     ml_hent_t *e = ml_hfind(tab, key);
     if (e) {
         free(e->world);
         e->world = NULL;
         __atomic_store_n(&e->key, 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&ml_h_mu);
+    pthread_mutex_unlock(&H.mu);
 }
 
 static int *ml_translate(MPI_Group g, int n)
@@ -105,16 +112,16 @@ static int *ml_translate(MPI_Group g, int n)
 /* Communicator facts, computed once per communicator (at its first use). */
 static const ml_hent_t *ml_comm_info(MPI_Comm comm, ml_hent_t *tmp)
 {
-    static ml_hent_t world;
+    ml_hent_t *world = &H.world;
     if (comm == MPI_COMM_WORLD) {
-        world.size = world.rsize = ml_world_size;
-        world.rank = ml_world_rank;
-        world.indeg = world.outdeg = -1;
-        if (!world.nodes) ml_node_span(NULL, ml_world_size, &world.nodes, &world.rpn);
-        return &world;
+        world->size = world->rsize = ml_world_size;
+        world->rank = ml_world_rank;
+        world->indeg = world->outdeg = -1;
+        if (!world->nodes) ml_node_span(NULL, ml_world_size, &world->nodes, &world->rpn);
+        return world;
     }
     uint64_t key = ml_hkey(&comm, sizeof comm);
-    ml_hent_t *e = ml_hfind(ml_comms, key);
+    ml_hent_t *e = ml_hfind(H.comms, key);
     if (e) return e;
     memset(tmp, 0, sizeof *tmp);
     tmp->indeg = tmp->outdeg = -1;
@@ -147,17 +154,17 @@ static const ml_hent_t *ml_comm_info(MPI_Comm comm, ml_hent_t *tmp)
         int w = 0;
         PMPI_Dist_graph_neighbors_count(comm, &tmp->indeg, &tmp->outdeg, &w);
     }
-    pthread_mutex_lock(&ml_h_mu);
-    ml_hent_t *ins = ml_hfind(ml_comms, key);
-    if (!ins) ins = ml_hinsert(ml_comms, key, tmp);
+    pthread_mutex_lock(&H.mu);
+    ml_hent_t *ins = ml_hfind(H.comms, key);
+    if (!ins) ins = ml_hinsert(H.comms, key, tmp);
     else free(tmp->world);
-    pthread_mutex_unlock(&ml_h_mu);
+    pthread_mutex_unlock(&H.mu);
     return ins ? ins : tmp; /* table full: tmp (its translation leaks only in that case) */
 }
 
 /* The last communicator translated on this thread and its world ranks (the
  * table entry's array): a run of calls on one communicator other than
- * MPI_COMM_WORLD costs one compare.  ml_pw_epoch changes when a communicator
+ * MPI_COMM_WORLD costs one compare.  H.pw_epoch changes when a communicator
  * is forgotten (freed): every thread's entry is then stale. */
 static ML_TLS struct {
     MPI_Comm comm;
@@ -165,13 +172,12 @@ static ML_TLS struct {
     int rsize;
     unsigned epoch;
 } ml_pw_cache;
-static volatile unsigned ml_pw_epoch = 1;
 
 int ml_peer_world_slow(MPI_Comm comm, int rank)
 {
-    if (ml_pw_cache.comm == comm && ml_pw_cache.epoch == ml_pw_epoch)
+    if (ml_pw_cache.comm == comm && ml_pw_cache.epoch == H.pw_epoch + 1u) /* epoch 0: empty */
         return rank < ml_pw_cache.rsize ? ml_pw_cache.world[rank] : ML_NOPEER;
-    unsigned epoch = ml_pw_epoch;
+    unsigned epoch = H.pw_epoch + 1u;
     ml_hent_t tmp;
     const ml_hent_t *e = ml_comm_info(comm, &tmp);
     if (!e->world) return ML_NOPEER;
@@ -188,7 +194,7 @@ int ml_peer_world_slow(MPI_Comm comm, int rank)
 int ml_comm_members(MPI_Comm comm, int *size, const int **world)
 {
     const ml_hent_t *e = comm == MPI_COMM_WORLD || comm == MPI_COMM_NULL ? NULL
-                         : ml_hfind(ml_comms, ml_hkey(&comm, sizeof comm));
+                         : ml_hfind(H.comms, ml_hkey(&comm, sizeof comm));
     if (!e || !e->world) return 0;
     *size = e->rsize;
     *world = e->world;
@@ -198,15 +204,15 @@ int ml_comm_members(MPI_Comm comm, int *size, const int **world)
 void ml_comm_forget(MPI_Comm comm)
 {
     if (comm == MPI_COMM_WORLD || comm == MPI_COMM_NULL) return;
-    __atomic_add_fetch(&ml_pw_epoch, 1, __ATOMIC_SEQ_CST); /* every thread's ml_pw_cache */
-    ml_hremove(ml_comms, ml_hkey(&comm, sizeof comm));
+    __atomic_add_fetch(&H.pw_epoch, 1, __ATOMIC_SEQ_CST); /* every thread's ml_pw_cache */
+    ml_hremove(H.comms, ml_hkey(&comm, sizeof comm));
 }
 
 int ml_win_peer_world(MPI_Win win, int rank)
 {
     if (rank < 0 || win == MPI_WIN_NULL) return ML_NOPEER;
     uint64_t key = ml_hkey(&win, sizeof win);
-    ml_hent_t *e = ml_hfind(ml_wins, key);
+    ml_hent_t *e = ml_hfind(H.wins, key);
     if (!e) {
         ml_hent_t tmp;
         memset(&tmp, 0, sizeof tmp);
@@ -216,11 +222,11 @@ int ml_win_peer_world(MPI_Win win, int rank)
         tmp.rsize = tmp.size;
         tmp.world = ml_translate(g, tmp.size);
         PMPI_Group_free(&g);
-        pthread_mutex_lock(&ml_h_mu);
-        e = ml_hfind(ml_wins, key);
-        if (!e) e = ml_hinsert(ml_wins, key, &tmp);
+        pthread_mutex_lock(&H.mu);
+        e = ml_hfind(H.wins, key);
+        if (!e) e = ml_hinsert(H.wins, key, &tmp);
         else free(tmp.world);
-        pthread_mutex_unlock(&ml_h_mu);
+        pthread_mutex_unlock(&H.mu);
         if (!e) {
             int w = (tmp.world && rank < tmp.size) ? tmp.world[rank] : ML_NOPEER;
             free(tmp.world);
@@ -233,7 +239,7 @@ int ml_win_peer_world(MPI_Win win, int rank)
 void ml_win_forget(MPI_Win win)
 {
     if (win == MPI_WIN_NULL) return;
-    ml_hremove(ml_wins, ml_hkey(&win, sizeof win));
+    ml_hremove(H.wins, ml_hkey(&win, sizeof win));
 }
 
 /* ---------------- recording ---------------- */

@@ -7,8 +7,9 @@
  * outer()).  Meanwhile a second thread, which makes no MPI call, keeps the
  * flight recorder dumping: SIGUSR1 to itself whenever the last dump
  * (PARTIAL_DIR/rank-0, a new file each time) is written, so that every dump
- * merges the call-site table while sites are added to it.  (The signal goes to
- * that thread: where the MPI had a SIGUSR1 handler before MPI_Init, MPICH's,
+ * merges the call-site table while sites are added to it; the main thread
+ * waits for one more dump after every 100 rows of sites (at least 2 dumps).
+ * (The signal goes to that thread: where the MPI had a SIGUSR1 handler before MPI_Init, MPICH's,
  * mpilens's handler waits for the dump before it calls that one.)  Prints
  * "dumps N" (the dumps written), then ends through MPI_Finalize.  It makes no
  * other MPI call. */
@@ -69,7 +70,7 @@ static void *storm(void *arg)
             struct timespec ts = {0, 1000000L};
             nanosleep(&ts, NULL);
         }
-        if (dump_ino(dump_file) != asked) dumps++;
+        if (dump_ino(dump_file) != asked) __atomic_add_fetch(&dumps, 1, __ATOMIC_RELEASE);
     }
     return NULL;
 }
@@ -91,8 +92,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "callsite_dump_thread: no thread\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    for (int i = 0; i < 200; i++)
+    for (int i = 0; i < 200; i++) {
         for (int j = 0; j < 200; j++) outer(i, j);
+        /* Paced: after every 100 rows, until one more dump is written (10 s at most).  The
+         * sites are added in a few ms, faster than a dump; the storm thread asks for the
+         * next dump as soon as one is written, so the next rows are added during it. */
+        for (int k = 0; i % 100 == 99 && k < 10000 && __atomic_load_n(&dumps, __ATOMIC_ACQUIRE) < (i + 1) / 100; k++) {
+            struct timespec ts = {0, 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
     __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
     pthread_join(t, NULL);
     printf("dumps %d\n", dumps);
