@@ -16,7 +16,10 @@
  *             interleaved in blocks so that a drifting machine biases no
  *             candidate; time of a candidate = mean over all ranks (median
  *             over its slots of blocks); clear losers leave after one turn,
- *             at N/5 and at N/2 calls (MPILENS_ALLTOALL_RACE).
+ *             at N/5 and at N/2 calls (MPILENS_ALLTOALL_RACE), never "mpi".
+ *             The choice (run_best): "mpi" unless another candidate is faster
+ *             beyond the noise (exact signed-rank test on its slots against
+ *             mpi's, ml_a2a_beats); without "mpi", the lowest learned time.
  *             A run not expected to finish (learning cache: calls per
  *             run) learns for half its calls, then runs the best measured
  *             candidate: a provisional choice (MPILENS_ALLTOALL_PROVISIONAL).
