@@ -120,7 +120,8 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
     # result is the median of the runs' figures, the targets are counted per run
     out = tmp_path / "a2a.json"
     proc = cli(["alltoall", "--np", "2", "--sizes", "64,8K", "--calls", "40", "--learn", "2",
-                "--chunks", "2", "--repeat", "3", "--json", str(out), "--quiet"], launch=False)
+                "--chunks", "2", "--repeat", "3", "--skip", "pair_barrier", "--json", str(out),
+                "--quiet"], launch=False)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     [run] = doc["runs"]
@@ -150,6 +151,25 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
         assert m["after_s"] > 0 and r["targets"]["after_ratio"] == m["after_s"] / min(w.values())
         assert r["targets"]["decide_ratio"] == (
             None if r["bytes"] < 4096 else (m["grouping_s"] + m["learning_s"]) / n["learning_s"])
+        # --skip: the variant is not run, nowhere in the result
+        assert "pair_barrier" not in r["forced_s"] and len(r["forced_s"]) == 7
+        assert all("pair_barrier" not in x["chunk_s"] for x in runs)
+        # intervals: per chunk after the model variant's last learning call, pooled over
+        # the runs, the ratio of summed times recomputed here from the chunks
+        iv, best = r["intervals"], r["targets"]["best_forced"]
+        assert iv["best_forced"] == best == min(r["forced_s"], key=r["forced_s"].get)
+        pairs = [(x["chunk_s"]["model"][c], x["chunk_s"][best][c]) for x in runs
+                 for c in range(x["last_learning_chunk"]["model"] + 1, 2)]
+        if pairs:
+            a = iv["after_best"]
+            assert a["pairs"] == len(pairs)
+            assert a["ratio"] == pytest.approx(sum(p[0] for p in pairs) / sum(p[1] for p in pairs))
+            assert a["lo"] <= a["ratio"] <= a["hi"]
+            assert iv["after_within_5pct"] == ("within 5 %" if a["hi"] < 1.05 else
+                                               "not within 5 %" if a["lo"] > 1.05 else "not resolved")
+        else:
+            assert iv["after_best"] is None and iv["after_within_5pct"] == "no chunk after learning"
+        assert iv["aa"]["pairs"] == 2 * 3  # every chunk of every run
         met = r["targets"]["runs_meeting"]
         assert met["runs"] == 3
         assert met["after"] == sum(x["targets"]["after_ok"] for x in runs)
@@ -164,6 +184,24 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
         assert s["per_run"][key] == [sum(bool(r["runs"][i]["targets"][key.replace(
             "_within_5pct", "_ok").replace("_within_10pct", "_ok")]) for r in run["results"])
             for i in range(3)]
+
+
+def test_alltoall_bench_interval_verdicts() -> None:
+    # labelled cases of the interval rule: "within 5 %" only when the whole interval lies
+    # below 1.05; identical chunks give a zero-width interval
+    from mpilens.bench.alltoall import ratio_interval, verdict
+    iv = ratio_interval([(1.02, 1.0)] * 6)
+    assert iv is not None and iv["pairs"] == 6
+    assert iv["lo"] == pytest.approx(1.02) and iv["hi"] == pytest.approx(1.02)
+    assert verdict(iv, 1.05, "within 5 %", "not within 5 %") == "within 5 %"
+    wide = ratio_interval([(x, 1.0) for x in (0.8, 1.3, 0.9, 1.25, 1.0, 1.2)])
+    assert wide is not None and wide["ratio"] == pytest.approx(6.45 / 6)
+    assert wide["lo"] < 1.05 < wide["hi"]
+    assert verdict(wide, 1.05, "within 5 %", "not within 5 %") == "not resolved"
+    slow = ratio_interval([(x, 1.0) for x in (1.2, 1.3, 1.25, 1.22)])
+    assert verdict(slow, 1.05, "within 5 %", "not within 5 %") == "not within 5 %"
+    assert verdict(slow, 1.0, "faster", "slower") == "slower"
+    assert ratio_interval([]) is None and verdict(None, 1.0, "a", "b") == "no chunk after learning"
 
 
 def test_alltoall_bench_keeps_existing_json(tmp_path: Path) -> None:

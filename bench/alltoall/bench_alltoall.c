@@ -1,5 +1,5 @@
 /* mpilens-bench-alltoall --sizes B[,B...] --calls N[,N...] --learn N[,N...] [--chunks K]
- *                        [--race off|F|F1,F2|F0,F1,F2]
+ *                        [--race off|F|F1,F2|F0,F1,F2] [--skip NAME[,NAME...]]
  *
  * For each block size B (bytes per destination): N calls of each variant —
  * native PMPI_Alltoall, the eight candidates forced (through the library's
@@ -28,6 +28,13 @@
  * run, not with their whole-run times (learning takes the first chunks, and
  * a drifting machine would otherwise bias the comparison).  --race: the
  * adaptive variants' early-elimination factors (as MPILENS_ALLTOALL_RACE).
+ * Per result also "chunk_calls" (calls per chunk), "chunk_s" (per variant that
+ * ran: native, the forced algorithms, model, nomodel, native_aa: mean per call
+ * over the ranks in each chunk) and "last_learning_chunk" (per adaptive
+ * variant, -1: none), so that a ratio can be given with its interval over the
+ * chunks (mpilens bench alltoall).  --skip: variants not run (forced algorithm
+ * names and nomodel; they are left out of forced_s, adaptive and chunk_s), to
+ * keep a sweep on a slow network short.
  *
  * MPILENS_NETWORK_MODEL set: the adaptive variants' Grouping predicts from that
  * network model file (`mpilens bench logp --model`) instead of measuring.
@@ -77,6 +84,12 @@ static int parse_list(const char *s, long *out, int max)
     return n;
 }
 
+static const char *vname(int v)
+{
+    return v == V_NATIVE ? "native" : v == V_MODEL ? "model" : v == V_NOMODEL ? "nomodel"
+         : v == V_NATIVE2 ? "native_aa" : ml_a2a_names[v - 1];
+}
+
 static void die(int rank, const char *msg)
 {
     if (rank == 0)
@@ -94,6 +107,7 @@ int main(int argc, char **argv)
     long sizes[MAXS], calls[MAXS], learn[MAXS];
     int ns = 0, nc = 0, nl = 0, chunks = 10;
     const char *tune = NULL;
+    int skip[NV] = {0};
     double race[ML_A2A_RACE_POINTS];
     ml_a2a_parse_race(ML_A2A_RACE_DEFAULT, race);
     for (int i = 1; i < argc; i++) {
@@ -113,8 +127,19 @@ int main(int argc, char **argv)
                 die(rank, "--race needs off, a factor F, F1,F2 or F0,F1,F2, each in (1, 1000]");
         } else if (!strcmp(argv[i], "--tune"))
             tune = v;
-        else
-            die(rank, "unknown option (accepted: --sizes, --calls, --learn, --chunks, --race, --tune)");
+        else if (!strcmp(argv[i], "--skip")) {
+            char list[256];
+            snprintf(list, sizeof list, "%s", v);
+            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                int found = 0;
+                for (int x = 1; x < NV; x++)
+                    if (x != V_MODEL && x != V_NATIVE2 && !strcmp(tok, vname(x)))
+                        skip[x] = found = 1;
+                if (!found)
+                    die(rank, "--skip takes forced algorithm names and nomodel");
+            }
+        } else
+            die(rank, "unknown option (accepted: --sizes, --calls, --learn, --chunks, --race, --skip, --tune)");
         i++;
     }
     if (ns <= 0 || nc <= 0 || nl <= 0 || chunks < 1)
@@ -203,6 +228,8 @@ int main(int argc, char **argv)
             nchunk[c] = n;
             for (int j = 0; j < NV; j++) {
                 int v = (j + c) % NV;
+                if (skip[v])
+                    continue;
                 PMPI_Barrier(MPI_COMM_WORLD);
                 if (v == V_MODEL || v == V_NOMODEL)
                     ml_a2a_set_config(ML_A2A_MODE_ADAPTIVE, (int)L, v == V_MODEL, 1000, 0.5, race);
@@ -260,19 +287,43 @@ int main(int argc, char **argv)
             printf("%s{\"bytes\":%ld,\"calls\":%ld,\"learn\":%ld,\"native_s\":%.9g,"
                    "\"native_aa_s\":%.9g,\"forced_s\":{",
                    k ? "," : "", B, N, L, sum[V_NATIVE] / P / N, sum[V_NATIVE2] / P / N);
-            for (int a = 0; a < ML_A2A_NALG; a++)
-                printf("%s\"%s\":%.9g", a ? "," : "", ml_a2a_names[a], sum[1 + a] / P / N);
+            for (int a = 0, first = 1; a < ML_A2A_NALG; a++)
+                if (!skip[1 + a]) {
+                    printf("%s\"%s\":%.9g", first ? "" : ",", ml_a2a_names[a], sum[1 + a] / P / N);
+                    first = 0;
+                }
+            printf("},\"chunk_calls\":[");
+            for (int c = 0; c < chunks; c++)
+                printf("%s%ld", c ? "," : "", nchunk[c]);
+            printf("],\"last_learning_chunk\":{\"model\":%d", last_learn[0]);
+            if (!skip[V_NOMODEL])
+                printf(",\"nomodel\":%d", last_learn[1]);
+            printf("},\"chunk_s\":{");
+            for (int v = 0, first = 1; v < NV; v++) {
+                if (skip[v])
+                    continue;
+                printf("%s\"%s\":[", first ? "" : ",", vname(v));
+                for (int c = 0; c < chunks; c++)
+                    printf("%s%.9g", c ? "," : "", tc[(size_t)c * NV + v] / P / (double)nchunk[c]);
+                printf("]");
+                first = 0;
+            }
             printf("},\"adaptive\":{");
             for (int a = 0; a < 2; a++) {
                 int v = V_MODEL + a;
+                if (skip[v])
+                    continue;
                 printf("%s\"%s\":{\"total_s\":%.9g,\"after_s\":%.9g,\"after_calls\":%.0f,"
                        "\"algorithm\":\"%s\",\"learning_calls\":%lld,\"grouping_s\":%.9g,"
                        "\"learning_s\":%.9g,\"window\":{\"native_s\":%.9g,\"forced_s\":{",
                        a ? "," : "", a ? "nomodel" : "model", sum[v] / P / N, win[a][v],
                        wcalls[a], alg[a], lc[a], info[a].grouping_s, info[a].learning_s,
                        win[a][V_NATIVE]);
-                for (int b = 0; b < ML_A2A_NALG; b++)
-                    printf("%s\"%s\":%.9g", b ? "," : "", ml_a2a_names[b], win[a][1 + b]);
+                for (int b = 0, first = 1; b < ML_A2A_NALG; b++)
+                    if (!skip[1 + b]) {
+                        printf("%s\"%s\":%.9g", first ? "" : ",", ml_a2a_names[b], win[a][1 + b]);
+                        first = 0;
+                    }
                 printf("}},\"learned_s\":{");
                 for (int b = 0, first = 1; b < ML_A2A_NALG; b++)
                     if (info[a].cand_mask & 1 << b) {

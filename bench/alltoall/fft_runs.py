@@ -1,7 +1,7 @@
 """Learning across runs, measured on an application with few Alltoalls per run.
 
     python bench/alltoall/fft_runs.py [--np 4] [--n 128] [--iters 4] [--runs 10]
-                                      [--repeat 3] [--json FILE] [-- launcher]
+                                      [--repeat 3] [--skip ALG,...] [--json FILE] [-- launcher]
 
 Runs the bundled example fft2d (2-D FFT by transposes, 2 MPI_Alltoall per iteration,
 results checked: a failed check stops the benchmark) RUNS times in a row, as a user
@@ -14,6 +14,13 @@ ranks).  --repeat R does the whole sequence R times, each with a fresh cache; th
 ratios per run are the medians over the sequences (one 8-call job is at the mercy of this
 machine's noise).  Prints one JSON document on stdout (sequences, medians per run, run 1
 against run RUNS) and a table on stderr.  docs/alltoall.md, "Learning cache", gives figures.
+
+Intervals (`after_choice`): over every round in which adaptive started from a final
+choice (source reused: runs 4 and later, once few-calls mode has decided), adaptive's
+time in MPI_Alltoall over native's and over the best forced algorithm's in the same
+round: the ratio of the times summed over those rounds, with a 95 % bootstrap interval
+over the rounds (and the same for the wall time); "within 5 %" of the best forced algorithm is claimed only when the whole
+interval lies below 1.05.  --skip leaves forced algorithms out (a slow network).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
 from mpilens import paths
+from mpilens.bench.alltoall import ratio_interval, verdict
 from mpilens.bench.launch import launcher_for, run_program
 
 ALGOS = ["spread", "bruck", "recdbl", "pair", "pair_lb", "pair_barrier", "ring", "mpi"]
@@ -70,7 +78,7 @@ def sequence(launcher: list[str], args: argparse.Namespace, variants: list[str],
                 res[v] = job(launcher, args.n, args.iters, env, Path(tmp) / f"{v}.prof")
             a = res["adaptive"]
             rounds.append({"run": r, "adaptive": a, "native": res["native"],
-                           "forced": {x: res[x] for x in ALGOS}})
+                           "forced": {x: res[x] for x in args.algos}})
             print(f"seq {seq} run {r:2}: adaptive {a['time_s'] * 1e3:7.2f} ms "
                   f"(alltoall {a['alltoall_s'] * 1e3:6.2f} ms, {a.get('source')}, "
                   f"{a.get('algorithm')}, learning {a.get('learning_calls')}, carried "
@@ -88,12 +96,18 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=4, help="FFT round trips per run (2 Alltoalls each)")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3, help="sequences, each with a fresh cache")
+    ap.add_argument("--skip", default="", help="forced algorithms not run, comma list")
     ap.add_argument("--json", type=Path, help="also write the JSON document here")
     ap.add_argument("launcher", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     user = args.launcher[1:] if args.launcher[:1] == ["--"] else args.launcher
     launcher = launcher_for(user, args.np)
-    variants = ["adaptive", "native"] + ALGOS
+    skip = {x for x in args.skip.split(",") if x}
+    if skip - set(ALGOS) or not set(ALGOS) - skip:
+        raise SystemExit(f"fft_runs: --skip {args.skip}: expected names of {', '.join(ALGOS)}, "
+                         "leaving at least one")
+    args.algos = [x for x in ALGOS if x not in skip]
+    variants = ["adaptive", "native"] + args.algos
     sequences = []
     for seq in range(1, args.repeat + 1):
         rounds, final = sequence(launcher, args, variants, seq)
@@ -102,8 +116,8 @@ def main() -> int:
     # (the fastest of 8 noisy jobs in each round would be biased low); each round's
     # adaptive job is compared with that algorithm's job of the same round
     med = {x: statistics.median(r["forced"][x]["time_s"] for sq in sequences for r in sq["rounds"])
-           for x in ALGOS}
-    best = min(ALGOS, key=med.__getitem__)
+           for x in args.algos}
+    best = min(args.algos, key=med.__getitem__)
     for sq in sequences:
         for r in sq["rounds"]:
             a, nat, bf = r["adaptive"], r["native"], r["forced"][best]
@@ -119,6 +133,18 @@ def main() -> int:
         x["run"] = r + 1
         x["sources"] = [sq["rounds"][r]["adaptive"].get("source") for sq in sequences]
         x["algorithms"] = [sq["rounds"][r]["adaptive"].get("algorithm") for sq in sequences]
+    # after the choice is final: rounds whose adaptive job started from it (reused)
+    after = [r for sq in sequences for r in sq["rounds"] if r["adaptive"].get("source") == "reused"]
+    ivs: dict[str, Any] = {"rounds": len(after)}
+    for k in keys:  # a ratio of summed times over those rounds, paired by round
+        what = "time_s" if k.startswith("time") else "alltoall_s"
+        ivs[k] = ratio_interval([(r["adaptive"][what],
+                                  (r["native"] if k.endswith("native") else r["forced"][best])[what])
+                                 for r in after])
+    ivs["alltoall_within_5pct"] = verdict(ivs["alltoall_over_best_forced"], 1.05, "within 5 %",
+                                          "not within 5 %")
+    ivs["alltoall_vs_native"] = verdict(ivs["alltoall_over_native"], 1.0, "faster", "slower")
+    ivs["choices"] = sorted({r["adaptive"].get("algorithm") for r in after} - {None})
     doc = {"np": args.np, "n": args.n, "iters": args.iters, "alltoalls_per_run": 2 * args.iters,
            "block_bytes": sequences[0]["rounds"][0]["adaptive"]["block_bytes"],
            "mpi": paths.mpi_flavour(), "repeat": args.repeat, "best_forced": best,
@@ -127,12 +153,20 @@ def main() -> int:
                                        for v in ("adaptive", "native")}},
            "median_per_run": per_run,
            "first_vs_last": {k: [per_run[0][k], per_run[-1][k]] for k in keys},
+           "after_choice": ivs,
            "sequences": sequences}
     for x in per_run:
         print(f"median run {x['run']:2}: adaptive/native time {x['time_over_native']:.3f} "
               f"alltoall {x['alltoall_over_native']:.3f}; adaptive/best forced time "
               f"{x['time_over_best_forced']:.3f} alltoall {x['alltoall_over_best_forced']:.3f}; "
               f"{x['sources']} {x['algorithms']}", file=sys.stderr)
+    for k in keys:
+        iv = ivs[k]
+        if iv:
+            print(f"after the choice ({ivs['rounds']} rounds, {ivs['choices']}): {k} "
+                  f"{iv['ratio']:.3f} [{iv['lo']:.3f}, {iv['hi']:.3f}]", file=sys.stderr)
+    print(f"alltoall vs best forced ({best}): {ivs['alltoall_within_5pct']}; vs native: "
+          f"{ivs['alltoall_vs_native']}", file=sys.stderr)
     text = json.dumps(doc, indent=1)
     print(text)
     if args.json:

@@ -20,12 +20,21 @@ Column A/A: native MPI_Alltoall run twice in the same run, on two communicators
 (max/min of the two): how far two identical variants land apart, the noise
 floor of every ratio.  A miss marked "no~" is within it (ratio <= target x A/A):
 this run cannot tell it from a hit.
+Intervals (JSON `intervals`, columns after/best and after/native): per chunk after
+the adaptive variant's last learning call, its time over the best forced
+algorithm's (the lowest median over the runs) and over native's in the same chunk
+(the variants of a chunk run back to back); the ratio of their times summed over those
+chunks of every run, with a 95 % bootstrap interval over the chunks.  "within 5 %" is claimed
+only when the whole interval lies below 1.05, "not within" when it lies above,
+else "not resolved"; against native likewise "faster", "slower", "not resolved".
+--skip leaves variants out (forced algorithms, nomodel) to keep a slow sweep short.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,7 +87,7 @@ def targets(res: dict[str, Any]) -> dict[str, Any]:
     best_alg = min(forced, key=forced.get)
     best = forced[best_alg]
     base = min(best, res["native_s"])
-    model, nomodel = res["adaptive"]["model"], res["adaptive"]["nomodel"]
+    model, nomodel = res["adaptive"]["model"], res["adaptive"].get("nomodel")
     # after learning: against the forced algorithms timed in the same chunks
     wf = model.get("window", {}).get("forced_s") or forced
     wbest = min(wf.values())
@@ -86,12 +95,13 @@ def targets(res: dict[str, Any]) -> dict[str, Any]:
            "best_forced_after": min(wf, key=wf.get),
            "after_ratio": model["after_s"] / wbest if model["after_s"] > 0 and wbest > 0 else None,
            "total_ratio": model["total_s"] / base,
-           "model_vs_nomodel": model["total_s"] / nomodel["total_s"]}
+           "model_vs_nomodel": model["total_s"] / nomodel["total_s"] if nomodel else None}
     out["after_ok"] = out["after_ratio"] is not None and out["after_ratio"] <= 1.05
     out["total_ok"] = out["total_ratio"] <= 1.10
-    out["prune_ok"] = None if res["bytes"] < 4096 else out["model_vs_nomodel"] < 1.0
+    out["prune_ok"] = None if res["bytes"] < 4096 or nomodel is None else \
+        out["model_vs_nomodel"] < 1.0
     decide = model.get("grouping_s", 0) + model.get("learning_s", 0)
-    out["decide_ratio"] = None if res["bytes"] < 4096 or not nomodel.get("learning_s") else \
+    out["decide_ratio"] = None if res["bytes"] < 4096 or not (nomodel or {}).get("learning_s") else \
         decide / nomodel["learning_s"]
     if "native_aa_s" in res:  # the A/A control: identical variants this far apart
         a, b = res["native_s"], res["native_aa_s"]
@@ -103,16 +113,80 @@ def targets(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def ratio_interval(pairs: list[tuple[float, float]], seed: int = 1) -> dict[str, Any] | None:
+    """The ratio of two variants' summed times over paired samples (a, b) (chunks, or
+    rounds), sum(a) / sum(b), and its 95 % bootstrap interval over the pairs (2000
+    resamples of the pairs, seeded: the same data give the same interval).  A ratio of
+    sums, not a mean of ratios: with per-chunk times spread 10x by the scheduler, the
+    mean of per-chunk ratios is ruled by the chunks whose denominator happened to be
+    small."""
+    if not pairs:
+        return None
+    rng = random.Random(seed)
+    n = len(pairs)
+    boot = []
+    for _ in range(2000):
+        pick = [pairs[rng.randrange(n)] for _ in range(n)]
+        boot.append(sum(a for a, _ in pick) / sum(b for _, b in pick))
+    boot.sort()
+    return {"ratio": sum(a for a, _ in pairs) / sum(b for _, b in pairs), "lo": boot[49],
+            "hi": boot[1949], "pairs": n}
+
+
+def verdict(iv: dict[str, Any] | None, bound: float, below: str, above: str) -> str:
+    """below when the whole interval lies below bound, above when it lies above."""
+    if iv is None:
+        return "no chunk after learning"
+    return below if iv["hi"] < bound else above if iv["lo"] > bound else "not resolved"
+
+
+def intervals(rs: list[dict[str, Any]], best: str) -> dict[str, Any]:
+    """Adaptive (model) after learning over the best forced algorithm and over native,
+    and native's A/A control, per chunk after the last learning call, pooled over the
+    runs rs (each with chunk_s)."""
+    logs: dict[str, list[tuple[float, float]]] = {"after_best": [], "after_native": [],
+                                                  "aa": [], "best_native": []}
+    for r in rs:
+        ch = r.get("chunk_s")
+        if not ch or best not in ch:
+            continue
+        first = r["last_learning_chunk"]["model"] + 1
+        for c in range(len(r["chunk_calls"])):
+            nat = ch["native"][c]
+            if min(nat, ch[best][c], ch["native_aa"][c], ch["model"][c]) <= 0:
+                continue
+            logs["aa"].append((ch["native_aa"][c], nat))
+            logs["best_native"].append((ch[best][c], nat))
+            if c >= first:
+                logs["after_best"].append((ch["model"][c], ch[best][c]))
+                logs["after_native"].append((ch["model"][c], nat))
+    out: dict[str, Any] = {"best_forced": best}
+    for k, v in logs.items():
+        out[k] = ratio_interval(v)
+    out["after_within_5pct"] = verdict(out["after_best"], 1.05, "within 5 %", "not within 5 %")
+    out["after_vs_native"] = verdict(out["after_native"], 1.0, "faster", "slower")
+    return out
+
+
+def fmt_iv(iv: dict[str, Any] | None) -> str:
+    return "-" if iv is None else f"{iv['ratio']:.2f} [{iv['lo']:.2f},{iv['hi']:.2f}]"
+
+
 def us(x: float) -> str:
     return f"{x * 1e6:.1f}"
 
 
 def table(run: dict[str, Any]) -> str:
-    head = ["bytes", "native", "A/A", *ALGOS, "model tot", "after", "choice", "nomodel tot",
-            "after", "choice", "after<=5%", "tot<=10%", "prune", "decide"]
+    algos = [a for a in ALGOS if a in run["results"][0]["forced_s"]]
+    head = ["bytes", "native", "A/A", *algos, "model tot", "after", "choice", "nomodel tot",
+            "after", "choice", "after<=5%", "tot<=10%", "prune", "decide", "after/best",
+            "after/native"]
     rows = [head]
+    empty = {"total_s": 0.0, "after_s": 0.0, "algorithm": "-"}
     for r in run["results"]:
-        t, m, n = r["targets"], r["adaptive"]["model"], r["adaptive"]["nomodel"]
+        t, m = r["targets"], r["adaptive"]["model"]
+        n = r["adaptive"].get("nomodel", empty)
+        iv = r.get("intervals") or {}
         rm = t.get("runs_meeting")
 
         def runs(key: str, rm: dict[str, Any] | None = rm) -> str:
@@ -123,27 +197,30 @@ def table(run: dict[str, Any]) -> str:
             return f"{word} {ratio or 0:.2f}{runs(key)}"
         rows.append([str(r["bytes"]), us(r["native_s"]),
                      f"{t['aa_spread']:.2f}" if "aa_spread" in t else "-",
-                     *[us(r["forced_s"][a]) for a in ALGOS],
+                     *[us(r["forced_s"][a]) for a in algos],
                      us(m["total_s"]), us(m["after_s"]), m["algorithm"], us(n["total_s"]),
                      us(n["after_s"]), n["algorithm"], verdict("after", t["after_ratio"]),
                      verdict("total", t["total_ratio"]),
                      "-" if t["prune_ok"] is None else verdict("prune", t["model_vs_nomodel"]),
-                     "-" if t.get("decide_ratio") is None else f"{t['decide_ratio']:.2f}"])
+                     "-" if t.get("decide_ratio") is None else f"{t['decide_ratio']:.2f}",
+                     f"{fmt_iv(iv.get('after_best'))} {iv.get('after_within_5pct', '')}",
+                     f"{fmt_iv(iv.get('after_native'))} {iv.get('after_vs_native', '')}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = [f"{run['nranks']} ranks, microseconds per call (mean over ranks; median of "
-             f"{run.get('repeat', 1)} runs, targets met in how many runs in brackets; "
-             "no~: missed by less than the A/A spread)"]
+    lines = [(f"{run['nranks']} ranks, microseconds per call (mean over ranks; median of "
+              f"{run.get('repeat', 1)} runs, targets met in how many runs in brackets; "
+              "no~: missed by less than the A/A spread; after/best and after/native: ratio "
+              "[95 % interval] over the chunks after learning)")]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(lines)
 
 
 def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list[int],
             chunks: int, timeout: float | None, race: str,
-            network_model: Path | None = None) -> dict[str, Any]:
+            network_model: Path | None = None, skip: str = "") -> dict[str, Any]:
     exe = paths.artifact("bin/mpilens-bench-alltoall")
     argv = [str(exe), "--sizes", ",".join(map(str, sizes)),
             "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),
-            "--chunks", str(chunks), "--race", race]
+            "--chunks", str(chunks), "--race", race, *(["--skip", skip] if skip else [])]
     model = str(network_model) if network_model else None
     proc = launch.run_program(launcher, argv, {"MPILENS_NETWORK_MODEL": model}, timeout)
     for line in proc.stderr.splitlines():
@@ -178,6 +255,8 @@ def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
             "forced_s": {a: median([r["forced_s"][a] for r in rs]) for a in r0["forced_s"]},
             "adaptive": {}}
         for v in ("model", "nomodel"):
+            if v not in r0["adaptive"]:
+                continue
             ad = [r["adaptive"][v] for r in rs]
             res["adaptive"][v] = {
                 "total_s": median([a["total_s"] for a in ad]),
@@ -191,6 +270,7 @@ def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
                 **{key: median([a[key] for a in ad]) for key in ("grouping_s", "learning_s")
                    if all(key in a for a in ad)}}
         res["targets"] = targets(res)
+        res["intervals"] = intervals(rs, res["targets"]["best_forced"])
         per = [r["targets"] for r in rs]
         res["targets"]["runs_meeting"] = {
             "after": sum(t["after_ok"] for t in per), "total": sum(t["total_ok"] for t in per),
@@ -236,6 +316,10 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 not r["targets"][f"{key}_ok"] and bool(r["targets"][f"{key}_within_aa"])
                 for r in rows)
         out["aa_spread_max"] = max(r["targets"]["aa_spread"] for r in res)
+    if res and "intervals" in res[0]:  # the verdicts that rest on intervals
+        for key in ("after_within_5pct", "after_vs_native"):
+            words = [r["intervals"][key] for r in res]
+            out[f"intervals_{key}"] = {w: words.count(w) for w in sorted(set(words))}
     if res and "runs" in res[0]:
         out["per_run"] = {"after_within_5pct": per_run("after_ok", res),
                           "total_within_10pct": per_run("total_ok", res),
@@ -268,6 +352,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--network-model", type=Path,
                    help="adaptive Grouping predicts from this file of `mpilens bench logp "
                         "--model` instead of measuring (MPILENS_NETWORK_MODEL)")
+    p.add_argument("--skip", default="",
+                   help="variants not run: forced algorithm names and nomodel, comma list")
     p.add_argument("--json", type=Path, help="save the result here")
     p.add_argument("--force", action="store_true", help="allow overwriting --json")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run")
@@ -281,12 +367,16 @@ def main(argv: list[str]) -> int:
         raise UserError(f"--network-model {args.network_model}: no such file "
                         "(write one with `mpilens bench logp --model FILE`)")
     race = parse_race(args.race)
+    skip = [x for x in args.skip.split(",") if x]
+    if any(x not in ALGOS + ["nomodel"] for x in skip) or len(set(ALGOS) - set(skip)) < 1:
+        raise UserError(f"--skip {args.skip}: expected forced algorithm names ({', '.join(ALGOS)}) "
+                        "and nomodel, leaving at least one algorithm")
     outfile.check_output(args.json, args.force, "--json")
     calls, learn = plan(sizes, args.calls, args.learn, parse_size(args.scale_from))
     runs = []
     for np_ in nps:
         run = combine([run_one(launcher_for(user_launcher, np_), sizes, calls, learn, args.chunks,
-                               args.timeout, race, args.network_model)
+                               args.timeout, race, args.network_model, ",".join(skip))
                        for _ in range(args.repeat)])
         runs.append(run)
         if not args.quiet:

@@ -193,6 +193,12 @@ void ml_tune_save(void);
 #define RUN_SAMPLE 8
 /* After a drift, re-learning keeps the candidates within this factor of the best. */
 #define PRUNE_RELEARN 1.2
+/* The MPI's own algorithm ("mpi", what native MPI_Alltoall runs) is the
+ * default: another candidate replaces it only when its slot means are lower
+ * beyond the noise, by a one-sided exact Wilcoxon signed-rank test on the
+ * slots paired by index (same turn) at this level, divided by the number of
+ * candidates tested against it (Bonferroni); docs/alltoall.md, Selection. */
+#define ML_A2A_ALPHA 0.05
 
 enum { PH_NEW, PH_LEARN, PH_RUN };
 /* SRC_LEARNING: still learning (no algorithm); SRC_PROVISIONAL: a choice from
@@ -213,6 +219,8 @@ typedef struct {
     int done, done0;               /* calls so far (carried + this run), carried */
     double tmin;                   /* local fastest call of the first turn, this run */
     double ctmin;                  /* carried sum over the ranks of it, <0: none */
+    double am[NSLOT];              /* agreed mean per call per slot (over the ranks, carried
+                                      included) at the last agreement, <= 0: empty slot */
 } cand_learn;
 
 /* One block size on one communicator. */
@@ -338,6 +346,8 @@ int ml_a2a_learn_block(void);                      /* calls per turn */
 int ml_a2a_block_of(const size_state *e);          /* ... of this size (1 with few calls) */
 #define ML_A2A_FEW_CALLS 10 /* calls per run at or below which learning converges in 3 runs */
 int ml_a2a_learn_alloc(comm_state *cs, size_state *e); /* samples, phase Learning */
+/* whether slot means a are below d beyond the noise (learn.c) */
+int ml_a2a_beats(const double *a, const double *d, double alpha);
 /* MPI_Finalize, entries with samples (learning, provisional): collective over
  * cs; agrees the times so far; S (NULL or ML_A2A_NALG * (NSLOT + 1)) gets
  * this run's slot sums and each candidate's first-turn fastest call (summed

@@ -16,7 +16,10 @@
  *             interleaved in blocks so that a drifting machine biases no
  *             candidate; time of a candidate = mean over all ranks (median
  *             over its slots of blocks); clear losers leave after one turn,
- *             at N/5 and at N/2 calls (MPILENS_ALLTOALL_RACE).
+ *             at N/5 and at N/2 calls (MPILENS_ALLTOALL_RACE), never "mpi".
+ *             The choice (run_best): "mpi" unless another candidate is faster
+ *             beyond the noise (exact signed-rank test on its slots against
+ *             mpi's, ml_a2a_beats); without "mpi", the lowest learned time.
  *             A run not expected to finish (learning cache: calls per
  *             run) learns for half its calls, then runs the best measured
  *             candidate: a provisional choice (MPILENS_ALLTOALL_PROVISIONAL).
@@ -152,7 +155,9 @@ static double carried_time(const comm_state *cs, const cand_learn *l)
 
 /* Few calls per run: when a resumed learning has a sample of every candidate
  * left, the slower half leave before this run learns (their carried time is
- * kept), so that the few calls of a run go to fewer candidates. */
+ * kept), so that the few calls of a run go to fewer candidates.  The MPI's own
+ * algorithm (the default, see run_best) stays: if it is not in the faster half,
+ * it takes the half's last place. */
 static void halve_field(const comm_state *cs, size_state *e)
 {
     double t[ML_A2A_NALG];
@@ -172,9 +177,17 @@ static void halve_field(const comm_state *cs, size_state *e)
             order[j] = order[j - 1];
             order[j - 1] = x;
         }
-    int keep = (n + 1) / 2, stay[ML_A2A_NALG] = {0};
-    for (int i = 0; i < keep; i++)
+    int keep = (n + 1) / 2, stay[ML_A2A_NALG] = {0}, have_mpi = 0;
+    for (int i = 0; i < keep; i++) {
         stay[order[i]] = 1;
+        have_mpi |= e->cand[order[i]] == ML_A2A_MPI;
+    }
+    for (int i = keep; i < n && !have_mpi; i++) /* the default stays: it takes the last place */
+        if (e->cand[order[i]] == ML_A2A_MPI) {
+            stay[order[keep - 1]] = 0;
+            stay[order[i]] = 1;
+            have_mpi = 1;
+        }
     int m = 0;
     for (int i = 0; i < n; i++) {
         if (!stay[i]) {
@@ -264,7 +277,8 @@ static int first_turn_here(const size_state *e, const cand_learn *c)
 }
 
 /* Agreed learned time per call of each candidate left (into t: the median
- * over its slots of the slot means, carried samples included), plus nx <=
+ * over its slots of the slot means, carried samples included; the slot means
+ * themselves into each row's am, for run_best's test), plus nx <=
  * ML_A2A_NALG + 2 further values summed over the ranks (x, in place).  With
  * S not NULL, the sums of this run's slots go there (ncand x NSLOT). */
 static int agreed_times(comm_state *cs, size_state *e, double *t, double *x, int nx, double *S)
@@ -283,12 +297,14 @@ static int agreed_times(comm_state *cs, size_state *e, double *t, double *x, int
     if (S)
         memcpy(S, sum, sizeof(double) * (size_t)n);
     for (int i = 0; i < e->ncand; i++) {
-        const cand_learn *c = &e->lr[i];
+        cand_learn *c = &e->lr[i];
         double m[NSLOT];
         int used = 0;
-        for (int j = 0; j < NSLOT; j++)
+        for (int j = 0; j < NSLOT; j++) {
+            c->am[j] = c->tn[j] > 0 ? (sum[i * NSLOT + j] + c->cts[j]) / cs->P / c->tn[j] : 0;
             if (c->tn[j] > 0)
-                m[used++] = (sum[i * NSLOT + j] + c->cts[j]) / cs->P / c->tn[j];
+                m[used++] = c->am[j];
+        }
         if (used == 0) {
             t[i] = 1e300; /* no sample (cannot happen at a race point or the end) */
             continue;
@@ -307,11 +323,13 @@ static int measured(double v)
 }
 
 /* Drops the candidates at or above factor x the best of cmp (their time t
- * is kept for the profile and re-learning); the others keep their rows.
+ * is kept for the profile and re-learning); the others keep their rows, and
+ * t is compacted with them (cmp may be t: read before it moves).  The MPI's
+ * own algorithm is never dropped (it is the default choice, run_best).
  * Candidates without a measured value in cmp are never the best; those without
  * samples (1e300) are dropped, those without a first-turn minimum (<= 0) stay;
  * the best always stays, so at least one candidate is left. */
-static void drop_slow(size_state *e, const double *cmp, const double *t, double factor)
+static void drop_slow(size_state *e, const double *cmp, double *t, double factor)
 {
     int best = -1;
     for (int i = 0; i < e->ncand; i++)
@@ -319,15 +337,19 @@ static void drop_slow(size_state *e, const double *cmp, const double *t, double 
             best = i;
     if (best < 0)
         return; /* nothing measured: nothing to compare */
+    double bar = factor * cmp[best]; /* before t (which may be cmp) is compacted */
     int n = 0;
     for (int i = 0; i < e->ncand; i++) {
         /* a candidate without samples (1e300) is dropped as before; one without a
-         * comparable time (<= 0: no first-turn minimum) stays, to be judged later */
-        if (i != best && cmp[i] > 0 && cmp[i] >= factor * cmp[best]) {
+         * comparable time (<= 0: no first-turn minimum) stays, to be judged later;
+         * the MPI's own algorithm, the default (run_best), never leaves by a race */
+        double ci = cmp[i];
+        if (i != best && e->cand[i] != ML_A2A_MPI && ci > 0 && ci >= bar) {
             e->mean[e->cand[i]] = t[i];
             continue;
         }
         e->cand[n] = e->cand[i];
+        t[n] = t[i]; /* t follows its row (run_best reads it after a provisional drop) */
         if (n != i)
             e->lr[n] = e->lr[i];
         n++;
@@ -375,31 +397,94 @@ static void add_times(comm_state *cs, size_state *e, const double x[2])
     e->learn_local = e->group_local = 0;
 }
 
-/* Running the candidate with the lowest measured time: the lowest agreed time t
- * of the candidates left, or a dropped candidate's kept time if that is lower
- * (a race judges on early samples or fastest calls, so a candidate it dropped
- * can end with a lower measured mean than the winner's; the choice is never
- * one whose measured time is above another's).  A dropped candidate chosen so
- * rejoins the candidates (with no samples of its own while learning goes on). */
+/* Whether the slot means a are lower than d beyond the noise: a one-sided
+ * exact Wilcoxon signed-rank test on the slots both have (paired by index:
+ * the same turn, so a machine whose speed drifts between turns affects both),
+ * p < alpha.  The differences are (a - d) / (a + d), monotone in log(a / d)
+ * (scale-free, and no libm: every rank computes the same bits); ties of
+ * |difference| take their mean rank (doubled, to stay integers), zeros are left
+ * out.  With n pairs the smallest p is 2^-n, so fewer than 5 pairs (at alpha
+ * 0.05) never show a difference.  Exported for the tests' documentation only:
+ * the choice is tested end to end (tests/test_alltoall_runs.py). */
+int ml_a2a_beats(const double *a, const double *d, double alpha)
+{
+    double x[NSLOT];
+    int n = 0, r2[NSLOT], tplus = 0;
+    for (int j = 0; j < NSLOT; j++)
+        if (a[j] > 0 && d[j] > 0 && a[j] != d[j])
+            x[n++] = (a[j] - d[j]) / (a[j] + d[j]);
+    if (n == 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        int less = 0, eq = 0;
+        double ai = x[i] < 0 ? -x[i] : x[i];
+        for (int k = 0; k < n; k++) {
+            double ak = x[k] < 0 ? -x[k] : x[k];
+            less += ak < ai;
+            eq += ak == ai;
+        }
+        r2[i] = 2 * less + eq + 1; /* twice the mean rank of the tie group */
+        if (x[i] > 0)
+            tplus += r2[i]; /* a slower than d in this slot */
+    }
+    double cnt[NSLOT * (NSLOT + 1) + 1] = {1}, le = 0, all = 1;
+    int top = 0;
+    for (int i = 0; i < n; i++) { /* sign patterns by their doubled positive rank sum */
+        for (int v = top; v >= 0; v--)
+            cnt[v + r2[i]] += cnt[v];
+        top += r2[i];
+        all *= 2;
+    }
+    for (int v = 0; v <= tplus; v++)
+        le += cnt[v];
+    return le / all < alpha;
+}
+
+/* Running the chosen candidate.  The MPI's own algorithm ("mpi", what native
+ * MPI_Alltoall runs) is the default: when it is a candidate left with a
+ * measured time, another candidate replaces it only if that one's slot means
+ * are lower beyond the noise (ml_a2a_beats, at ML_A2A_ALPHA divided by the
+ * number of candidates tested) and its learned time (median) is lower; of those,
+ * the lowest learned time runs.  So no candidate runs that is not shown better
+ * than the default, and a handful of samples (first calls, a preempted turn)
+ * cannot move the choice away from the MPI's own.  Without the default: the
+ * lowest agreed time t of the candidates left, or a dropped candidate's kept
+ * time if that is lower (a race judges on early samples or fastest calls, so a
+ * candidate it dropped can end with a lower measured mean than the winner's;
+ * the choice is never one whose measured time is above another's).  A dropped
+ * candidate chosen so rejoins the candidates (with no samples of its own while
+ * learning goes on). */
 static void run_best(size_state *e, const double *t, int source)
 {
-    int best = 0;
+    int best = 0, dflt = -1, tested = 0;
     for (int i = 0; i < e->ncand; i++) {
         e->mean[e->cand[i]] = t[i];
         if (t[i] < t[best])
             best = i;
+        if (e->cand[i] == ML_A2A_MPI && measured(t[i]) && e->lr)
+            dflt = i;
     }
     int alg = e->cand[best];
     double tb = t[best];
-    for (int a = 0; a < ML_A2A_NALG; a++) {
-        int left = 0;
+    if (dflt >= 0) {
         for (int i = 0; i < e->ncand; i++)
-            left |= e->cand[i] == a;
-        if (!left && measured(e->mean[a]) && e->mean[a] < tb) {
-            alg = a;
-            tb = e->mean[a];
+            tested += i != dflt && measured(t[i]);
+        int win = dflt;
+        for (int i = 0; i < e->ncand; i++)
+            if (i != dflt && measured(t[i]) && t[i] < t[dflt] && t[i] < t[win] &&
+                ml_a2a_beats(e->lr[i].am, e->lr[dflt].am, ML_A2A_ALPHA / tested))
+                win = i;
+        alg = e->cand[win];
+    } else
+        for (int a = 0; a < ML_A2A_NALG; a++) {
+            int left = 0;
+            for (int i = 0; i < e->ncand; i++)
+                left |= e->cand[i] == a;
+            if (!left && measured(e->mean[a]) && e->mean[a] < tb) {
+                alg = a;
+                tb = e->mean[a];
+            }
         }
-    }
     int in = 0;
     for (int i = 0; i < e->ncand; i++)
         in |= e->cand[i] == alg;
@@ -569,7 +654,7 @@ static int check_drift(comm_state *cs, size_state *e)
     int n = 0;
     for (int i = 0; i < e->ncand; i++) {
         int a = e->cand[i];
-        if (e->mean[a] >= 0 && e->mean[a] < best * PRUNE_RELEARN)
+        if (e->mean[a] >= 0 && (a == ML_A2A_MPI || e->mean[a] < best * PRUNE_RELEARN))
             e->cand[n++] = a;
     }
     e->ncand = n;
