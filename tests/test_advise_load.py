@@ -76,7 +76,8 @@ def test_views_hold_the_lines_values(build: Path, tmp_path: Path, name: str, np_
         assert sorted(max(range(25), key=lambda b: s["hist"][b]) for s in sites) == [4, 17]
     if name == "poll":
         assert sum(p[1] for p in prof.ranks[0]["peers"]["recv"]) == (np_ - 1) * 100
-        assert prof.ranks[0]["functions"]["MPI_Testany"]["calls"] >= 10_000
+        assert prof.ranks[0]["functions"]["MPI_Testany"]["calls"] == \
+            rows[0]["functions"]["MPI_Testany"]["calls"] > 0
     if name == "imbalance":
         assert prof.ranks[1]["late_arrival"]["sampled"] == rows[1]["late_arrival"]["sampled"] > 0
 
