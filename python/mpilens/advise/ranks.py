@@ -88,21 +88,21 @@ class _Fold:
         self.la_gap = array("d")
         self.la_why = array("i")
         # per function with bytes: rank -> (sent, received), sparse
-        self.fbytes: dict[str, tuple[array, array, list[int], list[int]]] = {}
+        self.fbytes: dict[str, tuple[array, array, array]] = {}
         self.recv_rank = array("q")
         self.recv_peer = array("q")
-        self.recv_msgs: list[int] = []
-        self.recv_bytes: list[int] = []
+        self.recv_msgs = array("Q")
+        self.recv_bytes = array("Q")
         self.site_rank = array("q")
         self.site_fn = array("i")
-        self.site_calls: list[int] = []
+        self.site_calls = array("Q")
         self.site_time = array("d")
-        self.site_sent: list[int] = []
-        self.site_recv: list[int] = []
+        self.site_sent = array("Q")
+        self.site_recv = array("Q")
         self.site_hlen = array("i")      # len(hist), -1: none
         self.hist_site = array("q")      # sparse bins of the sites' hists
         self.hist_bin = array("i")
-        self.hist_count: list[int] = []
+        self.hist_count = array("Q")
         self.fn_names: dict[str, int] = {}
 
     def _string(self, s: str) -> int:
@@ -116,7 +116,7 @@ class _Fold:
         self.k += 1
         try:
             self._add(k, r)
-        except (TypeError, ValueError, AttributeError, IndexError):
+        except (TypeError, ValueError, AttributeError, IndexError, OverflowError):
             raise UserError(f"corrupted profile: rank {k}'s line has a bad value where "
                             f"advise reads it (cpus_online, affinity, late_arrival, "
                             f"peers.recv, callsites)") from None
@@ -142,10 +142,10 @@ class _Fold:
                 bs, br = int(bs), int(br)
                 col = self.fbytes.get(name)
                 if col is None:
-                    col = self.fbytes[name] = (array("q"), array("q"), [], [])
+                    col = self.fbytes[name] = (array("q"), array("Q"), array("Q"))
                 col[0].append(k)
-                col[2].append(bs)
-                col[3].append(br)
+                col[1].append(bs)
+                col[2].append(br)
         for peer, m, b in r.get("peers", {}).get("recv", ()):
             self.recv_rank.append(k)
             self.recv_peer.append(int(peer))
@@ -177,12 +177,9 @@ class _Fold:
         return Folded(self)
 
 
-def _u64(values: list[int]) -> np.ndarray:
-    """Exact counts as uint64 (the runtime's counters), object arrays beyond that."""
-    try:
-        return np.array(values, dtype=np.uint64)
-    except OverflowError:
-        return np.array(values, dtype=object)
+def _u64(values: array) -> np.ndarray:
+    """Counts as uint64 (the runtime's counters: a value beyond refuses the line)."""
+    return np.frombuffer(values, dtype=np.uint64) if len(values) else np.zeros(0, np.uint64)
 
 
 def _starts(owner: array, n: int) -> np.ndarray:
@@ -204,7 +201,7 @@ class Folded:
                        else np.zeros((0, 4), np.int64))
         self.la_gap = np.frombuffer(f.la_gap, dtype=np.float64) if n else np.zeros(0)
         self.la_why = np.frombuffer(f.la_why, dtype=np.int32) if n else np.zeros(0, np.int32)
-        self.fbytes = {name: (np.frombuffer(c[0], dtype=np.int64), _u64(c[2]), _u64(c[3]))
+        self.fbytes = {name: (np.frombuffer(c[0], dtype=np.int64), _u64(c[1]), _u64(c[2]))
                        for name, c in f.fbytes.items()}
         self.recv_start = _starts(f.recv_rank, n)
         self.recv_peer = np.frombuffer(f.recv_peer, dtype=np.int64) if len(f.recv_peer) \
