@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_advise import profile, write_model
-
 from mpilens.advise import engine, netmodel
 from mpilens.advise import ranks as advise_ranks
 from mpilens.advise.collectives import FAMILIES
 from mpilens.report.profile import load as reader_load
+from test_advise import profile, write_model
 
 LATE_DEFAULTS = {"sampled": 0, "every": 0, "clear": 0, "why": "", "last_clear": 0, "gap_s": 0.0}
 

@@ -236,7 +236,7 @@ class Folded:
 class _Functions(Mapping[str, dict[str, Any]]):
     """A rank's functions (those its line has): calls, time_s, bytes_sent, bytes_recv."""
 
-    __slots__ = ("ranks", "k")
+    __slots__ = ("k", "ranks")
 
     def __init__(self, ranks: AdviseRanks, k: int) -> None:
         self.ranks, self.k = ranks, k
@@ -268,7 +268,7 @@ _FUNCTION_KEYS = frozenset(FUNCTION_KEYS)
 class RankView(Mapping[str, Any]):
     """One rank line as advise folded it: the keys of RANK_KEYS its line has."""
 
-    __slots__ = ("ranks", "k")
+    __slots__ = ("k", "ranks")
 
     def __init__(self, ranks: AdviseRanks, k: int) -> None:
         self.ranks, self.k = ranks, k
