@@ -109,7 +109,7 @@ def test_header_totals_equal_rank_lines(gz_and_plain) -> None:
         calls = [x.get("calls", 0) for x in per]
         assert f["calls_per_rank"] == {"min": min(calls), "max": max(calls)}, name
         times = [x.get("time_s", 0.0) for x in per]
-        # the rank lines' times have 7 significant digits (docs/profile-format.md), the
+        # the rank lines' times have 8 significant digits (docs/profile-format.md), the
         # header's 9: they agree within the reader's TIME_RTOL (1e-6)
         assert f["rank_time_s"]["max"] == pytest.approx(max(times), rel=1e-6)
         assert times[f["rank_time_s"]["max_rank"]] == pytest.approx(max(times), rel=1e-6)
@@ -410,15 +410,15 @@ def _digits(text: str) -> int:
 
 def test_rank_lines_times_have_few_digits(gz_and_plain) -> None:
     """The rank lines' times are written with the digits they carry (docs/profile-format.md,
-    Numbers): sums 7 significant digits, a call's shortest and longest 5, the time line's
+    Numbers): sums 8 significant digits, a call's shortest and longest 5, the time line's
     cells 4; the header keeps 9 for its sums.  heat2d's timed calls make every kind."""
     import re
     _, plain, _ = gz_and_plain
     text = plain.read_text().splitlines()
     number = r'(-?[0-9][0-9.eE+-]*)'
-    seen = {7: 0, 5: 0, 4: 0}
+    seen = {8: 0, 5: 0, 4: 0}
     for raw in text[1:]:
-        for key, most in (("time_s", 7), ("wall_s", 7), ("mpi_s", 7), ("gap_s", 7),
+        for key, most in (("time_s", 8), ("wall_s", 8), ("mpi_s", 8), ("gap_s", 8),
                           ("time_min_s", 5), ("time_max_s", 5), ("threshold_s", 5)):
             for m in re.finditer(rf'"{key}":{number}', raw):
                 assert _digits(m.group(1)) <= most, (key, m.group(1))

@@ -452,7 +452,7 @@ static void ml_cs_rank_json(ml_buf_t *b)
             int mi = ml_cs_module(r->pc[k], &mods, &nmods, &off);
             ml_buf_printf(b, "%s[%d,%llu]", k ? "," : "", mi, (unsigned long long)(mi < 0 ? r->pc[k] : off));
         }
-        ml_buf_printf(b, "],\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.7g,\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"hist\":[",
+        ml_buf_printf(b, "],\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"hist\":[",
                       (unsigned long long)r->calls, (unsigned long long)r->timed,
                       ml_cs_est(r->calls, r->timed, r->ticks, r->stimed, r->sticks), (unsigned long long)r->bytes_s,
                       (unsigned long long)r->bytes_r);
@@ -464,7 +464,7 @@ static void ml_cs_rank_json(ml_buf_t *b)
         ml_buf_printf(b, i ? "," : "");
         ml_buf_json_str(b, mods[i].path);
     }
-    ml_buf_printf(b, "],\"callsites_dropped\":{\"calls\":%llu,\"time_s\":%.7g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
+    ml_buf_printf(b, "],\"callsites_dropped\":{\"calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
                   (unsigned long long)m.over_calls, ml_cs_est(m.over_calls, m.over_timed, m.over_ticks, m.over_stimed, m.over_sticks),
                   (unsigned long long)m.over_bytes_s, (unsigned long long)m.over_bytes_r);
     free(mods);
