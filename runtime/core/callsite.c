@@ -341,7 +341,7 @@ static void ml_cs_rank_json(ml_buf_t *b)
             int mi = ml_cs_module(r->pc[k], &mods, &nmods, &off);
             ml_buf_printf(b, "%s[%d,%llu]", k ? "," : "", mi, (unsigned long long)(mi < 0 ? r->pc[k] : off));
         }
-        ml_buf_printf(b, "],\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"hist\":[",
+        ml_buf_printf(b, "],\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"hist\":[",
                       (unsigned long long)r->calls, (unsigned long long)r->timed,
                       ml_cs_est(r->calls, r->timed, r->ticks, r->stimed, r->sticks), (unsigned long long)r->bytes_s,
                       (unsigned long long)r->bytes_r);
@@ -356,7 +356,7 @@ static void ml_cs_rank_json(ml_buf_t *b)
     uint64_t rules, fallbacks;
     ml_uw_stats(&rules, &fallbacks);
     ml_buf_printf(b, "],\"callsite_backtraces\":%llu", (unsigned long long)fallbacks);
-    ml_buf_printf(b, ",\"callsites_dropped\":{\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
+    ml_buf_printf(b, ",\"callsites_dropped\":{\"calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
                   (unsigned long long)m.over_calls, ml_cs_est(m.over_calls, m.over_timed, m.over_ticks, m.over_stimed, m.over_sticks),
                   (unsigned long long)m.over_bytes_s, (unsigned long long)m.over_bytes_r);
     free(mods);

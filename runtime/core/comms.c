@@ -257,7 +257,7 @@ static void ml_cm_rank_json(ml_buf_t *b)
         } else {
             ml_buf_printf(b, ",\"kind\":\"other\"");
         }
-        ml_buf_printf(b, ",\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
+        ml_buf_printf(b, ",\"calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
                       (unsigned long long)c, ml_ticks_to_s(1) * ml_est_ticks(c, tmd, tk, stmd, stk),
                       (unsigned long long)bs, (unsigned long long)br);
     }

@@ -209,8 +209,8 @@ void ml_la_rank_json(ml_buf_t *b)
         ml_buf_printf(b, "}");
         return;
     }
-    ml_buf_printf(b, ",\"late_arrival\":{\"sampled\":%d,\"every\":%llu,\"clear\":%d,\"threshold_s\":%.9g,"
-                  "\"last\":%d,\"last_clear\":%d,\"gap_s\":%.9g}",
+    ml_buf_printf(b, ",\"late_arrival\":{\"sampled\":%d,\"every\":%llu,\"clear\":%d,\"threshold_s\":%.5g,"
+                  "\"last\":%d,\"last_clear\":%d,\"gap_s\":%.8g}",
                   la_sampled, (unsigned long long)(ml_la_mask + 1), la_clear, la_thr_s, la_last, la_last_clear,
                   la_gap_s);
 }

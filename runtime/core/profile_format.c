@@ -63,7 +63,7 @@ static void ml_put_functions(ml_buf_t *b, const ml_profile_t *p)
         ml_buf_printf(b, "%s\"%s\":{", firstf ? "" : ",", ml_func_name[i]);
         firstf = 0;
         double mean_call = p->time[i] / (double)p->calls[i];
-        ml_buf_printf(b, "\"calls\":%llu,\"time_s\":%.9g,\"time_min_s\":%.9g,\"time_max_s\":%.9g",
+        ml_buf_printf(b, "\"calls\":%llu,\"time_s\":%.9g,\"time_min_s\":%.5g,\"time_max_s\":%.5g",
                       (unsigned long long)p->calls[i], p->time[i], p->call_min[i], p->call_max[i]);
         ml_buf_printf(b, ",\"rank_time_s\":{\"min\":%.9g,\"mean\":%.9g,\"max\":%.9g,\"max_rank\":%d}",
                       p->rank_time_min[i], p->time[i] / ml_world_size, p->rank_time_max[i].v,
@@ -176,7 +176,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     ml_buf_printf(b, ",\"node\":%d", ml_my_node);
     ml_machine_rank(b);
     ml_la_rank_json(b); /* late arrival per collective (late.c) */
-    ml_buf_printf(b, ",\"pid\":%d,\"wall_s\":%.9g,\"mpi_s\":%.9g,\"threads\":%d,\"untracked_requests\":%llu,\"functions\":{",
+    ml_buf_printf(b, ",\"pid\":%d,\"wall_s\":%.8g,\"mpi_s\":%.8g,\"threads\":%d,\"untracked_requests\":%llu,\"functions\":{",
                   (int)getpid(), p->wall, p->mpi, ml_slot_count(), (unsigned long long)m->untracked);
     int first = 1;
     for (int i = 1; i < ML_NFUNC; i++) {
@@ -184,7 +184,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
         if (!f->calls) continue;
         ml_buf_printf(b, "%s\"%s\":{", first ? "" : ",", ml_func_name[i]);
         first = 0;
-        ml_buf_printf(b, "\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.9g,\"time_min_s\":%.9g,\"time_max_s\":%.9g",
+        ml_buf_printf(b, "\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.8g,\"time_min_s\":%.5g,\"time_max_s\":%.5g",
                       (unsigned long long)f->calls, (unsigned long long)f->timed, ml_est_s(f),
                       ml_ticks_to_s(f->tmin), ml_ticks_to_s(f->tmax));
         int di = ml_func_didx[i];

@@ -298,7 +298,7 @@ static void ml_rg_rank_json(ml_buf_t *b)
         uint64_t ticks = R.rg[id].ticks;
         for (int k = 0; k < depth; k++)
             if (stack[k] == id && now > t0[k]) ticks += now - t0[k];
-        ml_buf_printf(b, ",\"entries\":%llu,\"wall_s\":%.9g,\"functions\":{", (unsigned long long)R.rg[id].entries,
+        ml_buf_printf(b, ",\"entries\":%llu,\"wall_s\":%.8g,\"functions\":{", (unsigned long long)R.rg[id].entries,
                       ml_ticks_to_s(ticks));
         int firstf = 1;
         for (int fid = 1; fid < ML_NFUNC; fid++) {
@@ -323,7 +323,7 @@ static void ml_rg_rank_json(ml_buf_t *b)
                 }
             }
             if (!c) continue;
-            ml_buf_printf(b, "%s\"%s\":{\"calls\":%llu,\"time_s\":%.9g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
+            ml_buf_printf(b, "%s\"%s\":{\"calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
                           firstf ? "" : ",", ml_func_name[fid], (unsigned long long)c,
                           ml_ticks_to_s(1) * ml_est_ticks(c, tmd, tk, stmd, stk), (unsigned long long)bs,
                           (unsigned long long)br);

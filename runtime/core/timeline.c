@@ -115,7 +115,7 @@ static void ml_put_row(ml_buf_t *b, const char *key, const ml_tl_cell_t *cell, i
             const ml_tl_cell_t *x = &cell[i * ML_TL_NCLASS + c];
             if (what == 0) ml_buf_printf(b, "%s%llu", c ? "," : "", (unsigned long long)x->calls);
             else if (what == 1) ml_buf_printf(b, "%s%llu", c ? "," : "", (unsigned long long)x->bytes);
-            else ml_buf_printf(b, "%s%.9g", c ? "," : "",
+            else ml_buf_printf(b, "%s%.4g", c ? "," : "",
                                ml_ticks_to_s(1) * ml_est_ticks(x->calls, x->timed, x->ticks, x->stimed, x->sticks));
         }
         ml_buf_printf(b, "]");

@@ -27,8 +27,8 @@ from pathlib import Path
 from .. import launch
 from ..advise import check as checking
 from ..advise import engine, measure, render
+from ..advise.ranks import load
 from ..report import limits
-from ..report.profile import load
 from .diff import render as render_diff
 from .report import positive_int
 
