@@ -162,7 +162,7 @@ static inline ml_slot_t *ml_slot(void)
  * "sampled" (default) every call is counted, but its duration is measured
  * for the first ML_WARMUP_CALLS calls of a function on a thread, for every call
  * of a function whose timed calls average more than ml_slow_ticks
- * (ML_ALWAYS_TIME_ABOVE_NS), the longest left out (there a timer read costs
+ * (MPILENS_TIME_ABOVE_NS, default ML_ALWAYS_TIME_ABOVE_NS), the longest left out (there a timer read costs
  * < 5 %), and for 1 call in ml_sample_mask + 1 (ML_SAMPLE_PERIOD) otherwise;
  * totals are then estimated in two strata (ml_est_ticks): the calls timed by
  * the policy (warm-up, slow) count as measured, the others (untimed, or timed
@@ -497,6 +497,7 @@ enum { ML_WRITE_AUTO, ML_WRITE_POSIX, ML_WRITE_MPIIO };
 typedef struct {
     const char *output, *include, *exclude, *config; /* include/exclude NULL: unset */
     int detail, profile, timing, clock, max_threads, max_requests, quiet, compress, writer;
+    int time_above_ns; /* MPILENS_TIME_ABOVE_NS: sampled timing times every call of a function slower than this */
 } ml_core_cfg_t;
 extern ml_core_cfg_t ml_cfg;
 /* Reads every setting (core and engines) and, on the leader (rank 0), runs the
