@@ -78,7 +78,7 @@ def run_depth(exe: Path, lib: Path, launch: list[str], depth: int, calls: int, t
                 "MPILENS_OUTPUT": str(outdir / "p.prof"), "MPILENS_QUIET": "1",
                 "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
     env.update(extra_env)
-    cmd = launch + ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+    cmd = launch + ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--compress-strings=no",
                     f"--callgrind-out-file={outdir}/cg.%p", str(exe), str(calls)]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if r.returncode != 0:
