@@ -72,6 +72,8 @@ SAMPLE_PERIOD = 16  # the policy's 1 call in 16 (ML_SAMPLE_PERIOD)
 def run_depth(exe: Path, lib: Path, launch: list[str], depth: int, calls: int, tmp: Path,
               extra_env: dict[str, str], tag: str) -> dict[str, int]:
     outdir = tmp / f"d{depth}{tag}"
+    if outdir.exists():
+        fail(f"--keep: {outdir} exists already (give a new or empty directory)")
     outdir.mkdir()
     env = dict(os.environ)
     env.update({"LD_PRELOAD": str(lib), "MPILENS_CALLSITES": str(depth),
