@@ -333,3 +333,20 @@ def test_sampled_estimate_is_not_inflated_by_slow_first_calls(build, tmp_path):
     sites = [c for c in r0["callsites"] if c["function"] == "MPI_Barrier"]
     assert sum(c["calls"] for c in sites) == slow + fast
     assert sum(c["time_s"] for c in sites) == pytest.approx(barrier["time_s"], rel=0.05)
+
+
+@pytest.mark.parametrize("above_ns, timed", [(1000000000, 32 + 61), (1, 1000)])
+def test_time_above_setting_exact_timed_calls(build, tmp_path, above_ns, timed):
+    """MPILENS_TIME_ABOVE_NS (the policy's 2 us threshold): 1000 MPI_Barrier calls on
+    MPI_COMM_SELF per rank.  Never slow (1 s): the first 32 calls are timed, then 1 in 16
+    (calls 32, 48, ..., 992 before it: 61), exactly -- the count-down to the sample
+    (ml_want_time's skip) must land on the calls the full test would pick.  Always slow
+    (1 ns): every call is timed.  Counted calls are exact either way."""
+    out = tmp_path / "above.prof"
+    run_mpi(2, [EXEC, PROGS / "timing_strata", 0, 0, 1000],
+            env=profile_env(out, MPILENS_TIME_ABOVE_NS=str(above_ns)))
+    header, ranks = read_profile(out)
+    assert header["timing"]["always_above_ns"] == above_ns
+    for r in ranks:
+        barrier = r["functions"]["MPI_Barrier"]
+        assert (barrier["calls"], barrier["timed_calls"]) == (1000, timed), r["rank"]

@@ -56,9 +56,11 @@ ML_INLINE void ml_tl_at(ml_tltab_t *t, uint64_t t0)
     t->row = &t->cell[(rel >> t->shift) * ML_TL_NCLASS];
 }
 
-void ml_call_end(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt, MPI_Comm comm, void *ra)
+void ml_call_end(ml_slot_t *S, uint32_t fk, uint64_t t0, uint64_t dt, MPI_Comm comm, void *ra)
 {
+    int fid = (int)(fk & 0xffff), cls = (int)((fk >> 16) & 0xff), tm = (int)(fk >> 24);
     if (tm == ML_TM_OFF || !ml_fon[fid]) return;
+    int di = ml_func_didx[fid];
     ml_count_upd(&S->f[fid], tm, dt);
     if (!ml_hooks_on) return;
     uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;

@@ -19,11 +19,14 @@
 #define MLENS_CALLEND_H
 
 #include "hooks.h"
+#pragma GCC visibility push(hidden) /* this file's declarations: direct accesses, no GOT (mltypes.h) */
 
 /* Out of line (callend.c): the full update of a timed call, or of any call while a
- * region is open; the function's record and every record kind. */
-void ml_call_end(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt, MPI_Comm comm,
-                 void *ra);
+ * region is open; the function's record and every record kind.  fk packs the
+ * function, its time-line class and the timing decision (ML_CALL_KEY): six
+ * arguments, all in registers; the data record is ml_func_didx[fid]. */
+#define ML_CALL_KEY(fid, cls, tm) ((uint32_t)(fid) | (uint32_t)(cls) << 16 | (uint32_t)(tm) << 24)
+void ml_call_end(ml_slot_t *S, uint32_t fk, uint64_t t0, uint64_t dt, MPI_Comm comm, void *ra);
 /* Call sites (depth >= 1) of an untimed call whose one-entry cache missed. */
 void ml_cs_miss(ml_slot_t *S, int fid, void *ra, uint64_t bs, uint64_t br);
 
@@ -45,7 +48,7 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
                             MPI_Comm comm, void *ra)
 {
     if (__builtin_expect(tm != ML_TM_NO || ml_kinds_rare != 0, 0)) { /* timed, not recorded, or a kind's hook on (a region open) */
-        ml_call_end(S, fid, di, cls, tm, t0, dt, comm, ra);
+        ml_call_end(S, ML_CALL_KEY(fid, cls, tm), t0, dt, comm, ra);
         return;
     }
     S->f[fid].calls++;
@@ -69,20 +72,24 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
             }
         }
     }
-    if (__builtin_expect(ml_cs_depth != 0, 1)) {
-        const ml_cs1_t *c1 = &S->cs1[fid];
-        if (__builtin_expect(ml_cs_depth == 1 && c1->pc == (uintptr_t)ra, 1)) { /* pc set: rec set (ml_cs_probe1) */
-            ml_cs_rec_t *r = (ml_cs_rec_t *)c1->rec;
-            r->calls++;
-            if (di >= 0 && (bs | br)) {
-                r->bytes_s += bs;
-                r->bytes_r += br;
-                r->hist[ml_bin(bs ? bs : br)]++;
-            }
-        } else {
-            ml_cs_miss(S, fid, ra, bs, br);
+    /* Call sites.  The one-entry cache first, without testing the depth: pc set means rec
+     * set and depth 1 (ml_cs_probe1 fills the cache only at depth 1, mpilens_set_callsites
+     * empties it when the depth changes, and at depth 0 it stays empty).  The depth is
+     * tested only when the cache misses: depth 1 (the default) pays two tests less,
+     * depth 0 (off) a few more. */
+    const ml_cs1_t *c1 = &S->cs1[fid];
+    if (__builtin_expect(c1->pc == (uintptr_t)ra, 1)) {
+        ml_cs_rec_t *r = (ml_cs_rec_t *)c1->rec;
+        r->calls++;
+        if (di >= 0 && (bs | br)) {
+            r->bytes_s += bs;
+            r->bytes_r += br;
+            r->hist[ml_bin(bs ? bs : br)]++;
         }
+    } else if (ml_cs_depth != 0) {
+        ml_cs_miss(S, fid, ra, bs, br);
     }
 }
 
+#pragma GCC visibility pop
 #endif

@@ -230,12 +230,14 @@ void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64
 /* mpilens_set_callsites(depth): change the depth while running (0 off,
  * 1..8); only when call sites were on at start (the tables exist).  Returns
  * the previous depth, or -1 if refused.  For benchmarks (mpilens-bench
- * overhead compares depths 0 and 1 in one run). */
+ * overhead compares depths 0 and 1 in one run), with no other thread inside MPI. */
 __attribute__((visibility("default"))) int mpilens_set_callsites(int depth)
 {
     int old = ml_cs_depth;
     if (depth < 0 || depth > ML_CS_MAXDEPTH || (depth && !C.tables)) return -1;
     ml_cs_depth = depth;
+    if (depth != old) /* the depth-1 cache answers without testing the depth (callend.h) */
+        ML_FOR_EACH_SLOT(s) memset(s->cs1, 0, sizeof s->cs1);
     return old;
 }
 

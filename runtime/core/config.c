@@ -97,6 +97,8 @@ static int parse_functions(const char *v, void *out, ml_buf_t *why)
 
 #define FUNCS_ACCEPTED "comma- or space-separated MPI function names or globs such as MPI_Send, " \
                        "MPI_*reduce* (any case)"
+#define ML_CFG_STR_(x) #x
+#define ML_CFG_STR(x) ML_CFG_STR_(x) /* a schema constant as a default's text */
 static const ml_setting core_settings[] = {
     {.key = "output", .type = ML_SET_CUSTOM, .def = "mpilens-%j.prof", .parse = parse_output,
      .out = &ml_cfg.output,
@@ -141,6 +143,11 @@ static const ml_setting core_settings[] = {
              "while its calls average over 2 us (the longest left out); otherwise 1 call in 16, "
              "and the calls not timed count at the mean of those 1-in-16 samples (timed_calls in "
              "the profile says how many were measured). See docs/runtime.md."},
+    {.key = "time_above_ns", .type = ML_SET_INT, .def = ML_CFG_STR(ML_ALWAYS_TIME_ABOVE_NS), .lo = 1, .hi = 1000000000,
+     .out = &ml_cfg.time_above_ns, .accepted = "an integer from 1 to 1000000000",
+     .help = "sampled timing: a function whose timed calls average above this many ns has every "
+             "call timed (the longest left out). The instruction benchmark (docs/bench.md, instr) "
+             "raises it so that calls slowed down by valgrind are timed as often as natively."},
     {.key = "clock", .type = ML_SET_CHOICE, .def = "auto", .choices = clock_choices,
      .out = &ml_cfg.clock, .accepted = "auto, tsc or monotonic",
      .help = "auto/tsc: invariant TSC calibrated against CLOCK_MONOTONIC when the CPU has one, "

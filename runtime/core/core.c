@@ -169,7 +169,7 @@ void ml_after_init(int *argc, char ***argv)
     ml_clock_init();
     ml_fortran_init();
     ml_kinds_init(); /* the record kinds (kinds_list.h) */
-    ml_slow_ticks = ml_ns_to_ticks(ML_ALWAYS_TIME_ABOVE_NS);
+    ml_slow_ticks = ml_ns_to_ticks((uint64_t)ml_cfg.time_above_ns);
     if (ml_cfg.profile) {
         /* The probe runs as an outermost call, even when MPI_Init was reached
          * from a Fortran wrapper (MPICH's mpi_init_ calls the C MPI_Init). */

@@ -13,6 +13,7 @@
 
 #include "hooks.h" /* ml.h and the record kinds' per-call hooks (the wrappers include this file) */
 #include "late.h"
+#pragma GCC visibility push(hidden) /* this file's declarations: direct accesses, no GOT (mltypes.h) */
 
 #ifdef ML_NO_INFLIGHT
 #define ML_FL_ON 0
@@ -86,14 +87,14 @@ ML_INLINE uint64_t ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int
 #endif
 }
 
-/* after the PMPI call (slot not shared); seq: what ml_fl_set returned (only
- * this thread writes it) */
-ML_INLINE void ml_fl_done(ml_slot_t *S, uint64_t seq)
+/* after the PMPI call (slot not shared).  Only this thread writes seq: read back
+ * from the slot, not kept across the call (one register or stack slot less) */
+ML_INLINE void ml_fl_done(ml_slot_t *S)
 {
 #if ML_FL_ON
-    __atomic_store_n(&S->fl.seq, seq + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&S->fl.seq, S->fl.seq + 1, __ATOMIC_RELEASE);
 #else
-    (void)S; (void)seq;
+    (void)S;
 #endif
 }
 
@@ -108,7 +109,7 @@ ML_INLINE void ml_fl_in(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer
 ML_INLINE void ml_fl_out(ml_slot_t *S)
 {
     if (__builtin_expect(S->shared, 0)) return;
-    ml_fl_done(S, S->fl.seq);
+    ml_fl_done(S);
 }
 
 /* ---- the recorder (flight.c) ---- */
@@ -147,4 +148,5 @@ int ml_req_lookup(const ml_slot_t *s, MPI_Request r, ml_req_view_t *v); /* 1 if 
 /* sem.c: a communicator's members (world ranks) if known, without MPI calls */
 int ml_comm_members(MPI_Comm comm, int *size, const int **world);
 
+#pragma GCC visibility pop
 #endif

@@ -15,6 +15,7 @@
 #define MLENS_HOOKS_H
 
 #include "ml.h"
+#pragma GCC visibility push(hidden) /* this file's declarations: direct accesses, no GOT (mltypes.h) */
 
 #define ML_CS_MAXDEPTH 8
 
@@ -159,4 +160,5 @@ ML_INLINE void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint6
 
 /* The wrappers' per-call step after the MPI call: callend.h (ml_call_done, ml_call_end). */
 
+#pragma GCC visibility pop
 #endif

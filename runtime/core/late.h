@@ -17,6 +17,7 @@
 #ifndef MLENS_LATE_H
 #define MLENS_LATE_H
 #include "ml.h"
+#pragma GCC visibility push(hidden) /* this file's declarations: direct accesses, no GOT (mltypes.h) */
 
 #define ML_LA_CAP 1024 /* sampled calls held at most */
 
@@ -40,4 +41,5 @@ ML_INLINE void ml_la_out(void)
     if (__builtin_expect(ml_la_t0 != 0, 0)) ml_la_exit();
 }
 
+#pragma GCC visibility pop
 #endif

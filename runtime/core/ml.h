@@ -8,15 +8,15 @@
  *     int on = ml_enter();                  // outermost MPI call on this thread, profiling active?
  *     if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, DI);  // callend.h
  *               if (ML_TIMED(tm)) t0 = ml_now(); [a send: its size and world peer, once] }
- *     if (on && !_sh) _fs = ml_fl_set(S, FID, ...);   // the in-flight state (flight.h)
+ *     if (on && !_sh) ml_fl_set(S, FID, ...);   // the in-flight state (flight.h)
  *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
- *     if (on && !_sh) ml_fl_done(S, _fs);
+ *     if (on && !_sh) ml_fl_done(S);
  *     dt = ML_TIMED(tm) ? ml_now() - t0 : 0;
  *     ml_leave();
- *     if (on) { if (_sh) lock;               // threads beyond MPILENS_MAX_THREADS
+ *     if (on) { [if (_sh) lock;]             // threads beyond MPILENS_MAX_THREADS: a copy under the lock
  *               if (ret == MPI_SUCCESS) { <semantic helpers: bytes, peers, requests; _hc = comm> }
  *               ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, return address);  // callend.h
- *               if (_sh) unlock; }
+ *               [if (_sh) unlock;] }
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
  * Fortran binding calls the C MPI_Xxx, ROMIO calling MPI_Allreduce, an engine
@@ -43,6 +43,7 @@
 #include "ml_schema.h" /* generated from schema/profile.json: ML_NBINS, ML_CAUTION_FACTOR, ... */
 #include "engine.h"    /* runtime/common: the engine interface, settings, text buffers */
 #include "inflight.h"  /* ml_fl_t: the call a thread is inside (flight recorder, flight.h) */
+#pragma GCC visibility push(hidden) /* this file's declarations: direct accesses, no GOT (mltypes.h) */
 
 #ifdef MPI_F_STATUS_SIZE
 #define ML_F_STATUS_SIZE MPI_F_STATUS_SIZE
@@ -58,8 +59,8 @@ typedef struct {
     uint64_t tmax;
     uint64_t stimed;  /* of those, calls timed as the 1 in ML_SAMPLE_PERIOD sample (ML_TM_SAMPLE) */
     uint64_t sticks;  /* ... and their total duration */
-    int64_t skip;     /* calls left before the next one the policy may time (set at each timed call):
-                       * ml_want_time's fast test */
+    int64_t skip;     /* 1 + the calls left before the policy's next sample (set at each timed call),
+                       * 0 or less: not counting down; ml_want_time's fast test */
 } __attribute__((aligned(64))) ml_frec_t; /* one cache line per function */
 
 typedef struct {
@@ -148,7 +149,7 @@ const char *ml_clock_source(void);
 /* ---- fast path ---- */
 static inline int ml_enter(void)
 {
-    return ml_depth++ == 0 && ml_active;
+    return __builtin_expect(ml_depth++ == 0 && ml_active, 1); /* the wrappers' layout: recording is the straight path */
 }
 static inline void ml_leave(void) { ml_depth--; }
 
@@ -162,7 +163,7 @@ static inline ml_slot_t *ml_slot(void)
  * "sampled" (default) every call is counted, but its duration is measured
  * for the first ML_WARMUP_CALLS calls of a function on a thread, for every call
  * of a function whose timed calls average more than ml_slow_ticks
- * (ML_ALWAYS_TIME_ABOVE_NS), the longest left out (there a timer read costs
+ * (MPILENS_TIME_ABOVE_NS, default ML_ALWAYS_TIME_ABOVE_NS), the longest left out (there a timer read costs
  * < 5 %), and for 1 call in ml_sample_mask + 1 (ML_SAMPLE_PERIOD) otherwise;
  * totals are then estimated in two strata (ml_est_ticks): the calls timed by
  * the policy (warm-up, slow) count as measured, the others (untimed, or timed
@@ -186,20 +187,20 @@ ML_INLINE int ml_want_time_full(const ml_frec_t *r)
     return ml_sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
 }
 
-/* One test for the 15 calls in 16 that are not timed: r->skip counts the calls
- * for which the full test would answer "no" (its inputs change only at timed
- * calls, where ml_count_upd sets it): past the warm-up and not slow, every call
- * up to the next 1 in ML_SAMPLE_PERIOD.  Relaxed atomics: threads sharing a slot
+/* One test for the 15 calls in 16 that are not timed: r->skip - 1 counts the calls
+ * for which the full test would answer "no", and skip 1 is the sample after them
+ * (its inputs change only at timed calls, where ml_count_upd sets it): past the
+ * warm-up and not slow, every call up to the next 1 in ML_SAMPLE_PERIOD; 0: ask
+ * the full test.  Relaxed atomics: threads sharing a slot
  * call this before taking its lock (a lost or doubled decrement only moves the
  * next sample by one call). */
 ML_INLINE int ml_want_time(ml_frec_t *r)
 {
-    int64_t k = __atomic_load_n(&r->skip, __ATOMIC_RELAXED);
-    if (__builtin_expect(k > 0, 1)) {
-        __atomic_store_n(&r->skip, k - 1, __ATOMIC_RELAXED);
-        return ML_TM_NO;
-    }
-    return ml_want_time_full(r);
+    int64_t k = __atomic_load_n(&r->skip, __ATOMIC_RELAXED) - 1; /* stored first: the subtraction's flags decide */
+    __atomic_store_n(&r->skip, k, __ATOMIC_RELAXED);
+    if (__builtin_expect(k > 0, 1)) return ML_TM_NO;
+    if (k == 0) return ML_TM_SAMPLE; /* the sample the quiet calls counted down to: the full test's answer */
+    return ml_want_time_full(r);     /* skip below 0: not counting down (the next timed call sets it) */
 }
 
 /* A call into a record's timing counters: timed calls and their ticks, and of
@@ -232,9 +233,12 @@ ML_INLINE void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
         if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
         if (dt > r->tmax) r->tmax = dt;
         ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
-        /* quiet (past the warm-up, not slow): the calls before the next sample are not timed */
-        int quiet = r->calls >= ML_WARMUP_CALLS && !(r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks);
-        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_sample_mask - ((r->calls - 1) & ml_sample_mask)) : 0,
+        /* quiet (past the warm-up, not slow): the calls before the next sample are not timed,
+         * and that sample is (skip 1: ml_want_time answers without the full test).  The full
+         * test's inputs change only at timed calls, so its answer would be the same. */
+        int quiet = ml_sample_mask && r->calls >= ML_WARMUP_CALLS &&
+                    !(r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks);
+        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_sample_mask - ((r->calls - 1) & ml_sample_mask)) + 1 : 0,
                          __ATOMIC_RELAXED);
     }
 }
@@ -361,9 +365,26 @@ ML_INLINE void ml_node_add(ml_slot_t *s, int fid, int side, int wpeer, uint64_t 
  * once before the call (for the in-flight state too): wpeer < 0 is no peer. */
 ML_INLINE void ml_p2p_sent(ml_slot_t *s, int fid, int di, uint64_t n, int wpeer)
 {
-    ml_bytes_d(s, fid, di, ML_SEND, n, n, 1);
-    ml_peer_add(s, ML_SEND, wpeer, n);
-    ml_node_add_d(s, fid, di, ML_SEND, wpeer, n);
+    /* ml_bytes_d, ml_peer_add and ml_node_add_d, with the function's test made once
+     * and the peer's range once (the peer matrix counts every function, as ml_peer_add) */
+    int on = di >= 0 && ml_fon[fid];
+    ml_drec_t *d = &s->d[di >= 0 ? di : 0];
+    if (on) {
+        ml_cb.s += n;
+        d->bytes_s += n;
+        d->hist_s[ml_bin(n)]++;
+        d->hist_bytes_s += n;
+    }
+    if ((unsigned)wpeer < (unsigned)ml_world_size) {
+        ml_peer_t *p = &s->peers[wpeer];
+        p->msgs_s++;
+        p->bytes_s += n;
+        if (on && ml_node_of) {
+            uint64_t *x = d->xnode[ml_node_of[wpeer] != ml_my_node];
+            x[0]++;
+            x[1] += n;
+        }
+    }
 }
 
 ML_INLINE void ml_p2p_send(ml_slot_t *s, int fid, int64_t count, MPI_Datatype dt, int dest, MPI_Comm comm)
@@ -441,6 +462,54 @@ void ml_coll(ml_slot_t *s, int fid, const ml_coll_t *c);
 #define ML_RQ_COLL 16      /* non-blocking collective: likewise */
 #define ml_req_live (ml_tslot ? ml_tslot->rq_live : 0)
 void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm comm, int64_t bytes, int wpeer);
+
+/* One tracked request (req.c's table, open addressing with linear probing and
+ * backward-shift deletion: an entry lies in one unbroken run from its home). */
+typedef struct ml_rq {
+    uint64_t key; /* 0 = empty */
+    MPI_Comm comm;
+    int64_t bytes;
+    int fid, startfid, flags, wpeer; /* wpeer: a send's destination; a receive's source asked for */
+    int tag;
+    uint64_t t0;
+} ml_rq_t;
+
+/* A request's key in a slot of its own (req.c's ml_rkey adds a shared slot's thread number). */
+ML_INLINE uint64_t ml_rkey0(MPI_Request r)
+{
+    uint64_t k = 0;
+    __builtin_memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    return k + 1;
+}
+ML_INLINE size_t ml_rhash(uint64_t k, int cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (size_t)(cap - 1); }
+
+/* The wrappers' ml_req_track: in a slot of its own (sh 0) whose table has room, a
+ * request whose home entry is free is added there inline (a free home entry: the
+ * key is nowhere else in the table); anything else goes to ml_req_track. */
+ML_INLINE void ml_req_track_in(ml_slot_t *s, int sh, MPI_Request req, int fid, int flags, MPI_Comm comm,
+                               int64_t bytes, int wpeer)
+{
+    ml_rq_t *t = s->rq;
+    if (__builtin_expect(!sh && t != NULL && req != MPI_REQUEST_NULL &&
+                         (unsigned)s->rq_live < (unsigned)s->rq_cap - ((unsigned)s->rq_cap >> 2), 1)) { /* room: ml_req_track's test */
+        uint64_t key = ml_rkey0(req);
+        ml_rq_t *e = &t[ml_rhash(key, s->rq_cap)];
+        if (__builtin_expect(e->key == 0, 1)) {
+            s->rq_live++;
+            e->key = key;
+            e->comm = comm;
+            e->bytes = bytes;
+            e->fid = e->startfid = fid;
+            e->flags = flags;
+            /* only the flight recorder reads a receive's wpeer (as ml_req_track) */
+            e->wpeer = (flags & ML_RQ_RECV) ? (s->fl.kind == ML_FL_SENDRECV ? s->fl.peer2 : s->fl.peer) : wpeer;
+            e->tag = s->fl.tag;
+            e->t0 = s->fl.t0;
+            return;
+        }
+    }
+    ml_req_track(s, req, fid, flags, comm, bytes, wpeer);
+}
 void ml_req_free(MPI_Request req);
 void ml_type_forget(void);
 void ml_req_start(ml_slot_t *s, int fid, MPI_Request req);
@@ -466,9 +535,42 @@ ML_INLINE MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, 
     c->one = reqs[0];
     c->saved = &c->one;
     c->st = &c->st1;
-    return ignore ? c->st : user_st;
+    if (ignore) {
+        /* a tracked send or collective (found at its home entry, in a slot of its own)
+         * needs no status: the MPI is spared filling one (ml_cpl_end reads it only for
+         * a receive) */
+        const ml_slot_t *s = ml_tslot;
+        if (!s->shared && s->rq) {
+            uint64_t key = ml_rkey0(c->one);
+            const ml_rq_t *e = &s->rq[ml_rhash(key, s->rq_cap)];
+            if (e->key == key && !(e->flags & ML_RQ_RECV)) return user_st;
+        }
+        return c->st;
+    }
+    return user_st;
 }
 void ml_cpl_end(ml_slot_t *s, ml_cpl_t *c, int ndone, const int *idx, const MPI_Status *sts);
+
+/* ml_cpl_end of MPI_Wait/MPI_Test (one request, completed), for the wrappers: in a
+ * slot of its own, a send's or collective's entry found at its home with the next
+ * entry free is emptied inline (what ml_req_done does for it: nothing to attribute,
+ * and no entry to shift back); receives and persistent requests go to ml_cpl_end. */
+ML_INLINE void ml_cpl_end1(ml_slot_t *s, int sh, ml_cpl_t *c, const MPI_Status *st)
+{
+    if (!c->track) return;
+    ml_rq_t *t = s->rq;
+    if (__builtin_expect(!sh && t != NULL && c->n == 1, 1)) {
+        uint64_t key = ml_rkey0(c->one);
+        size_t i = ml_rhash(key, s->rq_cap);
+        ml_rq_t *e = &t[i];
+        if (e->key == key && !(e->flags & (ML_RQ_RECV | ML_RQ_PERSIST)) && t[(i + 1) & (size_t)(s->rq_cap - 1)].key == 0) {
+            e->key = 0;
+            s->rq_live--;
+            return;
+        }
+    }
+    ml_cpl_end(s, c, c->n, NULL, st);
+}
 
 /* ---- lifecycle (core.c) ---- */
 void ml_after_init(int *argc, char ***argv);
@@ -497,6 +599,7 @@ enum { ML_WRITE_AUTO, ML_WRITE_POSIX, ML_WRITE_MPIIO };
 typedef struct {
     const char *output, *include, *exclude, *config; /* include/exclude NULL: unset */
     int detail, profile, timing, clock, max_threads, max_requests, quiet, compress, writer;
+    int time_above_ns; /* MPILENS_TIME_ABOVE_NS: sampled timing times every call of a function slower than this */
 } ml_core_cfg_t;
 extern ml_core_cfg_t ml_cfg;
 /* Reads every setting (core and engines) and, on the leader (rank 0), runs the
@@ -508,6 +611,7 @@ int ml_write_profile(void);
 extern double ml_overhead_ns, ml_overhead_sampled_ns;
 extern uint64_t ml_t_init, ml_t_final;
 extern int ml_wrapped_c, ml_wrapped_f;
-size_t mpilens_record_bytes(void);
+__attribute__((visibility("default"))) size_t mpilens_record_bytes(void); /* exported */
 
+#pragma GCC visibility pop
 #endif

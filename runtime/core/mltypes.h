@@ -26,6 +26,13 @@
 
 #include "mlbuf.h"    /* runtime/common: text/JSON buffer */
 #include "settings.h" /* runtime/common: settings tables */
+/* The library's own declarations, in this header and in ml.h, hooks.h, late.h,
+ * flight.h and callend.h, are hidden (after their system and MPI includes): the
+ * library is built with hidden visibility, and a declaration the compiler knows
+ * hidden is read with one instruction (mov sym(%rip)) where a default one takes a
+ * GOT load first -- one instruction per global on every wrapper's path.  The few
+ * exported functions say so with visibility("default"). */
+#pragma GCC visibility push(hidden)
 
 #define ML_TLS __thread __attribute__((tls_model("initial-exec")))
 /* the per-call helpers: always inline into the wrappers (no call, no copy) */
@@ -101,4 +108,5 @@ void ml_kinds_rank_json(ml_buf_t *b);     /* rank-line members (profile_format.c
  * max parts into p; returns how many. */
 int ml_kinds_settings(ml_setting_part *p, int max);
 
+#pragma GCC visibility pop
 #endif

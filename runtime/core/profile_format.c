@@ -127,7 +127,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
                   ml_clock_ghz(), 1.0 / ml_clock_ghz());
     ml_buf_printf(b, "\"timing\":{\"mode\":\"%s\",\"sample_period\":%d,\"warmup_calls\":%d,\"always_above_ns\":%d},",
                   ml_cfg.timing == ML_TIMING_SAMPLED ? "sampled" : "all", (int)ml_sample_mask + 1,
-                  ML_WARMUP_CALLS, ML_ALWAYS_TIME_ABOVE_NS);
+                  ML_WARMUP_CALLS, ml_cfg.time_above_ns);
     ml_buf_printf(b, "\"overhead_sampled_ns\":%.4g,", ml_overhead_sampled_ns);
     /* the profiler's end-of-run collectives on rank 0 (profile_reduce.c); the format and
      * the write come after and cannot be in the file they produce */

@@ -30,14 +30,7 @@
 
 #include "flight.h"
 
-typedef struct ml_rq {
-    uint64_t key; /* 0 = empty */
-    MPI_Comm comm;
-    int64_t bytes;
-    int fid, startfid, flags, wpeer; /* wpeer: a send's destination; a receive's source asked for */
-    int tag;
-    uint64_t t0;
-} ml_rq_t;
+/* ml_rq_t, ml_rkey0, ml_rhash and the inline fast paths: ml.h */
 
 /* The key of a request in the table: its handle, and in a shared slot the
  * calling thread's number (ml_rq_thread, core.c) in the top 16 bits.  An MPI
@@ -48,12 +41,9 @@ typedef struct ml_rq {
  * or 32-bit integers (MPICH, Intel MPI): the top 16 bits are free. */
 static inline uint64_t ml_rkey(MPI_Request r)
 {
-    uint64_t k = 0;
-    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
-    return (k + 1) ^ ((uint64_t)ml_rq_thread << 48);
+    return ml_rkey0(r) ^ ((uint64_t)ml_rq_thread << 48);
 }
 
-static inline size_t ml_rhash(uint64_t k, int cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (size_t)(cap - 1); }
 
 static ml_rq_t *ml_rfind(ml_slot_t *s, uint64_t key)
 {

@@ -299,6 +299,7 @@ class Plan:
     fl: str = ""    # the in-flight hook's arguments (fl_args; runtime/core/flight.h)
     onpre: list[str] = field(default_factory=list)  # before the call, when recording (S set)
     decl: list[str] = field(default_factory=list)   # locals the onpre lines set
+    comm: str = ""  # C: the call's communicator argument (a plain MPI_Comm), for the in-flight state
 
 
 def status_plan(b: Binding, plan: Plan, name: str = "status") -> str:
@@ -372,6 +373,8 @@ def comm_plan(base: str, b: Binding, p: Plan) -> None:
     arg = "comm" if b.has("comm") else "comm_old" if b.has("comm_old") else None
     if arg and (mk is None or mk[2] != arg) and not base.endswith(("_f2c", "_c2f", "_toint", "_fromint")):
         p.post.insert(0, f"_hc = {b.comm(arg)};")  # the call's communicator (callend.h)
+        if b.lang == "c":
+            p.comm = b.comm(arg)
 
 
 def plan_for(fname: str, b: Binding) -> Plan:
@@ -384,7 +387,7 @@ def plan_for(fname: str, b: Binding) -> Plan:
     if base in ("Barrier", "Ibarrier", "Barrier_init"):
         p.fl = fl_args("COLL", b)
         if base == "Ibarrier":
-            p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, {F}, ML_RQ_COLL, {b.comm('comm')}, 0, ML_NOPEER);")
+            p.post.append(f"if (ML_FL_ON) ml_req_track_in(S, _sh, {creq_of(b)}, {F}, ML_RQ_COLL, {b.comm('comm')}, 0, ML_NOPEER);")
         return p
     if base == "Abort":  # the rank's partial profile before the abort goes on (flight.c)
         p.pre.append(f"ml_flight_abort(FID, {b.comm('comm')}, {b.int_('errorcode')});")
@@ -399,7 +402,7 @@ def plan_for(fname: str, b: Binding) -> Plan:
         p.fl = fl_args("SEND", b, "_wp", "tag", "_nb")
         p.post.append(f"if ({b.int_('dest')} != MPI_PROC_NULL) ml_p2p_sent(S, {F}, DI, (uint64_t)_nb, _wp);")
         if base.startswith("I"):
-            p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, {F}, ML_RQ_SEND, {b.comm('comm')}, _nb, _wp);")
+            p.post.append(f"if (ML_FL_ON) ml_req_track_in(S, _sh, {creq_of(b)}, {F}, ML_RQ_SEND, {b.comm('comm')}, _nb, _wp);")
         return p
     if base in P2P_SEND_INIT:
         p.kind = "send_init"
@@ -407,7 +410,7 @@ def plan_for(fname: str, b: Binding) -> Plan:
         req = b.raw("request")
         creq = f"PMPI_Request_f2c(*(MPI_Fint *)({req}))" if b.lang == "f" else f"*{req}"
         p.post.append(
-            f"ml_req_track(S, {creq}, {F}, ML_RQ_PSEND | ML_RQ_PERSIST, "
+            f"ml_req_track_in(S, _sh, {creq}, {F}, ML_RQ_PSEND | ML_RQ_PERSIST, "
             f"{b.comm('comm')}, {b.count('count')} * ml_type_size({b.dtype('datatype')}), "
             f"ml_peer_world({b.comm('comm')}, {b.int_('dest')}));")
         return p
@@ -427,7 +430,7 @@ def plan_for(fname: str, b: Binding) -> Plan:
         flags = "ML_RQ_RECV | ML_RQ_PERSIST" if base == "Recv_init" else "ML_RQ_RECV"
         # from MPI_PROC_NULL nothing arrives (MPICH 4.0 returns one shared request for all
         # such receives, and Waitall gives its second status source 0: not tracked)
-        track = f"ml_req_track(S, {creq}, {F}, {flags}, {comm}, 0, ML_NOPEER);"
+        track = f"ml_req_track_in(S, _sh, {creq}, {F}, {flags}, {comm}, 0, ML_NOPEER);"
         if b.has("source"):
             track = f"if ({b.int_('source')} != MPI_PROC_NULL) {track}"
         p.post.append(track)
@@ -448,7 +451,7 @@ def plan_for(fname: str, b: Binding) -> Plan:
         req = b.raw("request")
         creq = f"PMPI_Request_f2c(*(MPI_Fint *)({req}))" if b.lang == "f" else f"*{req}"
         p.post.append(f"ml_p2p_send(S, {F}, {b.count(cnt)}, {b.dtype(dt)}, {b.int_('dest')}, {b.comm('comm')});")
-        p.post.append(f"ml_req_track(S, {creq}, {F}, ML_RQ_RECV, {b.comm('comm')}, 0, ML_NOPEER);")
+        p.post.append(f"ml_req_track_in(S, _sh, {creq}, {F}, ML_RQ_RECV, {b.comm('comm')}, 0, ML_NOPEER);")
         return p
     # --- completion
     if base in COMPLETE:
@@ -571,7 +574,10 @@ def completion_plan(base: str, b: Binding, p: Plan) -> Plan:
         p.post.append("  for (int _i = 0; _i < _m; _i++) PMPI_Status_f2c(_fst + (size_t)_i * ML_F_STATUS_SIZE, &_cp.st[_i]);")
         p.post.append(f"  ml_cpl_end(S, &_cp, _m, {idx}, _cp.st); }}")
     else:
-        p.post.append(f"if (_cp.track{' && ' + flag if flag else ''}) ml_cpl_end(S, &_cp, {nd}, {idx}, _st);")
+        if single:  # one request: the inline path (ml.h)
+            p.post.append(f"if (_cp.track{' && ' + flag if flag else ''}) ml_cpl_end1(S, _sh, &_cp, _st);")
+        else:
+            p.post.append(f"if (_cp.track{' && ' + flag if flag else ''}) ml_cpl_end(S, &_cp, {nd}, {idx}, _st);")
     return p
 
 
@@ -615,7 +621,7 @@ def coll_plan(cb: str, b: Binding, p: Plan) -> Plan:
     p.fl = fl_args("COLL", b, "root", count=scalar)
     name = b.cfunc_name[4:]
     if name.startswith("I") and not name.endswith("_init"):
-        p.post.append(f"if (ML_FL_ON) ml_req_track(S, {creq_of(b)}, FID, ML_RQ_COLL, {b.comm('comm')}, "
+        p.post.append(f"if (ML_FL_ON) ml_req_track_in(S, _sh, {creq_of(b)}, FID, ML_RQ_COLL, {b.comm('comm')}, "
                       f"S->shared ? 0 : S->fl.bytes, S->shared ? ML_FL_NONE : S->fl.peer);")
     return p
 
@@ -658,29 +664,37 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     onpre = " ".join(plan.onpre)
     out.append("    if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, DI); if (ML_TIMED(tm)) t0 = ml_now();"
                f"{' ' + onpre if onpre else ''} }}")
-    fl = plan.fl or "ML_FL_OTHER, MPI_COMM_NULL, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0"
-    out.append("    uint64_t _fs = 0;")
-    out.append(f"    if (ML_FL_ON && on && !_sh) _fs = ml_fl_set(S, FID, {fl}, ML_TIMED(tm) ? t0 : ml_fl_clock);")
+    # a call of no other kind: its communicator argument if it has one (in a register
+    # already, where MPI_COMM_NULL may cost a load), else MPI_COMM_NULL
+    fl = plan.fl or f"ML_FL_OTHER, {plan.comm or 'MPI_COMM_NULL'}, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0"
+    out.append(f"    if (ML_FL_ON && on && !_sh) (void)ml_fl_set(S, FID, {fl}, ML_TIMED(tm) ? t0 : ml_fl_clock);")
     if served:
         out.append("    ml_served_flag = 0;")
     out.append(f"    {call};")
-    out.append("    if (ML_FL_ON && on && !_sh) ml_fl_done(S, _fs);")
+    out.append("    if (ML_FL_ON && on && !_sh) ml_fl_done(S);")
     if fl.startswith("ML_FL_COLL"):  # the end of a call sampled for late arrival (late.h)
         out.append("    if (ML_FL_ON && on && !_sh) ml_la_out();")
     if served:
         out.append("    int served = ml_served_flag; ml_served_flag = 0;")
     out += ["    uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;", "    ml_leave();",
-            "    if (on) {",
-            "        if (__builtin_expect(_sh, 0)) ml_shared_lock();"]
+            "    if (on) {"]
     post = [ln for ln in plan.post if ln]
+    rec: list[str] = []  # the updates after the call, twice below
     if served:
-        out.append("        if (served) ml_served_count(S, FID);")
+        rec.append("if (served) ml_served_count(S, FID);")
     if post:
-        out.append(f"        if ({ok}) {{")
-        out += ["            " + ln for ln in post]
-        out.append("        }")
-    out.append("        ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, __builtin_return_address(0));")
-    out.append("        if (__builtin_expect(_sh, 0)) ml_shared_unlock();")
+        rec.append(f"if ({ok}) {{")
+        rec += ["    " + ln for ln in post]
+        rec.append("}")
+    rec.append("ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, __builtin_return_address(0));")
+    # a shared slot's copy under its lock, and the usual one: _sh tested once after the call
+    out.append("        if (__builtin_expect(_sh, 0)) {")
+    out.append("            ml_shared_lock();")
+    out += ["            " + ln for ln in rec]
+    out.append("            ml_shared_unlock();")
+    out.append("        } else {")
+    out += ["            " + ln for ln in rec]
+    out.append("        }")
     out.append("    }")
     return out
 

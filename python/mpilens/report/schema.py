@@ -11,8 +11,8 @@ VERSION = 2  # the newest format version this reader understands
 NBINS = 25
 # a function is marked caution when its mean time per call is below caution_factor x overhead_ns
 CAUTION_FACTOR = 5
-# sampled timing times every call of a function whose timed calls average above this (the
-# longest left out)
+# default of MPILENS_TIME_ABOVE_NS: sampled timing times every call of a function whose timed
+# calls average above this (the longest left out)
 ALWAYS_TIME_ABOVE_NS = 2000
 # sampled timing times the first warmup_calls calls of a function on a thread
 WARMUP_CALLS = 32
