@@ -30,7 +30,8 @@ from . import limits
 from .rankdata import RankTable
 
 LIB = "libmpilens_read.so"
-CHUNK = 8 << 20
+last_used = False  # the last load_ranks read the file (tests: the fast path was taken)
+CHUNK = 1 << 20
 OK, FLUSH, REFUSED, NOMEM = 0, 1, 2, 3
 
 _P = C.c_void_p
@@ -79,7 +80,7 @@ def _declare(lib: Any) -> None:
     lib.ml_fr_free.argtypes = [_P]
     lib.ml_fr_function.argtypes = [_P, C.c_char_p, _I64]
     lib.ml_fr_feed.restype = _I64
-    lib.ml_fr_feed.argtypes = [_P, C.c_char_p, _I64, C.c_int, C.POINTER(C.c_int), _I64]
+    lib.ml_fr_feed.argtypes = [_P, C.c_void_p, _I64, C.c_int, C.POINTER(C.c_int), _I64]
     lib.ml_fr_count.restype = _I64
     lib.ml_fr_count.argtypes = [_P]
     lib.ml_fr_string.restype = _P
@@ -122,7 +123,7 @@ def _copy(ptr: Any, n: int, dtype: Any) -> np.ndarray:
         return np.zeros(0, dtype=dtype)
     size = n * np.dtype(dtype).itemsize
     addr = ptr if isinstance(ptr, int) else C.cast(ptr, C.c_void_p).value
-    return np.frombuffer((C.c_char * size).from_address(addr), dtype=dtype).copy()
+    return np.frombuffer(C.string_at(addr, size), dtype=dtype).copy()  # writable
 
 
 class _Refused(Exception):
@@ -165,6 +166,8 @@ def load_ranks(path: Path, header: dict[str, Any],
     """(table, the callsites / comms / regions views, rank lines read), with the
     time lines folded into timeline_acc (timeline._Timeline); None: read the file
     with the Python reader."""
+    global last_used
+    last_used = False
     lib = _lib()
     if lib is None:
         return None
@@ -184,6 +187,7 @@ def load_ranks(path: Path, header: dict[str, Any],
             return None
         table = _table(lib, rd, count)
         views = {"callsites": _sites(lib, rd), **_comms(lib, rd)}
+        last_used = True
         return table, views, count
     except _Refused:
         return None
@@ -204,10 +208,10 @@ def _feed(lib: Any, rd: _Reader, path: Path, acc: Any) -> None:
                 final = not chunk
                 buf = rest + chunk if rest else chunk
                 off = 0
+                base = C.cast(C.c_char_p(buf), C.c_void_p).value or 0  # buf itself, no copy
                 while True:
-                    view = buf[off:] if off else buf
-                    used = lib.ml_fr_feed(rd.s, view, len(view), int(final), C.byref(status),
-                                          limits.MAX_LINE_BYTES)
+                    used = lib.ml_fr_feed(rd.s, base + off, len(buf) - off, int(final),
+                                          C.byref(status), limits.MAX_LINE_BYTES)
                     off += used
                     if status.value == FLUSH:
                         _flush(lib, rd, acc)

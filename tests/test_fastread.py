@@ -1,0 +1,108 @@
+"""The reader's fast path (runtime/reader/fastread.c through report/fastread.py) reads
+every profile exactly as the Python reader does (docs/scale.md, The fast path).
+
+Each profile is loaded twice, by the fast path and with MPILENS_FASTREAD=off by the
+Python reader (the reference): the columns (RankTable) and the load-time views
+(call sites, communicators, regions, time line) must be equal bit for bit, or both
+must refuse the file with the same one line.  Profiles: a real heat2d run under this
+session's MPI (Open MPI, MPICH), compressed one gzip member per line, synthesized to
+300 ranks by bench/reader/synth.py (plain and compressed), and a fixed sample of the
+fuzz corpus of test_profile_fuzz.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from fastread_check import compare
+from mpilens.report import fastread, profile
+from test_cli_support import real_profile
+from test_profile_fuzz import _canonical, deletions, mutations
+
+
+@pytest.fixture(scope="module")
+def real(build) -> Path:
+    return real_profile(4)
+
+
+def _gzip_lines(src: Path, dst: Path) -> Path:
+    """One gzip member per line, as the runtime writes a compressed profile."""
+    dst.write_bytes(b"".join(gzip.compress(ln) for ln in src.read_bytes().splitlines(True)))
+    return dst
+
+
+def _same_and_fast(path: Path) -> None:
+    diffs, used = compare(path)
+    assert diffs == [], (path, diffs[:5])
+    assert used, f"{path}: the fast path refused it"
+
+
+def test_library_is_built_and_loaded(build) -> None:
+    assert fastread.available(), "lib/libmpilens_read.so not built or not loadable"
+
+
+def test_real_profile_reads_the_same(real: Path, tmp_path: Path) -> None:
+    _same_and_fast(real)
+    _same_and_fast(_gzip_lines(real, tmp_path / "real.prof.gz"))
+    prof = profile.load(real)
+    assert fastread.last_used and prof.columns().n == 4
+    assert prof.columns().sums["MPI_Allreduce"][0] == sum(
+        json.loads(ln)["functions"]["MPI_Allreduce"]["calls"]
+        for ln in real.read_text().splitlines()[1:])
+
+
+def test_synthesized_profile_reads_the_same(real: Path, tmp_path: Path) -> None:
+    """300 ranks: two batches of time lines (256 a batch), one rank 3x slower."""
+    out = tmp_path / "s.prof"
+    subprocess.run([sys.executable, str(REPO / "bench/reader/synth.py"), str(real), "300",
+                    str(out)], check=True, capture_output=True)
+    _same_and_fast(out)
+    _same_and_fast(_gzip_lines(out, tmp_path / "s.prof.gz"))
+
+
+def test_fuzz_corpus_reads_the_same(real: Path, tmp_path: Path) -> None:
+    text = "".join(json.dumps(_canonical(json.loads(ln)), separators=(",", ":")) + "\n"
+                   for ln in real.read_text().splitlines())
+    cases = list(mutations(text))[::7] + list(deletions(text))[::3]  # a fixed sample
+    path = tmp_path / "f.prof"
+    fast = 0
+    for label, data in cases:
+        path.write_bytes(data)
+        diffs, used = compare(path)
+        assert diffs == [], (label, diffs[:5])
+        fast += used
+    assert fast >= 10, fast  # valid mutations do take the fast path
+
+
+def test_what_the_library_leaves_to_python(real: Path, tmp_path: Path) -> None:
+    """A line with regions, or an escaped string: read by the Python reader, the same
+    result; MPILENS_FASTREAD=off or a library that does not load: the Python reader."""
+    lines = real.read_text().splitlines()
+    region = {"name": "solve", "parent": None, "entries": 1, "wall_s": 0.5,
+              "functions": {"MPI_Allreduce": {"calls": 1, "time_s": 0.25, "bytes_sent": 8,
+                                              "bytes_recv": 8}}}
+    docs = [json.loads(ln) for ln in lines]
+    docs[2]["regions"] = [region]
+    path = tmp_path / "regions.prof"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    diffs, used = compare(path)
+    assert diffs == [] and not used
+    assert profile.load(path).folded("regions")["regions"]["solve"]["entries"] == 1
+    docs[2].pop("regions")
+    docs[3]["host"] = "n\\u0030de"  # an escape: decoded by json
+    path.write_text("".join(json.dumps(d).replace("\\\\u0030", "\\u0030") + "\n" for d in docs))
+    diffs, used = compare(path)
+    assert diffs == [] and not used
+    assert "n0de" in profile.load(path).columns().hosts
+    for setting in ("off", str(tmp_path / "missing.so")):
+        fastread._lib.cache_clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("MPILENS_FASTREAD", setting)
+            assert profile.load(real).columns().n == 4 and not fastread.last_used
+        fastread._lib.cache_clear()
