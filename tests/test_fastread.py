@@ -80,21 +80,33 @@ def test_fuzz_corpus_reads_the_same(real: Path, tmp_path: Path) -> None:
     assert fast >= 10, fast  # valid mutations do take the fast path
 
 
-def test_what_the_library_leaves_to_python(real: Path, tmp_path: Path) -> None:
-    """A line with regions, or an escaped string: read by the Python reader, the same
-    result; MPILENS_FASTREAD=off or a library that does not load: the Python reader."""
-    lines = real.read_text().splitlines()
-    region = {"name": "solve", "parent": None, "entries": 1, "wall_s": 0.5,
-              "functions": {"MPI_Allreduce": {"calls": 1, "time_s": 0.25, "bytes_sent": 8,
-                                              "bytes_recv": 8}}}
-    docs = [json.loads(ln) for ln in lines]
-    docs[2]["regions"] = [region]
+def test_regions_read_the_same(real: Path, tmp_path: Path) -> None:
+    """Regions (none in heat2d's profile): added to the real lines, summed exactly."""
+    docs = [json.loads(ln) for ln in real.read_text().splitlines()]
+    for k, d in enumerate(docs[1:]):
+        fns = {"MPI_Allreduce": {"calls": k + 1, "time_s": 0.25, "bytes_sent": 8 * (k + 1)}}
+        d["regions"] = [{"name": "solve", "parent": None, "entries": 2, "wall_s": 0.5,
+                         "functions": fns},
+                        {"name": "halo", "parent": "solve", "entries": 1, "wall_s": 0.125,
+                         "functions": {}}]
+        d["regions_dropped"] = {"labels": 1, "calls": 0, "unmatched": 2}
     path = tmp_path / "regions.prof"
     path.write_text("".join(json.dumps(d) + "\n" for d in docs))
-    diffs, used = compare(path)
-    assert diffs == [] and not used
-    assert profile.load(path).folded("regions")["regions"]["solve"]["entries"] == 1
-    docs[2].pop("regions")
+    _same_and_fast(path)
+    got = profile.load(path).folds["regions"]
+    solve = got["regions"]["solve"]
+    assert (solve["ranks"], solve["entries"], solve["wall_s"]) == (4, 8, 2.0)
+    assert solve["functions"]["MPI_Allreduce"] == {"calls": 10, "time_s": 1.0,
+                                                   "bytes_sent": 80, "bytes_recv": 0}
+    assert got["regions"]["halo"]["parent"] == "solve"
+    assert got["dropped"] == {"labels": 4, "calls": 0, "unmatched": 8}
+
+
+def test_what_the_library_leaves_to_python(real: Path, tmp_path: Path) -> None:
+    """An escaped string: read by the Python reader, the same result; MPILENS_FASTREAD=off
+    or a library that does not load: the Python reader."""
+    docs = [json.loads(ln) for ln in real.read_text().splitlines()]
+    path = tmp_path / "escaped.prof"
     docs[3]["host"] = "n\\u0030de"  # an escape: decoded by json
     path.write_text("".join(json.dumps(d).replace("\\\\u0030", "\\u0030") + "\n" for d in docs))
     diffs, used = compare(path)

@@ -142,6 +142,19 @@ typedef struct {           /* one communicator description */
     int32_t chain_off, chain_len; /* kinds of the parent chain, in chains */
 } comm_t;
 
+typedef struct {           /* one region (by name) */
+    int32_t name, parent;  /* string ids; parent -1: none (of its first record) */
+    uint64_t ranks, entries;
+    double wall;
+    vec_t fns;             /* int32: its functions (indices in rfns), first seen first */
+} region_t;
+
+typedef struct {           /* one function of one region */
+    int32_t name;
+    uint64_t calls, sent, recv;
+    double time;
+} rfn_t;
+
 typedef struct {           /* a time-line group (bin width, bins, classes) */
     double bin_s; int32_t nb, width;
     int32_t classes_off;   /* in tl_classes */
@@ -170,6 +183,7 @@ typedef struct {
     vec_t comms, chains;   /* comm_t, int32 */
     uint64_t comms_dropped, r_labels, r_calls, r_unmatched;
     vec_t groups, tl_classes; /* tgroup_t, int32 */
+    vec_t regions, rfns;   /* region_t, rfn_t */
     int32_t staged;
     int32_t outside[3];    /* string ids of MPI_Init, MPI_Init_thread, MPI_Finalize */
     int32_t qmark;         /* string id of "?" */
@@ -358,9 +372,12 @@ static uint64_t clamp(unsigned __int128 v) { return v > UINT64_MAX ? UINT64_MAX 
 typedef struct { int32_t name, col; uint64_t calls, sent, recv, p2p[4]; double time; int has_p2p[2]; } lfn_t;
 typedef struct { int32_t fn; int32_t fr_off, fr_n; uint64_t calls, sent, recv, hist[NBINS]; double time; int has_hist; } lsite_t;
 typedef struct { int64_t id, parent, size; int32_t kind, name; int inter, has_parent; uint64_t calls, sent, recv; double time; } lcomm_t;
+typedef struct { int32_t name, parent, fn_off, fn_n; uint64_t entries; double wall; } lregion_t;
+typedef struct { int32_t name; uint64_t u[4]; double time; } lrfn_t;
 
 typedef struct {
     vec_t fns, sites, frames, mods, comms; /* lfn_t, lsite_t, uint64 pairs, int32, lcomm_t */
+    vec_t regions, rfns;   /* lregion_t, lrfn_t */
     vec_t tl_calls, tl_time, tl_bytes, tl_classes; /* uint64, double, uint64, int32 */
 } line_t;
 
@@ -534,6 +551,45 @@ static int counts_obj(cur_t *c, const char *const *keys, int nk, uint64_t *u, do
     return 0;
 }
 
+static const char *const FOUR[] = {"calls", "time_s", "bytes_sent", "bytes_recv"};
+
+static int regions(fr_t *f, cur_t *c, line_t *L) {
+    ARR_BEGIN(c)
+        lregion_t o;
+        memset(&o, 0, sizeof o);
+        o.name = o.parent = -1;
+        o.fn_off = (int32_t)L->rfns.n;
+        uint64_t seen = 0;
+        OBJ_BEGIN(c)
+            const char *s; size_t n;
+            if (KEY(ks, kn, "name")) {
+                ONCE(0);
+                if (str(c, &s, &n) || (o.name = sid(f, s, n)) < 0) return -1;
+            } else if (KEY(ks, kn, "parent")) {
+                ONCE(1);
+                if (peek(c, 'n')) { if (lit(c, "null")) return -1; o.parent = -1; }
+                else if (str(c, &s, &n) || (o.parent = sid(f, s, n)) < 0) return -1;
+            } else if (KEY(ks, kn, "entries")) { ONCE(2); if (count(c, UINT64_MAX, &o.entries)) return -1; }
+            else if (KEY(ks, kn, "wall_s")) { ONCE(3); if (timev(c, &o.wall)) return -1; }
+            else if (KEY(ks, kn, "functions")) {
+                ONCE(4);
+                OBJ_BEGIN(c)
+                    lrfn_t r;
+                    memset(&r, 0, sizeof r);
+                    if ((r.name = sid(f, ks, kn)) < 0) return -1;
+                    for (int32_t j = o.fn_off; j < (int32_t)L->rfns.n; j++)
+                        if (VAT(L->rfns, lrfn_t, j).name == r.name) return -1; /* repeated */
+                    if (counts_obj(c, FOUR, 4, r.u, &r.time) || vpush(&L->rfns, &r)) return -1;
+                    o.fn_n++;
+                OBJ_END(c)
+            } else if (skip(c, 3)) return -1;
+        OBJ_END(c)
+        if ((seen & 0x1d) != 0x1d) return -1; /* name, entries, wall_s, functions */
+        if (vpush(&L->regions, &o)) return -1;
+    ARR_END(c)
+    return 0;
+}
+
 static int comms(fr_t *f, cur_t *c, line_t *L) {
     L->comms.n = 0;
     ARR_BEGIN(c)
@@ -625,8 +681,12 @@ static int timeline(fr_t *f, cur_t *c, line_t *L, int *has, double *bin_s, int32
 }
 
 static int32_t key_of(fr_t *f, int kind, const uint64_t *k, size_t n, int *fresh) {
+    uint64_t kb[1 + 1100]; /* the kind first: keys of two kinds never meet */
+    if (n > 1100) return -1;
+    kb[0] = (uint64_t)kind;
+    memcpy(kb + 1, k, n * sizeof(uint64_t));
     int fr = 0;
-    int32_t id = intern(&f->keys, k, n * sizeof(uint64_t), &fr);
+    int32_t id = intern(&f->keys, kb, (n + 1) * sizeof(uint64_t), &fr);
     if (id < 0) return -1;
     if (fr) {
         int32_t kd = kind, ix = -1;
@@ -808,6 +868,48 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
         cm->time += o->time;
     }
 
+    /* regions: by name; their functions by name (regions.py) */
+    for (size_t i = 0; i < L->regions.n; i++) {
+        lregion_t *o = &VAT(L->regions, lregion_t, i);
+        uint64_t kb[2] = {(uint64_t)o->name, UINT64_MAX};
+        int fresh;
+        int32_t key = key_of(f, 3, kb, 2, &fresh);
+        if (key < 0) return -1;
+        int32_t *ix = &VAT(f->key_index, int32_t, key);
+        if (*ix < 0) {
+            region_t g;
+            memset(&g, 0, sizeof g);
+            g.name = o->name;
+            g.parent = o->parent;
+            g.fns = VINIT(int32_t);
+            *ix = (int32_t)f->regions.n;
+            if (vpush(&f->regions, &g)) return -1;
+        }
+        int32_t gi = *ix;
+        region_t *g = &VAT(f->regions, region_t, gi);
+        g->ranks++;
+        if (add_u64(&g->entries, o->entries)) return -2;
+        g->wall += o->wall;
+        for (int32_t j = 0; j < o->fn_n; j++) {
+            lrfn_t *r = &VAT(L->rfns, lrfn_t, o->fn_off + j);
+            uint64_t kf[3] = {(uint64_t)gi, (uint64_t)r->name, UINT64_MAX - 1};
+            int32_t fk = key_of(f, 4, kf, 3, &fresh);
+            if (fk < 0) return -1;
+            int32_t *fx = &VAT(f->key_index, int32_t, fk);
+            if (*fx < 0) {
+                rfn_t z;
+                memset(&z, 0, sizeof z);
+                z.name = r->name;
+                *fx = (int32_t)f->rfns.n;
+                if (vpush(&f->rfns, &z) || vpush(&VAT(f->regions, region_t, gi).fns, fx)) return -1;
+            }
+            rfn_t *a = &VAT(f->rfns, rfn_t, *fx);
+            if (add_u64(&a->calls, r->u[0]) || add_u64(&a->sent, r->u[2]) ||
+                add_u64(&a->recv, r->u[3])) return -2;
+            a->time += r->time;
+        }
+    }
+
     /* the time line: staged in its group for the numpy fold (timeline.py) */
     if (has_tl) {
         uint64_t kb[3 + 1024];
@@ -853,7 +955,6 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
     return 0;
 }
 
-static const char *const DROP_SITE[] = {"calls", "time_s", "bytes_sent", "bytes_recv"};
 static const char *const DROP_REGION[] = {"labels", "calls", "unmatched"};
 
 /* one rank line [p, e) (without its newline): 0, -1 refused, -3 out of memory */
@@ -868,7 +969,7 @@ static int line(fr_t *f, line_t *L, const char *p, const char *e) {
     double dtime = 0.0;
     int has_dsite = 0;
     uint64_t cdrop = 0;
-    L->mods.n = L->sites.n = L->comms.n = L->fns.n = 0;
+    L->mods.n = L->sites.n = L->comms.n = L->fns.n = L->regions.n = L->rfns.n = 0;
     OBJ_BEGIN(c)
         if (KEY(ks, kn, "rank")) { ONCE(0); if (count(c, UINT64_MAX, &rank)) return -1; }
         else if (KEY(ks, kn, "wall_s")) { ONCE(1); if (timev(c, &wall)) return -1; }
@@ -891,10 +992,10 @@ static int line(fr_t *f, line_t *L, const char *p, const char *e) {
         else if (KEY(ks, kn, "callsites_dropped")) {
             ONCE(12);
             has_dsite = 1;
-            if (counts_obj(c, DROP_SITE, 4, dsite, &dtime)) return -1;
+            if (counts_obj(c, FOUR, 4, dsite, &dtime)) return -1;
         } else if (KEY(ks, kn, "regions")) {
             ONCE(13);
-            if (!eat(c, '[') || !eat(c, ']')) return -1; /* region records: the Python path */
+            if (regions(f, c, L)) return -1;
         } else if (KEY(ks, kn, "regions_dropped")) {
             ONCE(14);
             double unused = 0;
@@ -952,6 +1053,8 @@ ml_fr_t *ml_fr_new(int64_t nranks) {
     f->chains = VINIT(int32_t);
     f->groups = VINIT(tgroup_t);
     f->tl_classes = VINIT(int32_t);
+    f->regions = VINIT(region_t);
+    f->rfns = VINIT(rfn_t);
     line_t *L = &s->L;
     L->fns = VINIT(lfn_t);
     L->sites = VINIT(lsite_t);
@@ -962,6 +1065,8 @@ ml_fr_t *ml_fr_new(int64_t nranks) {
     L->tl_time = VINIT(double);
     L->tl_bytes = VINIT(uint64_t);
     L->tl_classes = VINIT(int32_t);
+    L->regions = VINIT(lregion_t);
+    L->rfns = VINIT(lrfn_t);
     f->wall = calloc(n, 8); f->mpi = calloc(n, 8); f->top_s = calloc(n, 8);
     f->node = calloc(n, 8); f->host = calloc(n, 4); f->top = calloc(n, 4);
     f->calls = calloc(n, 8); f->sent = calloc(n, 8); f->recv = calloc(n, 8);
@@ -994,6 +1099,7 @@ void ml_fr_free(ml_fr_t *s) {
         site_t *st = &VAT(f->sites, site_t, i);
         vfree(&st->rank); vfree(&st->rcalls); vfree(&st->rtime);
     }
+    for (size_t i = 0; i < f->regions.n; i++) vfree(&VAT(f->regions, region_t, i).fns);
     for (size_t i = 0; i < f->groups.n; i++) {
         tgroup_t *g = &VAT(f->groups, tgroup_t, i);
         vfree(&g->ranks); vfree(&g->calls); vfree(&g->time); vfree(&g->bytes);
@@ -1001,7 +1107,7 @@ void ml_fr_free(ml_fr_t *s) {
     vec_t *vs[] = {&f->name_ok, &f->col_of, &f->host_of, &f->hosts, &f->key_kind, &f->key_index,
                    &f->src, &f->dst, &f->msgs, &f->nbytes, &f->sites, &f->comms, &f->chains,
                    &f->groups, &f->tl_classes, &s->L.fns, &s->L.sites, &s->L.frames, &s->L.mods,
-                   &s->L.comms, &s->L.tl_calls, &s->L.tl_time, &s->L.tl_bytes, &s->L.tl_classes};
+                   &s->L.comms, &f->regions, &f->rfns, &s->L.regions, &s->L.rfns, &s->L.tl_calls, &s->L.tl_time, &s->L.tl_bytes, &s->L.tl_classes};
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) vfree(vs[i]);
     intern_free(&f->str);
     intern_free(&f->keys);
@@ -1114,7 +1220,7 @@ int32_t ml_fr_site(ml_fr_t *s, int64_t i, const uint64_t **frames, int64_t *nfra
                    int64_t *nrank) {
     site_t *st = &VAT(s->f.sites, site_t, i);
     const uint32_t *o = &VAT(s->f.keys.offs, uint32_t, 2 * st->key);
-    const uint64_t *k = (const uint64_t *)((const char *)s->f.keys.bytes.p + o[0]);
+    const uint64_t *k = (const uint64_t *)((const char *)s->f.keys.bytes.p + o[0]) + 1;
     *nframes = (int64_t)k[1];
     *frames = k + 2;
     sums[0] = st->calls;
@@ -1152,6 +1258,29 @@ int32_t ml_fr_comm(ml_fr_t *s, int64_t i, int32_t *name, int64_t *size, int *int
     sums[3] = c->recv;
     *time = c->time;
     return c->kind;
+}
+
+int64_t ml_fr_nregions(ml_fr_t *s) { return (int64_t)s->f.regions.n; }
+/* region i: name; parent (-1), ranks, entries, wall; its functions (indices) */
+int32_t ml_fr_region(ml_fr_t *s, int64_t i, int32_t *parent, uint64_t *counts, double *wall,
+                     const int32_t **fns, int32_t *nfns) {
+    region_t *g = &VAT(s->f.regions, region_t, i);
+    *parent = g->parent;
+    counts[0] = g->ranks;
+    counts[1] = g->entries;
+    *wall = g->wall;
+    *fns = g->fns.p;
+    *nfns = (int32_t)g->fns.n;
+    return g->name;
+}
+/* a region's function: name; calls, sent, received; time */
+int32_t ml_fr_region_fn(ml_fr_t *s, int32_t i, uint64_t *counts, double *time) {
+    rfn_t *a = &VAT(s->f.rfns, rfn_t, i);
+    counts[0] = a->calls;
+    counts[1] = a->sent;
+    counts[2] = a->recv;
+    *time = a->time;
+    return a->name;
 }
 
 int64_t ml_fr_ngroups(ml_fr_t *s) { return (int64_t)s->f.groups.n; }

@@ -106,6 +106,13 @@ def _declare(lib: Any) -> None:
     lib.ml_fr_comm.argtypes = [_P, _I64, C.POINTER(C.c_int32), _PI64, C.POINTER(C.c_int),
                                C.POINTER(C.POINTER(C.c_int32)), C.POINTER(C.c_int32), _PU64,
                                _PD]
+    lib.ml_fr_nregions.restype = _I64
+    lib.ml_fr_nregions.argtypes = [_P]
+    lib.ml_fr_region.restype = C.c_int32
+    lib.ml_fr_region.argtypes = [_P, _I64, C.POINTER(C.c_int32), _PU64, _PD,
+                                 C.POINTER(C.POINTER(C.c_int32)), C.POINTER(C.c_int32)]
+    lib.ml_fr_region_fn.restype = C.c_int32
+    lib.ml_fr_region_fn.argtypes = [_P, C.c_int32, _PU64, _PD]
     lib.ml_fr_ngroups.restype = _I64
     lib.ml_fr_ngroups.argtypes = [_P]
     lib.ml_fr_group.restype = C.c_int32
@@ -365,6 +372,28 @@ def _comms(lib: Any, rd: _Reader) -> dict[str, Any]:
                   "records": int(sums[0]), "calls": int(sums[1]), "time_s": t.value,
                   "bytes_sent": int(sums[2]), "bytes_recv": int(sums[3])}
     return {"comms": {"comms": agg, "dropped": int(dropped[0])},
-            "regions": {"regions": {}, "dropped": {"labels": int(dropped[1]),
-                                                   "calls": int(dropped[2]),
-                                                   "unmatched": int(dropped[3])}}}
+            "regions": {"regions": _regions(lib, rd),
+                        "dropped": {"labels": int(dropped[1]), "calls": int(dropped[2]),
+                                    "unmatched": int(dropped[3])}}}
+
+
+def _regions(lib: Any, rd: _Reader) -> dict[str, dict[str, Any]]:
+    """Regions summed over ranks, as regions._Regions folds them."""
+    parent, nfns = C.c_int32(), C.c_int32()
+    counts = (C.c_uint64 * 3)()
+    wall, t = C.c_double(), C.c_double()
+    fns = C.POINTER(C.c_int32)()
+    agg: dict[str, dict[str, Any]] = {}
+    for i in range(int(lib.ml_fr_nregions(rd.s))):
+        name = rd.string(lib.ml_fr_region(rd.s, i, C.byref(parent), counts, C.byref(wall),
+                                          C.byref(fns), C.byref(nfns)))
+        a = agg[name] = {"name": name,
+                         "parent": rd.string(parent.value) if parent.value >= 0 else None,
+                         "ranks": int(counts[0]), "entries": int(counts[1]),
+                         "wall_s": wall.value, "calls": 0, "time_s": 0.0, "bytes_sent": 0,
+                         "bytes_recv": 0, "functions": {}}
+        for j in range(nfns.value):
+            fn = rd.string(lib.ml_fr_region_fn(rd.s, fns[j], counts, C.byref(t)))
+            a["functions"][fn] = {"calls": int(counts[0]), "time_s": t.value,
+                                  "bytes_sent": int(counts[1]), "bytes_recv": int(counts[2])}
+    return agg
