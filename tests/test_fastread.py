@@ -118,3 +118,30 @@ def test_what_the_library_leaves_to_python(real: Path, tmp_path: Path) -> None:
             mp.setenv("MPILENS_FASTREAD", setting)
             assert profile.load(real).columns().n == 4 and not fastread.last_used
         fastread._lib.cache_clear()
+
+
+def test_numbers_read_as_python_reads_them(real: Path, tmp_path: Path) -> None:
+    """-0 (an integer: 0.0, not -0.0), -0.0, an integer time beyond 2^53, exponents, a
+    count of 2^63; a sum beyond 64 bits and a count beyond 2^64-1 left to Python."""
+    docs = [json.loads(ln) for ln in real.read_text().splitlines()]
+    fns = docs[1]["functions"]
+    name = min(fns)
+    text = [json.dumps(d, separators=(",", ":")) for d in docs]
+    entry = json.dumps(fns[name], separators=(",", ":"))
+    edited = dict(fns[name], time_s=0.5, calls=7)
+    for time_s, calls, fast in (("-0", "7", True), ("-0.0", "7", True),
+                                ("12345678901234567", "7", True), ("2.5E-3", "7", True),
+                                ("0.5", str(2**63), True),
+                                # a sum over ranks beyond 64 bits, a count beyond: Python
+                                ("0.5", str(2**64 - 1), False), ("0.5", str(2**64), False)):
+        new = json.dumps(edited, separators=(",", ":")).replace('"time_s":0.5', f'"time_s":{time_s}')
+        new = new.replace('"calls":7', f'"calls":{calls}')
+        path = tmp_path / "n.prof"
+        path.write_text("\n".join([text[0], text[1].replace(entry, new), *text[2:]]) + "\n")
+        diffs, used = compare(path)
+        assert diffs == [] and used == fast, (time_s, calls, diffs[:3])
+        if fast:
+            t = profile.load(path).columns()
+            got = t.fn_time[t.functions.index(name)][0]
+            assert got.hex() == float(int(time_s) if time_s.lstrip("-").isdigit()
+                                      else float(time_s)).hex()

@@ -280,8 +280,11 @@ static int timev(cur_t *c, double *out) {
     double d;
     if (num(c, &isint, &u, &neg, &d, &big)) return -1;
     if (isint && big) return -1;
+    if (isint) {          /* Python: float(int), correctly rounded; "-0" is 0, not -0.0 */
+        if (neg && u) return -1;
+        d = (double)u;
+    }
     if (!(d >= 0) || !isfinite(d)) return -1;
-    if (neg && isint && u) return -1;
     *out = d;
     return 0;
 }
