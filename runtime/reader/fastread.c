@@ -1030,6 +1030,9 @@ static int line(fr_t *f, line_t *L, const char *p, const char *e) {
 }
 
 /* ---- the interface (fastread.py) ---- */
+/* the interface's version: fastread.py loads only a library of its own version */
+int ml_fr_version(void) { return 2; }
+
 typedef struct { fr_t f; line_t L; } ml_fr_t;
 
 void ml_fr_free(ml_fr_t *s);

@@ -32,6 +32,7 @@ from .rankdata import RankTable
 LIB = "libmpilens_read.so"
 last_used = False  # the last load_ranks read the file (tests: the fast path was taken)
 CHUNK = 1 << 20
+VERSION = 2  # ml_fr_version() of the library this module reads
 OK, FLUSH, REFUSED, NOMEM = 0, 1, 2, 3
 
 _P = C.c_void_p
@@ -63,9 +64,11 @@ def _lib() -> Any:
     for p in _candidates():
         try:
             lib = C.CDLL(str(p))
-        except OSError:
+            if lib.ml_fr_version() != VERSION:  # a stale build: the Python reader
+                continue
+            _declare(lib)
+        except (OSError, AttributeError):
             continue
-        _declare(lib)
         return lib
     return None
 
