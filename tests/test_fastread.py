@@ -145,3 +145,15 @@ def test_numbers_read_as_python_reads_them(real: Path, tmp_path: Path) -> None:
             got = t.fn_time[t.functions.index(name)][0]
             assert got.hex() == float(int(time_s) if time_s.lstrip("-").isdigit()
                                       else float(time_s)).hex()
+
+
+def test_unknown_keys_and_a_line_longer_than_a_read(real: Path, tmp_path: Path) -> None:
+    """Keys the reader does not know are skipped (as Python ignores them), also in a line
+    longer than the library's read chunk (fastread.CHUNK)."""
+    docs = [json.loads(ln) for ln in real.read_text().splitlines()]
+    docs[1]["future"] = {"a": [1, 2.5, None, True, "x" * 1000] * (fastread.CHUNK // 900)}
+    docs[2]["functions"][min(docs[2]["functions"])]["future"] = [[[]], {}]
+    path = tmp_path / "long.prof"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    assert path.stat().st_size > 2 * fastread.CHUNK
+    _same_and_fast(path)

@@ -214,7 +214,7 @@ def _feed(lib: Any, rd: _Reader, path: Path, acc: Any) -> None:
                 raise _Refused
             rest = b""
             while True:
-                chunk = f.read(CHUNK)
+                chunk = f.read(max(CHUNK, len(rest)))  # a long line: doubling reads
                 final = not chunk
                 buf = rest + chunk if rest else chunk
                 off = 0
