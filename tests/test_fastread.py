@@ -151,7 +151,7 @@ def test_unknown_keys_and_a_line_longer_than_a_read(real: Path, tmp_path: Path) 
     """Keys the reader does not know are skipped (as Python ignores them), also in a line
     longer than the library's read chunk (fastread.CHUNK)."""
     docs = [json.loads(ln) for ln in real.read_text().splitlines()]
-    docs[1]["future"] = {"a": [1, 2.5, None, True, "x" * 1000] * (fastread.CHUNK // 900)}
+    docs[1]["future"] = {"a": [1, 2.5, None, True, "x" * 1000] * (3 * fastread.CHUNK // 1000)}
     docs[2]["functions"][min(docs[2]["functions"])]["future"] = [[[]], {}]
     path = tmp_path / "long.prof"
     path.write_text("".join(json.dumps(d) + "\n" for d in docs))
