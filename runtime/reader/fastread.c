@@ -699,23 +699,21 @@ static int32_t key_of(fr_t *f, int kind, const uint64_t *k, size_t n, int *fresh
     return id;
 }
 
-static const fr_t *sort_ctx;
-static int cmp_lfn(const void *a, const void *b) {
-    const intern_t *t = &sort_ctx->str;
-    int32_t x = ((const lfn_t *)a)->name, y = ((const lfn_t *)b)->name;
-    const uint32_t *ox = &VAT(t->offs, uint32_t, 2 * x), *oy = &VAT(t->offs, uint32_t, 2 * y);
+static int cmp_lfn(const fr_t *f, const lfn_t *a, const lfn_t *b) {
+    const intern_t *t = &f->str;
+    const uint32_t *ox = &VAT(t->offs, uint32_t, 2 * a->name), *oy = &VAT(t->offs, uint32_t, 2 * b->name);
     size_t n = ox[1] < oy[1] ? ox[1] : oy[1];
     int r = memcmp((char *)t->bytes.p + ox[0], (char *)t->bytes.p + oy[0], n);
     return r ? r : (ox[1] > oy[1]) - (ox[1] < oy[1]);
 }
 
-static void sort_fns(fr_t *f, line_t *L) { /* insertion sort by name (a few entries) */
-    sort_ctx = f;
+/* the line's functions by name, as Python's sorted() (insertion sort: a few entries) */
+static void sort_fns(const fr_t *f, line_t *L) {
     lfn_t *a = L->fns.p;
     for (size_t i = 1; i < L->fns.n; i++) {
         lfn_t x = a[i];
         size_t j = i;
-        while (j > 0 && cmp_lfn(&a[j - 1], &x) > 0) { a[j] = a[j - 1]; j--; }
+        while (j > 0 && cmp_lfn(f, &a[j - 1], &x) > 0) { a[j] = a[j - 1]; j--; }
         a[j] = x;
     }
 }
