@@ -157,3 +157,32 @@ def test_unknown_keys_and_a_line_longer_than_a_read(real: Path, tmp_path: Path) 
     path.write_text("".join(json.dumps(d) + "\n" for d in docs))
     assert path.stat().st_size > 2 * fastread.CHUNK
     _same_and_fast(path)
+
+
+def test_communicator_chains_read_the_same(real: Path, tmp_path: Path) -> None:
+    """Communicator records with parents (chains, cycles, repeated ids: the last record of
+    an id is its parent), sizes, names and inter flags, grouped by description."""
+    import random
+
+    rng = random.Random(7)
+    docs = [json.loads(ln) for ln in real.read_text().splitlines()]
+    for d in docs[1:]:
+        recs = []
+        for _ in range(rng.randrange(1, 60)):
+            r = {"id": rng.randrange(-1, 40), "kind": rng.choice(["dup", "split", "other"]),
+                 "calls": rng.randrange(100), "time_s": rng.random(),
+                 "bytes_sent": rng.randrange(1000), "bytes_recv": rng.randrange(1000)}
+            if rng.random() < 0.7:
+                r["parent"] = rng.choice([None, rng.randrange(0, 40)])
+            if rng.random() < 0.6:
+                r["size"] = rng.randrange(1, 9)
+            if rng.random() < 0.5:
+                r["inter"] = rng.random() < 0.3
+            if rng.random() < 0.4:
+                r["name"] = rng.choice(["half", "row"])
+            recs.append(r)
+        d["comms"] = recs
+    path = tmp_path / "comms.prof"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    _same_and_fast(path)
+    assert len(profile.load(path).folds["comms"]["comms"]) > 20

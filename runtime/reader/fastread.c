@@ -382,6 +382,7 @@ typedef struct {
     vec_t fns, sites, frames, mods, comms; /* lfn_t, lsite_t, uint64 pairs, int32, lcomm_t */
     vec_t regions, rfns;   /* lregion_t, lrfn_t */
     vec_t tl_calls, tl_time, tl_bytes, tl_classes; /* uint64, double, uint64, int32 */
+    vec_t idmap;           /* int32: the line's communicator ids (fold_line) */
 } line_t;
 
 static int name_is_function(fr_t *f, int32_t id, const char *s, size_t n) {
@@ -807,7 +808,19 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
             return -1;
     }
 
-    /* communicators: key (kind chain, size, inter, name) as comms.describe reads it */
+    /* communicators: key (kind chain, size, inter, name) as comms.describe reads it;
+     * by_id (the last record of each id) as an open-addressed table of the line */
+    size_t idcap = 16;
+    while (idcap < 2 * L->comms.n) idcap *= 2;
+    if (vgrow(&L->idmap, idcap)) return -1;
+    int32_t *idmap = L->idmap.p;
+    for (size_t j = 0; j < idcap; j++) idmap[j] = -1;
+    for (size_t j = 0; j < L->comms.n; j++) {
+        int64_t id = VAT(L->comms, lcomm_t, j).id;
+        size_t h = (size_t)((uint64_t)id * 0x9E3779B97F4A7C15ull >> 7) & (idcap - 1);
+        while (idmap[h] >= 0 && VAT(L->comms, lcomm_t, idmap[h]).id != id) h = (h + 1) & (idcap - 1);
+        idmap[h] = (int32_t)j; /* a later record of the same id replaces it */
+    }
     for (size_t i = 0; i < L->comms.n; i++) {
         lcomm_t *o = &VAT(L->comms, lcomm_t, i);
         uint64_t kb[8 + 256];
@@ -829,12 +842,13 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
         int64_t pid = o->parent;
         while (has) {
             const lcomm_t *par = NULL;
-            for (size_t j = L->comms.n; j-- > 0;)
-                if (VAT(L->comms, lcomm_t, j).id == pid) { par = &VAT(L->comms, lcomm_t, j); break; }
+            size_t h = (size_t)((uint64_t)pid * 0x9E3779B97F4A7C15ull >> 7) & (idcap - 1);
+            for (; idmap[h] >= 0; h = (h + 1) & (idcap - 1))
+                if (VAT(L->comms, lcomm_t, idmap[h]).id == pid) { par = &VAT(L->comms, lcomm_t, idmap[h]); break; }
             if (!par) break;
             for (int j = 0; j < nseen; j++) if (seen_ids[j] == pid) { par = NULL; break; }
             if (!par) break;
-            if (nseen >= 255) return -2;
+            if (nseen >= 64) return -2; /* a longer chain: the Python reader */
             seen_ids[nseen++] = pid;
             kb[kn++] = (uint64_t)(uint32_t)par->kind;
             has = par->has_parent;
@@ -1071,6 +1085,7 @@ ml_fr_t *ml_fr_new(int64_t nranks) {
     L->tl_classes = VINIT(int32_t);
     L->regions = VINIT(lregion_t);
     L->rfns = VINIT(lrfn_t);
+    L->idmap = VINIT(int32_t);
     f->wall = calloc(n, 8); f->mpi = calloc(n, 8); f->top_s = calloc(n, 8);
     f->node = calloc(n, 8); f->host = calloc(n, 4); f->top = calloc(n, 4);
     f->calls = calloc(n, 8); f->sent = calloc(n, 8); f->recv = calloc(n, 8);
@@ -1111,7 +1126,7 @@ void ml_fr_free(ml_fr_t *s) {
     vec_t *vs[] = {&f->name_ok, &f->col_of, &f->host_of, &f->hosts, &f->key_kind, &f->key_index,
                    &f->src, &f->dst, &f->msgs, &f->nbytes, &f->sites, &f->comms, &f->chains,
                    &f->groups, &f->tl_classes, &s->L.fns, &s->L.sites, &s->L.frames, &s->L.mods,
-                   &s->L.comms, &f->regions, &f->rfns, &s->L.regions, &s->L.rfns, &s->L.tl_calls, &s->L.tl_time, &s->L.tl_bytes, &s->L.tl_classes};
+                   &s->L.comms, &f->regions, &f->rfns, &s->L.regions, &s->L.rfns, &s->L.idmap, &s->L.tl_calls, &s->L.tl_time, &s->L.tl_bytes, &s->L.tl_classes};
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) vfree(vs[i]);
     intern_free(&f->str);
     intern_free(&f->keys);
