@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -134,8 +135,9 @@ def test_numbers_read_as_python_reads_them(real: Path, tmp_path: Path) -> None:
                                 ("0.5", str(2**63), True),
                                 # a sum over ranks beyond 64 bits, a count beyond: Python
                                 ("0.5", str(2**64 - 1), False), ("0.5", str(2**64), False)):
-        new = json.dumps(edited, separators=(",", ":")).replace('"time_s":0.5', f'"time_s":{time_s}')
-        new = new.replace('"calls":7', f'"calls":{calls}')
+        new = json.dumps(edited, separators=(",", ":"))
+        new = new.replace('"time_s":0.5', f'"time_s":{time_s}').replace('"calls":7',
+                                                                        f'"calls":{calls}')
         path = tmp_path / "n.prof"
         path.write_text("\n".join([text[0], text[1].replace(entry, new), *text[2:]]) + "\n")
         diffs, used = compare(path)
@@ -162,8 +164,6 @@ def test_unknown_keys_and_a_line_longer_than_a_read(real: Path, tmp_path: Path) 
 def test_communicator_chains_read_the_same(real: Path, tmp_path: Path) -> None:
     """Communicator records with parents (chains, cycles, repeated ids: the last record of
     an id is its parent), sizes, names and inter flags, grouped by description."""
-    import random
-
     rng = random.Random(7)
     docs = [json.loads(ln) for ln in real.read_text().splitlines()]
     for d in docs[1:]:
