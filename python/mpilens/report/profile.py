@@ -303,6 +303,7 @@ def load(path: str | Path) -> Profile:
     checker.header(header)
     fast = _load_fast(p, st, header)
     if fast is not None:
+        lines.close()  # the header's reader: its file closed now
         return fast
     folder = Folder(nranks, list(header["functions"]))
     folds = {name: make(header) for name, make in _fold_makers().items()}
