@@ -1,6 +1,7 @@
 """Both readers of a profile give the same result: the fast path (report/fastread.py,
 the C library) and the Python reader (the reference).  Used by tests/test_fastread.py
-and by hand: `python tests/fastread_check.py FILE...` (MPILENS_FASTREAD as for mpilens)."""
+and by hand: `PYTHONPATH=python:tests .venv/bin/python tests/fastread_check.py FILE...`
+(MPILENS_FASTREAD as for mpilens)."""
 
 from __future__ import annotations
 
