@@ -13,6 +13,7 @@
 #                                     mpilens/0.1.0-openmpi, mpilens/0.1.0-mpich: they conflict)
 include(GNUInstallDirs)
 install(TARGETS mpilens LIBRARY DESTINATION lib)
+install(TARGETS mpilens_read LIBRARY DESTINATION lib)  # the reader's fast path
 install(FILES ${CMAKE_SOURCE_DIR}/runtime/include/mpilens.h DESTINATION include)
 install(FILES ${CMAKE_SOURCE_DIR}/runtime/include/mpilens_regions_f.c DESTINATION share/mpilens)
 install(PROGRAMS ${CMAKE_BINARY_DIR}/bin/mpilens-exec DESTINATION bin)

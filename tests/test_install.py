@@ -52,7 +52,8 @@ def installed(build: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
 
 def test_install_layout(installed: tuple[Path, Path]) -> None:
     prefix, _ = installed
-    for rel in ("lib/libmpilens.so", "bin/mpilens-exec", "bin/mpilens-bench",
+    for rel in ("lib/libmpilens.so", "lib/libmpilens_read.so", "bin/mpilens-exec",
+                "bin/mpilens-bench",
                 "bin/mpilens-bench-alltoall", "bin/mpilens-bench-repro", "include/mpilens.h",
                 "lib/pkgconfig/mpilens.pc", f"share/modulefiles/mpilens/{__version__}-{FLAVOUR}", "bin/mpilens",
                 "share/mpilens/runtime.json", "share/mpilens/examples/heat2d.c",

@@ -11,7 +11,9 @@ in --dir and reused).  Every command runs as its own process (`python -m
 mpilens.cli ...`, output to /dev/null); its wall time and peak resident memory
 (the child's ru_maxrss, os.wait4) are printed as one JSON object per
 measurement, then a JSON summary.  A command still running after --timeout
-seconds is killed and reported with "timeout": true.
+seconds is killed and reported with "timeout": true.  The commands read with the
+reader's fast path when the checkout has a build (lib/libmpilens_read.so, docs/scale.md);
+MPILENS_FASTREAD=off in the environment measures the Python reader.
 """
 
 from __future__ import annotations

@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     variants: dict[tuple[int, float], tuple[str, dict[str, Any], float, float]] = {}
     for r, line in enumerate(real):
         rest = {k: v for k, v in line.items()
-                if k not in ("rank", "host", "node", "pid", "wall_s", "mpi_s", "functions",
-                             "peers")}
+                if k not in ("rank", "host", "node", "pid", "wall_s", "mpi_s", "threads",
+                             "functions", "peers")}
         rest_js = json.dumps(rest, separators=(",", ":"))[1:-1]
         for k in FACTORS + (OUTLIER,):
             funcs = scaled_functions(line["functions"], k)

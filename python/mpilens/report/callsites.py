@@ -15,10 +15,11 @@ import re
 import shutil
 import subprocess
 from array import array
-from operator import add
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from operator import add
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .profile import Profile, register_fold
 
@@ -164,6 +165,41 @@ def location(frame: dict[str, Any]) -> str:
     return f"{name}+{frame['offset']:#x}" + (f" ({frame['function']})" if frame["function"] else "")
 
 
+class PerRank(Sequence[dict[str, Any]]):
+    """A call site's calls and time per rank that had it, {"rank", "calls", "time_s"}
+    made only when read (a site of 100,000 ranks keeps three arrays, not 100,000 dicts);
+    equal to the list of the same dicts, and written as that list in JSON."""
+
+    def __init__(self, rank: Sequence[int], calls: Sequence[int], time: Sequence[float]) -> None:
+        self.rank, self.calls, self.time = rank, calls, time
+
+    def __len__(self) -> int:
+        return len(self.rank)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self))[i]]
+        return {"rank": self.rank[i], "calls": self.calls[i], "time_s": self.time[i]}
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for k, c, t in zip(self.rank, self.calls, self.time):
+            yield {"rank": k, "calls": c, "time_s": t}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PerRank({len(self)} ranks)"
+
+
 def callsite_rows(prof: Profile) -> list[dict[str, Any]]:
     """Call sites summed over ranks, most time first, numbered from 1 (`report --callsite N`)."""
     agg = _aggregate(prof)
@@ -180,8 +216,7 @@ def callsite_rows(prof: Profile) -> list[dict[str, Any]]:
                      "sites_pct": 100.0 * a["time_s"] / total if total > 0 else 0.0,
                      "bytes_sent": a["bytes_sent"], "bytes_recv": a["bytes_recv"],
                      "hist": a["hist"], "nranks": len(a["rank"]),
-                     "per_rank": [{"rank": k, "calls": c, "time_s": t} for k, c, t in
-                                  zip(a["rank"], a["rank_calls"], a["rank_time"])]})
+                     "per_rank": PerRank(a["rank"], a["rank_calls"], a["rank_time"])})
     rows.sort(key=lambda r: (-r["time_s"], -r["calls"], r["function"], r["location"]))
     for i, r in enumerate(rows):
         r["id"] = i + 1

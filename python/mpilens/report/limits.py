@@ -24,6 +24,7 @@ import math
 import os
 import re
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,4 +175,6 @@ def strict(obj: Any) -> Any:
         return {k: strict(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [strict(v) for v in obj]
+    if isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
+        return [strict(v) for v in obj]  # a lazy sequence (callsites.PerRank)
     return obj

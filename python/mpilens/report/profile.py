@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol, overload
 
 from ..errors import UserError
-from . import fastjson, limits
+from . import fastjson, fastread, limits
 from .rankdata import Folder, RankTable, fold
 from .schema import (
     ALLTOALL_KEYS,
@@ -301,6 +301,10 @@ def load(path: str | Path) -> Profile:
     checker = _Checker(p, nranks)
     checker.count("header nranks", header["nranks"], 1, 2**31 - 1)
     checker.header(header)
+    fast = _load_fast(p, st, header)
+    if fast is not None:
+        lines.close()  # the header's reader: its file closed now
+        return fast
     folder = Folder(nranks, list(header["functions"]))
     folds = {name: make(header) for name, make in _fold_makers().items()}
     folds["timeline"].checker = checker  # checks the time lines a batch at a time
@@ -330,6 +334,28 @@ def load(path: str | Path) -> Profile:
                    ranks=RankLines(p, count, (st.st_size, st.st_mtime_ns)) if count else [])
     prof.table = folder.table()
     prof.folds = {name: acc.result() for name, acc in folds.items()} if count else {}
+    return prof
+
+
+_FAST_FOLDS = {"callsites", "comms", "regions", "timeline"}
+
+
+def _load_fast(p: Path, st: os.stat_result, header: dict[str, Any]) -> Profile | None:
+    """The profile read by the fast path (report/fastread.py: the C library), or None:
+    the Python reader reads it (no library, or a line the library leaves to it)."""
+    makers = _fold_makers()
+    if set(makers) != _FAST_FOLDS:  # a view the library does not fold
+        return None
+    tl = makers["timeline"](header)
+    got = fastread.load_ranks(p, header, tl)
+    if got is None:
+        return None
+    table, views, count = got
+    tl.count = count
+    views["timeline"] = tl.result()
+    prof = Profile(path=p, header=header, ranks=RankLines(p, count, (st.st_size, st.st_mtime_ns)))
+    prof.table = table
+    prof.folds = {name: views[name] for name in makers}
     return prof
 
 

@@ -57,19 +57,25 @@ class _Timeline:
             groups = _arrays(pending, False)
             assert groups is not None
         for key, ranks, calls, t, nbytes in groups:
-            g = self.groups.get(key)
-            if g is None:
-                nb, width = key[1], len(key[2])
-                g = self.groups[key] = {
-                    "calls": np.zeros((nb, width), dtype=np.uint64),
-                    "time_s": np.zeros((nb, width), dtype=np.float64),
-                    "bytes": np.zeros((nb, width), dtype=np.uint64),
-                    "ranks": [], "rows": []}
-            g["calls"] += calls.sum(axis=0, dtype=np.uint64)
-            g["time_s"] += t.sum(axis=0, dtype=np.float64)
-            g["bytes"] += nbytes.sum(axis=0, dtype=np.uint64)
-            g["ranks"].append(ranks)
-            g["rows"].append(t.sum(axis=2, dtype=np.float64))
+            self.fold_group(key, ranks, calls, t, nbytes)
+
+    def fold_group(self, key: tuple[float, int, tuple[str, ...]], ranks: np.ndarray,
+                   calls: np.ndarray, t: np.ndarray, nbytes: np.ndarray) -> None:
+        """Fold one batch's time lines of one group (ranks x bins x classes arrays; also
+        called by the fast path, report/fastread.py, with the same batches)."""
+        g = self.groups.get(key)
+        if g is None:
+            nb, width = key[1], len(key[2])
+            g = self.groups[key] = {
+                "calls": np.zeros((nb, width), dtype=np.uint64),
+                "time_s": np.zeros((nb, width), dtype=np.float64),
+                "bytes": np.zeros((nb, width), dtype=np.uint64),
+                "ranks": [], "rows": []}
+        g["calls"] += calls.sum(axis=0, dtype=np.uint64)
+        g["time_s"] += t.sum(axis=0, dtype=np.float64)
+        g["bytes"] += nbytes.sum(axis=0, dtype=np.uint64)
+        g["ranks"].append(ranks)
+        g["rows"].append(t.sum(axis=2, dtype=np.float64))
 
     def result(self) -> dict[str, Any] | None:
         self.flush()
