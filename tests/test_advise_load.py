@@ -15,6 +15,7 @@ import pytest
 from mpilens.advise import engine, netmodel
 from mpilens.advise import ranks as advise_ranks
 from mpilens.advise.collectives import FAMILIES
+from mpilens.report import fastread
 from mpilens.report.profile import load as reader_load
 from test_advise import profile, write_model
 
@@ -65,6 +66,9 @@ def test_views_hold_the_lines_values(build: Path, tmp_path: Path, name: str, np_
     path = profile(name, np_, *args)
     rows = [json.loads(x) for x in path.read_text().splitlines()[1:] if x.strip()]
     prof = advise_ranks.load(path)
+    # the reader's C fast path checked and folded the lines (report/fastread.py), and
+    # advise's own view was folded from them parsed once more (profile._load_fast)
+    assert fastread.last_used
     assert isinstance(prof.ranks, advise_ranks.AdviseRanks) and len(prof.ranks) == np_
     for line, view in zip(rows, prof.ranks):
         assert _plain(view) == _expected(line)

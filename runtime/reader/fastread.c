@@ -5,7 +5,7 @@
  * Loaded by python/mpilens/report/fastread.py with ctypes.  It accepts only lines it
  * reads exactly as the Python reader does (report/profile.py, validate.py): plain
  * ASCII strings without escapes, numbers of the JSON grammar, every value of a known
- * key in range, no duplicate known key, no region records.  At the first line it does
+ * key in range, no duplicate known key.  At the first line it does
  * not accept it stops (ML_FR_REFUSED) and the caller reads the whole file again with
  * the Python reader, which stays the reference and names what is wrong in one line.
  *

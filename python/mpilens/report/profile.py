@@ -344,7 +344,7 @@ def _load_fast(p: Path, st: os.stat_result, header: dict[str, Any]) -> Profile |
     """The profile read by the fast path (report/fastread.py: the C library), or None:
     the Python reader reads it (no library, or a line the library leaves to it)."""
     makers = _fold_makers()
-    if set(makers) != _FAST_FOLDS:  # a view the library does not fold
+    if not _FAST_FOLDS <= set(makers):
         return None
     tl = makers["timeline"](header)
     got = fastread.load_ranks(p, header, tl)
@@ -355,7 +355,11 @@ def _load_fast(p: Path, st: os.stat_result, header: dict[str, Any]) -> Profile |
     views["timeline"] = tl.result()
     prof = Profile(path=p, header=header, ranks=RankLines(p, count, (st.st_size, st.st_mtime_ns)))
     prof.table = table
-    prof.folds = {name: views[name] for name in makers}
+    prof.folds = {name: views[name] for name in _FAST_FOLDS}
+    # a view the library does not fold (advise's, registered for its load): folded
+    # from the lines the library has checked, parsed once more (Profile.folded)
+    for name in sorted(set(makers) - _FAST_FOLDS):
+        prof.folded(name)
     return prof
 
 
