@@ -71,6 +71,8 @@ RULES = [
     Rule(r"app-\*\.prof", T_SLURM),
     Rule(r"^bench/instr/instr\.py", "counts instructions under valgrind's callgrind, minutes "
          "per function (docs/bench.md gives its figures)"),
+    Rule(r"^callgrind_annotate --threshold=100 ", "reads the callgrind files of the instr.py "
+         "line before it (minutes under callgrind)"),
     Rule(r"bench/reader/bench\.py|^--dir /tmp/reader-bench|^\.venv/bin/mpilens demo --out-dir "
          r"/tmp/demo$", "the reader benchmark synthesizes and reads profiles of up to 100,000 "
          "ranks (minutes); tests/test_scale.py reads a synthesized 10,000-rank profile"),
