@@ -72,9 +72,9 @@ void ml_call_end(ml_slot_t *S, uint32_t fk, uint64_t t0, uint64_t dt, MPI_Comm c
     if (t) {
         if (tm) ml_tl_at(t, t0);
         ml_tl_cell_t *c = &t->row[cls];
-        c->calls++;
+        c->t.calls++;
         c->bytes += bs + br;
-        ml_time_add(&c->timed, &c->ticks, &c->stimed, &c->sticks, tm, dt);
+        ml_time_add(&c->t, tm, dt);
     }
     if (S->cm && comm != MPI_COMM_NULL) ml_cm_upd(ml_cm_rec(S->cm, comm), tm, dt, bs, br);
     if (ml_cs_depth) ml_cs_call(S, fid, ra, tm, dt, bs, br);

@@ -51,21 +51,21 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
         ml_call_end(S, ML_CALL_KEY(fid, cls, tm), t0, dt, comm, ra);
         return;
     }
-    S->f[fid].calls++;
+    S->f[fid].t.calls++;
     /* a completion call (no byte counters of its own) gives none: what its receives
      * got belongs to the functions that started them (docs/runtime.md) */
     uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
     ml_tltab_t *t = S->tl;
     if (t) { /* untimed: the bin of the thread's last clock reading (ml_tl_add) */
         ml_tl_cell_t *c = &t->row[cls];
-        c->calls++;
+        c->t.calls++;
         if (di >= 0) c->bytes += bs + br;
     }
     ml_cm_rec_t *cm = S->cm;
     if (cm) { /* MPI_COMM_WORLD (record 0) tested first */
         ml_cm_rec_t *r = comm == MPI_COMM_WORLD ? cm : comm != MPI_COMM_NULL ? &cm[ml_cm_id(comm)] : NULL;
         if (r) {
-            r->calls++;
+            r->t.calls++;
             if (di >= 0) {
                 r->bytes_s += bs;
                 r->bytes_r += br;
@@ -80,7 +80,7 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
     const ml_cs1_t *c1 = &S->cs1[fid];
     if (__builtin_expect(c1->pc == (uintptr_t)ra, 1)) {
         ml_cs_rec_t *r = (ml_cs_rec_t *)c1->rec;
-        r->calls++;
+        r->t.calls++;
         if (di >= 0 && (bs | br)) {
             r->bytes_s += bs;
             r->bytes_r += br;

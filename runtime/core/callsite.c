@@ -135,8 +135,8 @@ static void ml_cs_reset(ml_slot_t *s)
     memset(t->idx, 0xff, (t->mask + 1) * sizeof *t->idx);
     memset(t->rec, 0, (size_t)t->cap * sizeof *t->rec);
     t->n = 0;
-    t->over_calls = t->over_timed = t->over_ticks = t->over_bytes_s = t->over_bytes_r = 0;
-    t->over_stimed = t->over_sticks = 0;
+    memset(&t->over, 0, sizeof t->over);
+    t->over_bytes_s = t->over_bytes_r = 0;
     ml_uw_reset();
 }
 
@@ -215,8 +215,8 @@ static void ml_cs_account(ml_cstab_t *t, int fid, void *ra, int tm, uint64_t dt,
         ml_cs_upd(r, tm, dt, bs, br);
         return;
     }
-    t->over_calls++;
-    ml_time_add(&t->over_timed, &t->over_ticks, &t->over_stimed, &t->over_sticks, tm, dt);
+    t->over.calls++;
+    ml_time_add(&t->over, tm, dt);
     t->over_bytes_s += bs;
     t->over_bytes_r += br;
 }
@@ -242,11 +242,6 @@ __attribute__((visibility("default"))) int mpilens_set_callsites(int depth)
 }
 
 /* ---- the rank line ---- */
-
-static double ml_cs_est(uint64_t calls, uint64_t timed, uint64_t ticks, uint64_t stimed, uint64_t sticks)
-{
-    return ml_ticks_to_s(1) * ml_est_ticks(calls, timed, ticks, stimed, sticks);
-}
 
 typedef struct {
     uintptr_t bias;
@@ -312,20 +307,12 @@ static void ml_cs_rank_json(ml_buf_t *b)
             if (x->n == 0 || x->n > ML_CS_MAXDEPTH || x->fid >= ML_NFUNC) continue;
             ml_cs_rec_t *a = ml_cs_get(&m, x->pc, x->n, (int)x->fid);
             if (!a) continue;
-            a->calls += x->calls;
-            a->timed += x->timed;
-            a->ticks += x->ticks;
-            a->stimed += x->stimed;
-            a->sticks += x->sticks;
+            ml_timing_sum(&a->t, &x->t);
             a->bytes_s += x->bytes_s;
             a->bytes_r += x->bytes_r;
             for (int k = 0; k < ML_NBINS; k++) a->hist[k] += x->hist[k];
         }
-        m.over_calls += t->over_calls;
-        m.over_timed += t->over_timed;
-        m.over_ticks += t->over_ticks;
-        m.over_stimed += t->over_stimed;
-        m.over_sticks += t->over_sticks;
+        ml_timing_sum(&m.over, &t->over);
         m.over_bytes_s += t->over_bytes_s;
         m.over_bytes_r += t->over_bytes_r;
     }
@@ -335,7 +322,7 @@ static void ml_cs_rank_json(ml_buf_t *b)
     ml_buf_printf(b, ",\"callsites\":[");
     for (int i = 0; i < m.n; i++) {
         const ml_cs_rec_t *r = &m.rec[i];
-        if (!r->calls) continue;
+        if (!r->t.calls) continue;
         ml_buf_printf(b, "%s{\"function\":\"%s\",\"frames\":[", first ? "" : ",", ml_func_name[r->fid]);
         first = 0;
         for (int k = 0; k < r->n; k++) {
@@ -344,8 +331,8 @@ static void ml_cs_rank_json(ml_buf_t *b)
             ml_buf_printf(b, "%s[%d,%llu]", k ? "," : "", mi, (unsigned long long)(mi < 0 ? r->pc[k] : off));
         }
         ml_buf_printf(b, "],\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"hist\":[",
-                      (unsigned long long)r->calls, (unsigned long long)r->timed,
-                      ml_cs_est(r->calls, r->timed, r->ticks, r->stimed, r->sticks), (unsigned long long)r->bytes_s,
+                      (unsigned long long)r->t.calls, (unsigned long long)r->t.timed, ml_est_s(&r->t),
+                      (unsigned long long)r->bytes_s,
                       (unsigned long long)r->bytes_r);
         for (int k = 0; k < ML_NBINS; k++) ml_buf_printf(b, "%s%llu", k ? "," : "", (unsigned long long)r->hist[k]);
         ml_buf_printf(b, "]}");
@@ -359,7 +346,7 @@ static void ml_cs_rank_json(ml_buf_t *b)
     ml_uw_stats(&rules, &fallbacks);
     ml_buf_printf(b, "],\"callsite_backtraces\":%llu", (unsigned long long)fallbacks);
     ml_buf_printf(b, ",\"callsites_dropped\":{\"calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
-                  (unsigned long long)m.over_calls, ml_cs_est(m.over_calls, m.over_timed, m.over_ticks, m.over_stimed, m.over_sticks),
+                  (unsigned long long)m.over.calls, ml_est_s(&m.over),
                   (unsigned long long)m.over_bytes_s, (unsigned long long)m.over_bytes_r);
     free(mods);
     free(m.idx);

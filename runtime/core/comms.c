@@ -216,19 +216,16 @@ static void ml_cm_rank_json(ml_buf_t *b)
     ml_buf_printf(b, ",\"comms\":[");
     int first = 1;
     for (int id = 0; id <= ml_cm_max; id++) {
-        uint64_t c = 0, tmd = 0, tk = 0, stmd = 0, stk = 0, bs = 0, br = 0;
+        ml_timing_t tt = {0};
+        uint64_t bs = 0, br = 0;
         ML_FOR_EACH_SLOT(s) {
             if (!s->cm) continue;
-            c += s->cm[id].calls;
-            tmd += s->cm[id].timed;
-            tk += s->cm[id].ticks;
-            stmd += s->cm[id].stimed;
-            stk += s->cm[id].sticks;
+            ml_timing_sum(&tt, &s->cm[id].t);
             bs += s->cm[id].bytes_s;
             br += s->cm[id].bytes_r;
         }
         if (id >= CM.n && id < ml_cm_max) continue;
-        if (id == ml_cm_max && !c) continue;
+        if (id == ml_cm_max && !tt.calls) continue;
         ml_buf_printf(b, "%s{\"id\":%d", first ? "" : ",", id == ml_cm_max ? -1 : id);
         first = 0;
         if (id < ml_cm_max) {
@@ -258,7 +255,7 @@ static void ml_cm_rank_json(ml_buf_t *b)
             ml_buf_printf(b, ",\"kind\":\"other\"");
         }
         ml_buf_printf(b, ",\"calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
-                      (unsigned long long)c, ml_ticks_to_s(1) * ml_est_ticks(c, tmd, tk, stmd, stk),
+                      (unsigned long long)tt.calls, ml_est_s(&tt),
                       (unsigned long long)bs, (unsigned long long)br);
     }
     ml_buf_printf(b, "],\"comms_dropped\":%llu", (unsigned long long)CM.dropped);

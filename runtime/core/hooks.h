@@ -8,7 +8,8 @@
  * hooks of the kinds that have one on (behind one test: ml_kinds_rare;
  * regions, while one is open).  No lock (the wrapper holds the shared slot's),
  * no allocation: the tables are made by each kind's attach at the thread's
- * first call.
+ * first call.  Each kind's record holds its calls and time in an ml_timing_t
+ * (ml.h) next to its byte counters.
  *
  * Include order: mltypes.h <- ml.h <- this file <- flight.h <- callend.h. */
 #ifndef MLENS_HOOKS_H
@@ -26,20 +27,21 @@ typedef struct {
     uint8_t n;          /* frames in pc */
     uint8_t internal;   /* depth 1: pc lies in an MPI library or mpilens: attribute by walking */
     uint16_t region;    /* unused (0): fid..region form the word the depth-1 probe compares */
-    uint64_t calls, timed, ticks, bytes_s, bytes_r;
-    uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
+    ml_timing_t t;           /* calls and their time (ml.h) */
+    uint64_t bytes_s, bytes_r;
     uint64_t hist[ML_NBINS]; /* per call: size class of its bytes (sent, else received) */
 } ml_cs_rec_t;
 _Static_assert(offsetof(ml_cs_rec_t, fid) == 8 * ML_CS_MAXDEPTH && offsetof(ml_cs_rec_t, region) == 8 * ML_CS_MAXDEPTH + 6,
                "the depth-1 probe compares fid, n, internal and region as one word");
+_Static_assert(offsetof(ml_cs_rec_t, hist) == 8 * ML_CS_MAXDEPTH + 64, "the counters a call updates: 56 bytes before hist");
 
 typedef struct ml_cstab {
     int cap, n;          /* records held at most (MPILENS_CALLSITE_SLOTS), records in use */
     uint32_t mask;       /* index table size - 1 (a power of two >= 2 cap) */
     int32_t *idx;        /* open addressing on the key: record index, -1 empty */
     ml_cs_rec_t *rec;
-    uint64_t over_calls, over_timed, over_ticks, over_bytes_s, over_bytes_r; /* calls of sites beyond cap */
-    uint64_t over_stimed, over_sticks;
+    ml_timing_t over;    /* calls of sites beyond cap */
+    uint64_t over_bytes_s, over_bytes_r;
 } ml_cstab_t;
 
 
@@ -47,9 +49,10 @@ typedef struct ml_cstab {
  * function class; when a call falls past the last bin, pairs of bins merge. */
 enum { ML_TL_P2P, ML_TL_COLL, ML_TL_RMA, ML_TL_IO, ML_TL_OTHER, ML_TL_NCLASS };
 typedef struct {
-    uint64_t calls, timed, ticks, bytes;
-    uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
+    ml_timing_t t;       /* calls and their time (ml.h) */
+    uint64_t bytes;
 } ml_tl_cell_t;
+_Static_assert(sizeof(ml_tl_cell_t) == 48, "a time-line cell: 6 counters");
 typedef struct ml_tltab {
     ml_tl_cell_t *row;   /* the cells of the bin of `last` (cell + bin * ML_TL_NCLASS) */
     int nbins, shift;
@@ -68,18 +71,19 @@ ML_INLINE void ml_tl_add(ml_tltab_t *t, int cls, int tm, uint64_t t0, uint64_t d
 {
     if (__builtin_expect(tm, 0)) ml_tl_move(t, t0);
     ml_tl_cell_t *c = &t->row[cls];
-    c->calls++;
+    c->t.calls++;
     c->bytes += bytes;
-    ml_time_add(&c->timed, &c->ticks, &c->stimed, &c->sticks, tm, dt);
+    ml_time_add(&c->t, tm, dt);
 }
 
 /* Per-communicator records (comms.c): per thread, one per communicator kept
  * (MPILENS_COMMS), then one "other". */
 typedef struct ml_cm_rec {
-    uint64_t calls, timed, ticks, bytes_s, bytes_r;
-    uint64_t stimed, sticks; /* of the timed: the sampled ones (ml_est_ticks) */
+    ml_timing_t t;           /* calls and their time (ml.h) */
+    uint64_t bytes_s, bytes_r;
     uint64_t colls;          /* collectives entered on it (flight.h: their order, for dumps) */
 } ml_cm_rec_t;
+_Static_assert(sizeof(ml_cm_rec_t) == 64, "a communicator record: one cache line's size");
 typedef struct { MPI_Comm comm; int id; unsigned epoch; } ml_cm_cache_t;
 extern int ml_cm_max;                 /* MPILENS_COMMS (0: off) */
 extern ML_TLS ml_cm_cache_t ml_cm_cache;
@@ -97,10 +101,10 @@ ML_INLINE int ml_cm_id(MPI_Comm comm)
 
 ML_INLINE void ml_cm_upd(ml_cm_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
-    r->calls++;
+    r->t.calls++;
     r->bytes_s += bs;
     r->bytes_r += br;
-    ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
+    ml_time_add(&r->t, tm, dt);
 }
 
 /* Per thread and region: one record per (region, function), open addressing. */
@@ -149,8 +153,8 @@ ML_INLINE uint32_t ml_cs_hash1(uintptr_t pc, int fid)
 
 ML_INLINE void ml_cs_upd(ml_cs_rec_t *r, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
-    r->calls++;
-    ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
+    r->t.calls++;
+    ml_time_add(&r->t, tm, dt);
     if (bs | br) {
         r->bytes_s += bs;
         r->bytes_r += br;

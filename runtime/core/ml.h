@@ -26,6 +26,9 @@
  * the thread's first profiled call: no lock, no atomic, no allocation on the
  * per-call path.  Threads beyond MPILENS_MAX_THREADS share one slot, whose
  * updates the wrapper makes under one lock.  Slots are merged at MPI_Finalize.
+ * Every record (a function's here; a call site's, a time-line cell's, a
+ * communicator's, a region's in hooks.h) keeps its calls and their time in one
+ * ml_timing_t: ml_time_add, ml_timing_sum and ml_est_s are the same for all.
  *
  * Headers: mltypes.h (macros, the record-kind descriptor and registry) <- this
  * file <- hooks.h (the record kinds' per-call hooks) <- flight.h (what the
@@ -51,17 +54,26 @@
 #define ML_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 #endif
 
+/* The timing counters of a record, the same in every record kind (the function
+ * record here; call sites, the time line, communicators and regions: hooks.h):
+ * ml_time_add counts a timed call into it, ml_est_ticks / ml_est_s estimate the
+ * record's total time from it, ml_timing_sum adds one into another. */
 typedef struct {
     uint64_t calls;   /* every call */
     uint64_t timed;   /* calls whose duration was measured (all, or a sample) */
     uint64_t ticks;   /* total duration of the timed calls */
-    uint64_t tmin;
-    uint64_t tmax;
     uint64_t stimed;  /* of those, calls timed as the 1 in ML_SAMPLE_PERIOD sample (ML_TM_SAMPLE) */
     uint64_t sticks;  /* ... and their total duration */
+} ml_timing_t;
+
+typedef struct {
+    ml_timing_t t;
+    uint64_t tmin;
+    uint64_t tmax;
     int64_t skip;     /* 1 + the calls left before the policy's next sample (set at each timed call),
                        * 0 or less: not counting down; ml_want_time's fast test */
 } __attribute__((aligned(64))) ml_frec_t; /* one cache line per function */
+_Static_assert(sizeof(ml_frec_t) == 64, "a function record is one cache line");
 
 typedef struct {
     /* first line: what a message updates besides its size class (a send to a peer on
@@ -180,10 +192,10 @@ enum { ML_TM_NO = 0, ML_TM_POLICY = 1, ML_TM_SAMPLE = 2, ML_TM_OFF = 4 };
 /* The policy's full test: still warming up, slow, or the sample. */
 ML_INLINE int ml_want_time_full(const ml_frec_t *r)
 {
-    if (r->calls < ML_WARMUP_CALLS) return ML_TM_POLICY;
+    if (r->t.calls < ML_WARMUP_CALLS) return ML_TM_POLICY;
     /* mean of the timed calls without the longest one (one preempted call must not flip the policy) */
-    if (r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks) return ML_TM_POLICY;
-    if (r->calls & ml_sample_mask) return ML_TM_NO;
+    if (r->t.ticks - r->tmax > (r->t.timed - 1) * ml_slow_ticks) return ML_TM_POLICY;
+    if (r->t.calls & ml_sample_mask) return ML_TM_NO;
     return ml_sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
 }
 
@@ -203,42 +215,56 @@ ML_INLINE int ml_want_time(ml_frec_t *r)
     return ml_want_time_full(r);     /* skip below 0: not counting down (the next timed call sets it) */
 }
 
-/* A call into a record's timing counters: timed calls and their ticks, and of
- * those the sampled ones (ML_TM_SAMPLE), for ml_est_ticks. */
-ML_INLINE void ml_time_add(uint64_t *timed, uint64_t *ticks, uint64_t *stimed, uint64_t *sticks,
-                               int tm, uint64_t dt)
+/* A call into a record's timing counters (not its count: the caller's): timed
+ * calls and their ticks, and of those the sampled ones (ML_TM_SAMPLE), for ml_est_ticks. */
+ML_INLINE void ml_time_add(ml_timing_t *t, int tm, uint64_t dt)
 {
     if (!tm) return;
-    ++*timed;
-    *ticks += dt;
+    t->timed++;
+    t->ticks += dt;
     if (tm == ML_TM_SAMPLE) {
-        ++*stimed;
-        *sticks += dt;
+        t->stimed++;
+        t->sticks += dt;
     }
 }
 
 /* Estimated total ticks of a record's calls: the calls timed by the policy as
  * measured; the rest (calls - policy-timed) at the mean of the sampled ones
  * (none sampled yet: at the mean of all timed calls). */
-static inline double ml_est_ticks(uint64_t calls, uint64_t timed, uint64_t ticks, uint64_t stimed, uint64_t sticks)
+static inline double ml_est_ticks(const ml_timing_t *t)
 {
-    if (stimed) return (double)(ticks - sticks) + (double)sticks * ((double)(calls - (timed - stimed)) / (double)stimed);
-    return timed ? (double)ticks * ((double)calls / (double)timed) : 0.0;
+    if (t->stimed)
+        return (double)(t->ticks - t->sticks) +
+               (double)t->sticks * ((double)(t->calls - (t->timed - t->stimed)) / (double)t->stimed);
+    return t->timed ? (double)t->ticks * ((double)t->calls / (double)t->timed) : 0.0;
+}
+
+/* ... in seconds (the profile's time_s). */
+static inline double ml_est_s(const ml_timing_t *t) { return ml_ticks_to_s(1) * ml_est_ticks(t); }
+
+/* Merging records: a += x. */
+static inline void ml_timing_sum(ml_timing_t *a, const ml_timing_t *x)
+{
+    a->calls += x->calls;
+    a->timed += x->timed;
+    a->ticks += x->ticks;
+    a->stimed += x->stimed;
+    a->sticks += x->sticks;
 }
 
 ML_INLINE void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
 {
-    r->calls++;
+    r->t.calls++;
     if (__builtin_expect(tm, 0)) {
         if (dt < r->tmin || r->tmin == 0) r->tmin = dt ? dt : 1;
         if (dt > r->tmax) r->tmax = dt;
-        ml_time_add(&r->timed, &r->ticks, &r->stimed, &r->sticks, tm, dt);
+        ml_time_add(&r->t, tm, dt);
         /* quiet (past the warm-up, not slow): the calls before the next sample are not timed,
          * and that sample is (skip 1: ml_want_time answers without the full test).  The full
          * test's inputs change only at timed calls, so its answer would be the same. */
-        int quiet = ml_sample_mask && r->calls >= ML_WARMUP_CALLS &&
-                    !(r->ticks - r->tmax > (r->timed - 1) * ml_slow_ticks);
-        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_sample_mask - ((r->calls - 1) & ml_sample_mask)) + 1 : 0,
+        int quiet = ml_sample_mask && r->t.calls >= ML_WARMUP_CALLS &&
+                    !(r->t.ticks - r->tmax > (r->t.timed - 1) * ml_slow_ticks);
+        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_sample_mask - ((r->t.calls - 1) & ml_sample_mask)) + 1 : 0,
                          __ATOMIC_RELAXED);
     }
 }

@@ -38,8 +38,6 @@ typedef struct {
     char *topo;                  /* the application's process topologies (topo.c), JSON members, or NULL */
 } ml_profile_t;
 
-/* Estimated total time of a function: measured, scaled up when only a sample was timed. */
-double ml_est_s(const ml_frec_t *f);
 /* nodes.c: the node x node matrix and the collectives' largest span (collective),
  * and the node fields of the profile (docs/profile-format.md, "Nodes") */
 #define ML_NODE_MATRIX_MAX 256 /* nodes up to which the header holds the node x node matrix */

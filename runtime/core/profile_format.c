@@ -181,11 +181,11 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     int first = 1;
     for (int i = 1; i < ML_NFUNC; i++) {
         const ml_frec_t *f = &m->f[i];
-        if (!f->calls) continue;
+        if (!f->t.calls) continue;
         ml_buf_printf(b, "%s\"%s\":{", first ? "" : ",", ml_func_name[i]);
         first = 0;
         ml_buf_printf(b, "\"calls\":%llu,\"timed_calls\":%llu,\"time_s\":%.8g,\"time_min_s\":%.5g,\"time_max_s\":%.5g",
-                      (unsigned long long)f->calls, (unsigned long long)f->timed, ml_est_s(f),
+                      (unsigned long long)f->t.calls, (unsigned long long)f->t.timed, ml_est_s(&f->t),
                       ml_ticks_to_s(f->tmin), ml_ticks_to_s(f->tmax));
         int di = ml_func_didx[i];
         if (di >= 0) {

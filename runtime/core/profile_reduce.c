@@ -13,11 +13,6 @@
 
 ml_slot_t *ml_first_slot(void);
 
-double ml_est_s(const ml_frec_t *f)
-{
-    return ml_ticks_to_s(1) * ml_est_ticks(f->calls, f->timed, f->ticks, f->stimed, f->sticks);
-}
-
 void ml_merge_into(ml_slot_t *m)
 {
     ml_peer_t *peers = m->peers;
@@ -27,14 +22,10 @@ void ml_merge_into(ml_slot_t *m)
     for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
         for (int i = 0; i < ML_NFUNC; i++) {
             ml_frec_t *a = &m->f[i], *x = &s->f[i];
-            if (!x->calls) continue;
-            if (!a->calls || x->tmin < a->tmin) a->tmin = x->tmin;
+            if (!x->t.calls) continue;
+            if (!a->t.calls || x->tmin < a->tmin) a->tmin = x->tmin;
             if (x->tmax > a->tmax) a->tmax = x->tmax;
-            a->calls += x->calls;
-            a->timed += x->timed;
-            a->ticks += x->ticks;
-            a->stimed += x->stimed;
-            a->sticks += x->sticks;
+            ml_timing_sum(&a->t, &x->t);
         }
         for (int i = 0; i < ML_NDATA; i++) {
             ml_drec_t *a = &m->d[i], *x = &s->d[i];
@@ -79,7 +70,7 @@ double ml_mpi_time(const ml_slot_t *m)
     double mpi = 0.0;
     for (int i = 1; i < ML_NFUNC; i++) /* MPI_Init* and MPI_Finalize lie outside the wall-time window */
         if (strncmp(ml_func_name[i], "MPI_Init", 8) != 0 && strcmp(ml_func_name[i], "MPI_Finalize") != 0)
-            mpi += ml_est_s(&m->f[i]);
+            mpi += ml_est_s(&m->f[i].t);
     return mpi;
 }
 
@@ -225,11 +216,11 @@ void ml_profile_reduce(ml_profile_t *p)
     /* this rank's values, laid out as the results */
     uint64_t *w = ml_zalloc(pk_words, sizeof *w), *res = ml_zalloc(pk_words, sizeof *res);
     for (int i = 0; i < NF; i++) {
-        double t = ml_est_s(&m->f[i]);                                      /* this rank's total */
-        w[i] = w[pk_cmin + i] = w[pk_cmax + i] = m->f[i].calls;
+        double t = ml_est_s(&m->f[i].t);                                      /* this rank's total */
+        w[i] = w[pk_cmin + i] = w[pk_cmax + i] = m->f[i].t.calls;
         pk_setd(w, pk_tsum + i, t);
         pk_setd(w, pk_tmax + i, m->f[i].tmax ? ml_ticks_to_s(m->f[i].tmax) : 0); /* longest call */
-        pk_setd(w, pk_tmin + i, m->f[i].calls ? ml_ticks_to_s(m->f[i].tmin) : INFINITY);
+        pk_setd(w, pk_tmin + i, m->f[i].t.calls ? ml_ticks_to_s(m->f[i].tmin) : INFINITY);
         pk_setd(w, pk_rtmin + i, t);
         pk_setd(w, pk_rtmax + i, t);
         w[pk_rtrank + i] = (uint64_t)ml_world_rank;

@@ -303,7 +303,8 @@ static void ml_rg_rank_json(ml_buf_t *b)
         int firstf = 1;
         for (int fid = 1; fid < ML_NFUNC; fid++) {
             uint32_t key = ((uint32_t)id << 16 | (uint32_t)fid) + 1;
-            uint64_t c = 0, tmd = 0, tk = 0, stmd = 0, stk = 0, bs = 0, br = 0;
+            ml_timing_t tt = {0};
+            uint64_t bs = 0, br = 0;
             ML_FOR_EACH_SLOT(s) {
                 ml_rgtab_t *t = s->rg;
                 if (!t) continue;
@@ -312,20 +313,16 @@ static void ml_rg_rank_json(ml_buf_t *b)
                     ml_rg_rec_t *r = &t->rec[i & mask];
                     if (!r->key) break;
                     if (r->key != key) continue;
-                    c += r->s.calls;
-                    tmd += r->s.timed;
-                    tk += r->s.ticks;
-                    stmd += r->s.stimed;
-                    stk += r->s.sticks;
+                    ml_timing_sum(&tt, &r->s.t);
                     bs += r->s.bytes_s;
                     br += r->s.bytes_r;
                     break;
                 }
             }
-            if (!c) continue;
+            if (!tt.calls) continue;
             ml_buf_printf(b, "%s\"%s\":{\"calls\":%llu,\"time_s\":%.8g,\"bytes_sent\":%llu,\"bytes_recv\":%llu}",
-                          firstf ? "" : ",", ml_func_name[fid], (unsigned long long)c,
-                          ml_ticks_to_s(1) * ml_est_ticks(c, tmd, tk, stmd, stk), (unsigned long long)bs,
+                          firstf ? "" : ",", ml_func_name[fid], (unsigned long long)tt.calls,
+                          ml_est_s(&tt), (unsigned long long)bs,
                           (unsigned long long)br);
             firstf = 0;
         }

@@ -67,11 +67,7 @@ static void ml_tl_reset(ml_slot_t *s)
 
 static void ml_cell_add(ml_tl_cell_t *a, const ml_tl_cell_t *x)
 {
-    a->calls += x->calls;
-    a->timed += x->timed;
-    a->ticks += x->ticks;
-    a->stimed += x->stimed;
-    a->sticks += x->sticks;
+    ml_timing_sum(&a->t, &x->t);
     a->bytes += x->bytes;
 }
 
@@ -113,10 +109,9 @@ static void ml_put_row(ml_buf_t *b, const char *key, const ml_tl_cell_t *cell, i
         ml_buf_printf(b, "%s[", i ? "," : "");
         for (int c = 0; c < ML_TL_NCLASS; c++) {
             const ml_tl_cell_t *x = &cell[i * ML_TL_NCLASS + c];
-            if (what == 0) ml_buf_printf(b, "%s%llu", c ? "," : "", (unsigned long long)x->calls);
+            if (what == 0) ml_buf_printf(b, "%s%llu", c ? "," : "", (unsigned long long)x->t.calls);
             else if (what == 1) ml_buf_printf(b, "%s%llu", c ? "," : "", (unsigned long long)x->bytes);
-            else ml_buf_printf(b, "%s%.4g", c ? "," : "",
-                               ml_ticks_to_s(1) * ml_est_ticks(x->calls, x->timed, x->ticks, x->stimed, x->sticks));
+            else ml_buf_printf(b, "%s%.4g", c ? "," : "", ml_est_s(&x->t));
         }
         ml_buf_printf(b, "]");
     }
@@ -150,7 +145,7 @@ static void ml_tl_rank_json(ml_buf_t *b)
     if (n > T.bins) n = T.bins;
     for (int i = n; i < T.bins; i++) /* calls stamped after MPI_Finalize began: none, but keep them */
         for (int c = 0; c < ML_TL_NCLASS; c++)
-            if (m[i * ML_TL_NCLASS + c].calls) n = i + 1;
+            if (m[i * ML_TL_NCLASS + c].t.calls) n = i + 1;
     ml_buf_printf(b, ",\"timeline\":{\"bin_s\":%.9g,\"merges\":%llu,\"classes\":[", ml_ticks_to_s(1ull << shift),
                   (unsigned long long)merges);
     for (int c = 0; c < ML_TL_NCLASS; c++) ml_buf_printf(b, "%s\"%s\"", c ? "," : "", ml_tl_names[c]);
