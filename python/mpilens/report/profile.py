@@ -355,7 +355,7 @@ def _load_fast(p: Path, st: os.stat_result, header: dict[str, Any]) -> Profile |
     views["timeline"] = tl.result()
     prof = Profile(path=p, header=header, ranks=RankLines(p, count, (st.st_size, st.st_mtime_ns)))
     prof.table = table
-    prof.folds = {name: views[name] for name in _FAST_FOLDS}
+    prof.folds = {name: views[name] for name in makers if name in _FAST_FOLDS}
     # a view the library does not fold (advise's, registered for its load): folded
     # from the lines the library has checked, parsed once more (Profile.folded)
     for name in sorted(set(makers) - _FAST_FOLDS):
