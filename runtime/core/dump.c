@@ -174,8 +174,8 @@ static void ml_put_call(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f, uint6
         break;
     default: break;
     }
-    /* a call of kind other has no tag or bytes (flight.h, ml_fl_set: not written) */
-    int other = f->kind == ML_FL_OTHER;
+    /* a call of kind other or wait has no tag or bytes (flight.h, ml_fl_set: not written) */
+    int other = f->kind == ML_FL_OTHER || f->kind == ML_FL_WAIT;
     ml_buf_printf(b, ",\"tag\":%d,\"bytes\":%lld,\"since_s\":%.6f", other ? -1 : f->tag,
                   other ? 0LL : (long long)f->bytes, ml_since(now, f->t0));
     if (f->kind == ML_FL_WAIT) {

@@ -47,7 +47,9 @@ ML_INLINE int64_t ml_fl_bytes(int64_t count, MPI_Datatype dt)
  * wrapper converts its arguments with ml_fl_peer, once, and reuses them for
  * the records).  A call of kind ML_FL_OTHER has no peer, tag, bytes or
  * requests: only its function, start and communicator are written (dump.c
- * reads the others only for the other kinds). */
+ * reads the others only for the other kinds); peer2 and tag2 are written for
+ * ML_FL_SENDRECV only, rq and nrq for ML_FL_WAIT only, peer, tag and bytes
+ * for all but ML_FL_WAIT. */
 ML_INLINE uint64_t ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer, int tag, int64_t bytes,
                              int peer2, int tag2, const MPI_Request *rq, int nrq, uint64_t t0)
 {
@@ -59,13 +61,22 @@ ML_INLINE uint64_t ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int
     f->t0 = t0;
     f->comm = comm;
     if (kind != ML_FL_OTHER) {
-        f->peer = peer;
-        f->tag = tag;
-        f->bytes = bytes;
-        f->peer2 = peer2;
-        f->tag2 = tag2;
-        f->rq = rq;
-        f->nrq = nrq;
+        if (kind != ML_FL_WAIT) { /* a wait has no peer, tag or bytes (dump.c) */
+            f->peer = peer;
+            f->tag = tag;
+            f->bytes = bytes;
+        }
+        /* written only for the kinds that have them: dump.c reads the second peer and
+         * tag of a Sendrecv only, the requests of a wait only, and the requests'
+         * table (ml_req_track) a receive's second peer only in a Sendrecv's call */
+        if (kind == ML_FL_SENDRECV) {
+            f->peer2 = peer2;
+            f->tag2 = tag2;
+        }
+        if (kind == ML_FL_WAIT) {
+            f->rq = rq;
+            f->nrq = nrq;
+        }
     }
     if (kind == ML_FL_COLL) {
         /* its place in the communicator's order of collectives (one increment; kind is a

@@ -105,6 +105,8 @@ typedef struct ml_slot {
     ml_peer_t *peers;      /* world size entries */
     struct ml_rq *rq;      /* this thread's tracked requests (open addressing) */
     int rq_cap, rq_live;
+    unsigned rq_room;      /* rq_cap - rq_cap / 4: the most entries tracked (probe chains stay short) */
+    unsigned rq_mask;      /* rq_cap - 1 (a power of 2) */
     uint64_t untracked;    /* requests the full table could not hold */
     struct ml_slot *next;
     struct ml_cstab *cs;   /* call sites (callsite.c, hooks.h); NULL when off */
@@ -388,12 +390,14 @@ ML_INLINE void ml_node_add(ml_slot_t *s, int fid, int side, int wpeer, uint64_t 
 }
 
 /* A send whose size (count x type size) and world peer the wrapper computed
- * once before the call (for the in-flight state too): wpeer < 0 is no peer. */
-ML_INLINE void ml_p2p_sent(ml_slot_t *s, int fid, int di, uint64_t n, int wpeer)
+ * once before the call (for the in-flight state too): wpeer < 0 is no peer.
+ * tm: the wrapper's timing decision (ml_call_start), ML_TM_OFF when the
+ * function is not recorded (its ml_fon test, made once per call). */
+ML_INLINE void ml_p2p_sent(ml_slot_t *s, int tm, int di, uint64_t n, int wpeer)
 {
     /* ml_bytes_d, ml_peer_add and ml_node_add_d, with the function's test made once
      * and the peer's range once (the peer matrix counts every function, as ml_peer_add) */
-    int on = di >= 0 && ml_fon[fid];
+    int on = di >= 0 && tm != ML_TM_OFF;
     ml_drec_t *d = &s->d[di >= 0 ? di : 0];
     if (on) {
         ml_cb.s += n;
@@ -498,6 +502,7 @@ typedef struct ml_rq {
     int fid, startfid, flags, wpeer; /* wpeer: a send's destination; a receive's source asked for */
     int tag;
     uint64_t t0;
+    uint64_t spare; /* 64 bytes: an entry's address is a shift of its index */
 } ml_rq_t;
 
 /* A request's key in a slot of its own (req.c's ml_rkey adds a shared slot's thread number). */
@@ -508,6 +513,8 @@ ML_INLINE uint64_t ml_rkey0(MPI_Request r)
     return k + 1;
 }
 ML_INLINE size_t ml_rhash(uint64_t k, int cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (size_t)(cap - 1); }
+/* the same with the slot's mask (rq_cap - 1) */
+ML_INLINE size_t ml_rhash_m(uint64_t k, unsigned mask) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & mask; }
 
 /* The wrappers' ml_req_track: in a slot of its own (sh 0) whose table has room, a
  * request whose home entry is free is added there inline (a free home entry: the
@@ -517,9 +524,9 @@ ML_INLINE void ml_req_track_in(ml_slot_t *s, int sh, MPI_Request req, int fid, i
 {
     ml_rq_t *t = s->rq;
     if (__builtin_expect(!sh && t != NULL && req != MPI_REQUEST_NULL &&
-                         (unsigned)s->rq_live < (unsigned)s->rq_cap - ((unsigned)s->rq_cap >> 2), 1)) { /* room: ml_req_track's test */
+                         (unsigned)s->rq_live < s->rq_room, 1)) { /* room: ml_req_track's test */
         uint64_t key = ml_rkey0(req);
-        ml_rq_t *e = &t[ml_rhash(key, s->rq_cap)];
+        ml_rq_t *e = &t[ml_rhash_m(key, s->rq_mask)];
         if (__builtin_expect(e->key == 0, 1)) {
             s->rq_live++;
             e->key = key;
@@ -549,51 +556,55 @@ typedef struct {
     int track;            /* tracked requests exist: saving was done */
     MPI_Request one;      /* n == 1 (MPI_Wait, MPI_Test): the saved handle, */
     MPI_Status st1;       /* and the status when the application ignores it */
+    ml_rq_t *e1;          /* n == 1: the entry ml_cpl_end1 empties inline (ml_cpl_begin), or NULL */
 } ml_cpl_t;
 MPI_Status *ml_cpl_begin_n(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore);
 ML_INLINE MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, MPI_Status *user_st, int ignore)
 {
     c->n = n;
     c->track = 0;
-    if (!ml_req_live || n <= 0 || !reqs) return user_st;
+    ml_slot_t *s = ml_tslot;
+    if (!s || !s->rq_live || n <= 0 || !reqs) return user_st;
     if (n > 1) return ml_cpl_begin_n(c, n, reqs, user_st, ignore);
     c->track = 1;
     c->one = reqs[0];
     c->saved = &c->one;
     c->st = &c->st1;
-    if (ignore) {
-        /* a tracked send or collective (found at its home entry, in a slot of its own)
-         * needs no status: the MPI is spared filling one (ml_cpl_end reads it only for
-         * a receive) */
-        const ml_slot_t *s = ml_tslot;
-        if (!s->shared && s->rq) {
-            uint64_t key = ml_rkey0(c->one);
-            const ml_rq_t *e = &s->rq[ml_rhash(key, s->rq_cap)];
-            if (e->key == key && !(e->flags & ML_RQ_RECV)) return user_st;
+    c->e1 = NULL;
+    /* The request's entry, looked up once, here: in a slot of its own, a tracked send or
+     * collective found at its home entry needs no status (the MPI is spared filling one:
+     * ml_cpl_end reads it only for a receive), and if it is not persistent and the next
+     * entry is free, ml_cpl_end1 empties it inline after the call (nothing to attribute,
+     * no entry to shift back).  Only this thread's recorded calls change the table, and
+     * none runs inside the PMPI call (nested calls are not recorded). */
+    ml_rq_t *t = s->rq;
+    if (!s->shared && t) {
+        uint64_t key = ml_rkey0(c->one);
+        size_t i = ml_rhash_m(key, s->rq_mask);
+        ml_rq_t *e = &t[i];
+        if (e->key == key) {
+            int f = e->flags;
+            if (!(f & ML_RQ_RECV)) {
+                if (!(f & ML_RQ_PERSIST) && t[(i + 1) & s->rq_mask].key == 0) c->e1 = e;
+                return user_st;
+            }
         }
-        return c->st;
     }
-    return user_st;
+    return ignore ? c->st : user_st;
 }
 void ml_cpl_end(ml_slot_t *s, ml_cpl_t *c, int ndone, const int *idx, const MPI_Status *sts);
 
-/* ml_cpl_end of MPI_Wait/MPI_Test (one request, completed), for the wrappers: in a
- * slot of its own, a send's or collective's entry found at its home with the next
- * entry free is emptied inline (what ml_req_done does for it: nothing to attribute,
- * and no entry to shift back); receives and persistent requests go to ml_cpl_end. */
+/* ml_cpl_end of MPI_Wait/MPI_Test (one request, completed), for the wrappers: the
+ * entry ml_cpl_begin chose (a send's or collective's, at its home, the next entry
+ * free; slot not shared) is emptied inline (what ml_req_done does for it);
+ * receives and persistent requests go to ml_cpl_end. */
 ML_INLINE void ml_cpl_end1(ml_slot_t *s, int sh, ml_cpl_t *c, const MPI_Status *st)
 {
     if (!c->track) return;
-    ml_rq_t *t = s->rq;
-    if (__builtin_expect(!sh && t != NULL && c->n == 1, 1)) {
-        uint64_t key = ml_rkey0(c->one);
-        size_t i = ml_rhash(key, s->rq_cap);
-        ml_rq_t *e = &t[i];
-        if (e->key == key && !(e->flags & (ML_RQ_RECV | ML_RQ_PERSIST)) && t[(i + 1) & (size_t)(s->rq_cap - 1)].key == 0) {
-            e->key = 0;
-            s->rq_live--;
-            return;
-        }
+    if (__builtin_expect(c->e1 != NULL && !sh, 1)) {
+        c->e1->key = 0;
+        s->rq_live--;
+        return;
     }
     ml_cpl_end(s, c, c->n, NULL, st);
 }

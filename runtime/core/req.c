@@ -79,6 +79,8 @@ void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm co
     if (req == MPI_REQUEST_NULL) return;
     if (!s->rq) {
         s->rq_cap = ml_cfg.max_requests;
+        s->rq_room = (unsigned)(s->rq_cap - s->rq_cap / 4);
+        s->rq_mask = (unsigned)(s->rq_cap - 1);
         s->rq = calloc((size_t)s->rq_cap, sizeof(ml_rq_t));
         if (!s->rq) { s->untracked++; return; }
     }

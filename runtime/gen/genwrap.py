@@ -400,7 +400,7 @@ def plan_for(fname: str, b: Binding) -> Plan:
         p.onpre.append(f"_nb = ml_fl_bytes({b.count('count')}, {b.dtype('datatype')}); "
                        f"_wp = ml_fl_peer({b.comm('comm')}, {b.int_('dest')});")
         p.fl = fl_args("SEND", b, "_wp", "tag", "_nb")
-        p.post.append(f"if ({b.int_('dest')} != MPI_PROC_NULL) ml_p2p_sent(S, {F}, DI, (uint64_t)_nb, _wp);")
+        p.post.append(f"if ({b.int_('dest')} != MPI_PROC_NULL) ml_p2p_sent(S, tm, DI, (uint64_t)_nb, _wp);")
         if base.startswith("I"):
             p.post.append(f"if (ML_FL_ON) ml_req_track_in(S, _sh, {creq_of(b)}, {F}, ML_RQ_SEND, {b.comm('comm')}, _nb, _wp);")
         return p
