@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 .PHONY: all setup setup-test build demo test install install-targets clean distclean \
         _build _demo _test _install
 # what `cmake --install` installs (the test programs are not built for it)
-INSTALL_TARGETS := mpilens heat2d heat2d_f mpilens-bench mpilens-bench-alltoall mpilens-bench-repro
+INSTALL_TARGETS := mpilens mpilens_read heat2d heat2d_f mpilens-bench mpilens-bench-alltoall mpilens-bench-repro
 install-targets:
 	@echo $(INSTALL_TARGETS)
 
