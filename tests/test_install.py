@@ -144,6 +144,8 @@ def test_pkg_config_links_a_program(installed: tuple[Path, Path], tmp_path: Path
 
 # environment-modules is installed by .ci/setup --test; a machine without it cannot load the modulefile
 # justified: the module test needs Environment Modules, which .ci/setup --test installs
+# Justified skip: the module files can only be loaded where Environment Modules is
+# installed; CI installs it (.ci/setup --test), so CI always runs this test.
 @pytest.mark.skipif(not Path("/usr/share/modules/init/bash").exists(),
                     reason="Environment Modules not installed (.ci/setup --test installs it)")
 def test_modulefile_sets_up_the_prefix(installed: tuple[Path, Path]) -> None:
