@@ -6,6 +6,7 @@ MPILENS_MPI (openmpi | mpich) selects the MPI; MPILENS_BUILD the build directory
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -32,8 +33,8 @@ def _stray_profiles() -> set[str]:
     """Profiles in the repository root: a test that writes one there (a profiled job
     without MPILENS_OUTPUT, run from the root) litters the checkout; so does a partial
     profile (docs/flight-recorder.md) of such a job that a test ended."""
-    return {p.name for p in REPO.glob("mpilens-*.prof")} | \
-        {p.name for p in REPO.glob("mpilens-*.prof.partial")}
+    return {p.name for pattern in ("mpilens-*.prof", "mpilens-*.prof.gz", "mpilens-*.prof.partial",
+                                   "mpilens-*.prof.gz.partial") for p in REPO.glob(pattern)}
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -92,8 +93,12 @@ def run_line(cmd: list[str], env: dict[str, str] | None = None, timeout: float =
 
 
 def read_profile(path: str | Path) -> tuple[dict, list[dict]]:
-    """Header and rank lines of a profile file (JSON Lines)."""
-    lines = Path(path).read_text().splitlines()
+    """Header and rank lines of a profile file (JSON Lines), plain or gzip-compressed
+    (the default output: docs/profile-format.md, Compression)."""
+    data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    lines = data.decode().splitlines()
     header = json.loads(lines[0])
     return header, [json.loads(ln) for ln in lines[1:] if ln.strip()]
 

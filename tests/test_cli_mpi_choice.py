@@ -106,7 +106,7 @@ def test_run_with_mpiexec_mpich_uses_the_mpich_build(tmp_path: Path) -> None:
                            "-n", "2", str(app), "16", "4", "2"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    (prof,) = tmp_path.glob("mpilens-*.prof")
+    (prof,) = tmp_path.glob("mpilens-*.prof.gz")  # the default output: compressed
     header, ranks = read_profile(prof)
     assert len(ranks) == 2 and header["nranks"] == 2 and header["mpi_flavour"] == "mpich"
     assert header["functions"]["MPI_Alltoall"]["calls"] == 2 * 2

@@ -58,14 +58,27 @@ def test_run_force_replaces_the_profile(build, tmp_path: Path) -> None:
 
 
 def test_run_default_output_name(build, tmp_path: Path) -> None:
+    """The default output is compressed, mpilens-<job>.prof.gz (gzip members that
+    decompress to the JSON Lines); MPILENS_COMPRESS=off: plain, mpilens-<job>.prof."""
     proc = mpilens("run", "--quiet", "--", *launcher(2), example("heat2d"), 16, 4, 2,
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    found = list(tmp_path.glob("mpilens-*.prof"))
+    found = list(tmp_path.iterdir())
     assert len(found) == 1
-    header, _ = read_profile(found[0])
-    assert found[0].name == f"mpilens-{header['job_id']}.prof"
+    assert found[0].read_bytes()[:2] == b"\x1f\x8b"  # gzip
+    header, ranks = read_profile(found[0])
+    assert found[0].name == f"mpilens-{header['job_id']}.prof.gz"
+    assert header["nranks"] == 2 and [r["rank"] for r in ranks] == [0, 1]
     assert f"mpilens: profile {found[0].name}" in proc.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    proc = mpilens("run", "--quiet", "-e", "MPILENS_COMPRESS=off", "--", *launcher(2),
+                   example("heat2d"), 16, 4, 2, cwd=plain)
+    assert proc.returncode == 0, proc.stderr
+    [prof] = plain.iterdir()
+    header, ranks = read_profile(prof)
+    assert prof.name == f"mpilens-{header['job_id']}.prof"
+    assert prof.read_bytes()[:1] == b"{" and header["nranks"] == 2 and len(ranks) == 2
 
 
 def test_run_returns_the_application_status(build, tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ command is an example of its kind, and only as ADAPT lists:
   min(N, 4) ranks (2 cores; Open MPI as root needs --allow-run-as-root
   --oversubscribe: mpi_env.launcher_line), `build/openmpi` the build under test;
 - the placeholders: `./app` is the bundled heat2d example (`args`: a small grid),
-  `mpilens-<job>.prof` the newest profile of the snippet's own runs, `before.prof` /
-  `after.prof` its oldest and newest;
+  `mpilens-<job>.prof.gz` the newest profile of the snippet's own runs (the default
+  output, compressed), `before.prof.gz` / `after.prof.gz` its oldest and newest;
 - benchmarks get options that bound their run time (sizes, samples), appended after
   the family's own options, so that the README's command lines still parse as printed.
 
@@ -63,8 +63,9 @@ RULES = [
     # docs/slurm.md: its job script, task prolog and commands run in tests/test_slurm.py
     Rule(r"^export SLURM_|^sinfo\b|\bsbatch\b|\bsqueue\b|^set -eu$|^exec mpilens run .*\\$"
          r"|MPILENS_PREFIX:-|MPILENS_PROFILE:-on|^lib=\"\$MPILENS_PREFIX|^\[ -r \"\$lib\" \]"
-         r"|^case \":\$\{LD_PRELOAD|^echo \"export |^\[ -n \"\$\{MPILENS_OUTPUT", T_SLURM),
-    Rule(r"\.prof\.partial", "a partial profile needs a job that hangs or is killed: "
+         r"|^case \":\$\{LD_PRELOAD|^echo \"export |^\[ -n \"\$\{MPILENS_OUTPUT"
+         r"|^ext=prof\.gz; ", T_SLURM),
+    Rule(r"\.prof(\.gz)?\.partial", "a partial profile needs a job that hangs or is killed: "
          "tests/test_flight.py reports them"),
     Rule(r"--region solve", "the bundled example has no regions; tests/test_regions.py "
          "runs report --region on a program with regions"),
@@ -103,9 +104,9 @@ def adapt(line: str) -> str:
     line = re.sub(r"\b(mpirun -np|mpiexec -n) (\d+)", _launch, line)
     line = line.replace("-ppn 16", "-ppn 4").replace("build/openmpi/", f"{BUILD}/")
     line = line.replace("./app args", f"./app {SMALL}")
-    line = line.replace("mpilens-<job>.prof", '"$(ls -t mpilens-*.prof | head -1)"')
-    line = line.replace("before.prof", '"$(ls -tr mpilens-*.prof | head -1)"')
-    line = line.replace("after.prof", '"$(ls -t mpilens-*.prof | head -1)"')
+    line = line.replace("mpilens-<job>.prof.gz", '"$(ls -t mpilens-*.prof.gz | head -1)"')
+    line = line.replace("before.prof.gz", '"$(ls -tr mpilens-*.prof.gz | head -1)"')
+    line = line.replace("after.prof.gz", '"$(ls -t mpilens-*.prof.gz | head -1)"')
     m = re.match(r"mpilens bench (\w+)", line)
     if m and m.group(1) in BENCH_LIMITS:
         opts = BENCH_LIMITS[m.group(1)]

@@ -343,7 +343,7 @@ def test_directory_output_refused(build: Path, tmp_path: Path) -> None:
     line = refused(build, tmp_path, str(tmp_path))
     assert line.startswith(f"mpilens: MPILENS_OUTPUT='{tmp_path}' is invalid: it is a "
                            f"directory; give a file name in it, such as "
-                           f"{tmp_path}/mpilens-%j.prof"), line
+                           f"{tmp_path}/mpilens-%j.prof.gz"), line
     line = refused(build, tmp_path, f"{tmp_path}/new/")
     assert f"'{tmp_path}/new/' is invalid: it names a directory" in line
     fifo = tmp_path / "fifo"

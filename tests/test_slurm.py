@@ -324,7 +324,7 @@ def test_sbatch_script_from_the_docs(slurm: Slurm, tmp_path: Path) -> None:
                           args=(str(PROGS / "prof_c"), str(tmp_path / "io.dat")))
     slurm.wait_ended(job_id)  # (sbatch --wait polls slurmctld at growing intervals: 30 s and more)
     out = (tmp_path / f"mpilens-{job_id}.out").read_text()
-    path = tmp_path / f"mpilens-{job_id}.prof"
+    path = tmp_path / f"mpilens-{job_id}.prof.gz"  # the default output: compressed
     assert str(path) in out, out  # mpilens run's summary in the job's output
     assert check_prof_c(slurm, path, [2, 1, 1]) == job_id
 
@@ -338,7 +338,7 @@ def test_task_prolog_from_the_docs(slurm: Slurm, tmp_path: Path) -> None:
     env = {"SLURM_CONF": slurm.conf, "MPILENS_PREFIX": str(BUILD)}
     run_line([line[0], prolog, *line[1:], str(PROGS / "prof_c"), str(tmp_path / "io.dat")], env,
              timeout=DEADLINE, cwd=tmp_path)
-    [path] = tmp_path.glob("mpilens-*.prof")
+    [path] = tmp_path.glob("mpilens-*.prof.gz")  # the default output: compressed
     check_prof_c(slurm, path, [1, 1, 1])
     off = tmp_path / "off"
     off.mkdir()

@@ -16,13 +16,15 @@ import re
 import shutil
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import launch, mpi_env, paths, slurm
 from .errors import UserError
 
-DEFAULT_OUTPUT = "mpilens-%j.prof"
+DEFAULT_OUTPUT = "mpilens-%j.prof.gz"  # the library's default: gzip-compressed
+DEFAULT_OUTPUT_PLAIN = "mpilens-%j.prof"  # its default with MPILENS_COMPRESS=off
 PLACEHOLDER = re.compile(r"%[jtph]")
 SETTING = re.compile(r"MPILENS_[A-Z0-9_]+")
 
@@ -50,6 +52,36 @@ def check_settings(settings: dict[str, str]) -> None:
     for name in settings:
         if not SETTING.fullmatch(name):
             raise UserError(f"'{name}' is not a profiler setting: expected MPILENS_NAME=VALUE")
+
+
+def _config_compress(path: str) -> str | None:
+    """The `compress` key of a config file (MPILENS_CONFIG), as the library reads it:
+    'key = value' lines, '#' starts a comment; None if absent or unreadable (the
+    library then says what is wrong at MPI_Init)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read(1 << 20).splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, eq, value = line.split("#", 1)[0].partition("=")
+        if eq and key.strip().lower() == "compress":
+            return value.strip()
+    return None
+
+
+def default_output(settings: Mapping[str, str] | None = None,
+                   env: Mapping[str, str] | None = None) -> str:
+    """The profile path the library uses when none is given (config.c): compressed,
+    mpilens-%j.prof.gz, unless MPILENS_COMPRESS=off (the job's settings, else the
+    environment, else the config file), which gives the plain mpilens-%j.prof."""
+    settings = settings or {}
+    env = os.environ if env is None else env
+    compress = settings.get("MPILENS_COMPRESS", env.get("MPILENS_COMPRESS"))
+    if compress is None:
+        config = settings.get("MPILENS_CONFIG", env.get("MPILENS_CONFIG"))
+        compress = _config_compress(config) if config else None
+    return DEFAULT_OUTPUT_PLAIN if (compress or "").strip() == "off" else DEFAULT_OUTPUT
 
 
 def claim_output(output: str, force: bool) -> None:
@@ -84,11 +116,12 @@ class Prepared:
     output: str
 
 
-def prepare(command: list[str], output: str = DEFAULT_OUTPUT, *,
+def prepare(command: list[str], output: str | None = None, *,
             settings: dict[str, str] | None = None, force: bool = False,
             launcher_kind: str | None = None, cwd: str | Path | None = None) -> Prepared:
     """The profiled form of a launcher line (or of a program, run as a singleton).
 
+    output: the profile's path, by default the library's (default_output).
     settings: MPILENS_* variables for the job (forwarded with -x to Open MPI's ranks)."""
     if not command or not command[0].strip():
         raise UserError("nothing to run: give the launcher line after --, "
@@ -97,6 +130,8 @@ def prepare(command: list[str], output: str = DEFAULT_OUTPUT, *,
         raise UserError(f"{command[0]}: command not found")
     settings = dict(settings or {})
     check_settings(settings)
+    if output is None:
+        output = default_output(settings)
     if cwd is not None and not Path(output).is_absolute():
         output = str(Path(cwd) / output)
     claim_output(output, force)
@@ -109,7 +144,7 @@ def prepare(command: list[str], output: str = DEFAULT_OUTPUT, *,
     return Prepared(wrapped.argv, settings, output)
 
 
-def run_profiled(command: list[str], output: str = DEFAULT_OUTPUT, *,
+def run_profiled(command: list[str], output: str | None = None, *,
                  settings: dict[str, str] | None = None, force: bool = False,
                  launcher_kind: str | None = None, env: dict[str, str] | None = None,
                  capture: bool = False, timeout: float | None = None,
@@ -118,6 +153,8 @@ def run_profiled(command: list[str], output: str = DEFAULT_OUTPUT, *,
 
     env: the job's base environment (default os.environ); timeout: stop the job
     (SIGTERM) and raise subprocess.TimeoutExpired after that many seconds."""
+    if output is None:
+        output = default_output(settings, env)
     job = prepare(command, output, settings=settings, force=force,
                   launcher_kind=launcher_kind, cwd=cwd)
     job_env = dict(os.environ if env is None else env)

@@ -22,6 +22,12 @@ static const char *const clock_choices[] = {"auto", "tsc", "monotonic", NULL};
 static const char *const compress_choices[] = {"auto", "gzip", "off", NULL};
 static const char *const write_choices[] = {"auto", "posix", "mpiio", NULL};
 
+/* The default output: compressed (profile_gzip.c: auto compresses a name ending
+ * in .gz); with MPILENS_COMPRESS=off and no output given, the plain name. A
+ * given output keeps its name whatever MPILENS_COMPRESS says. */
+static const char default_output[] = "mpilens-%j.prof.gz";
+static const char default_output_plain[] = "mpilens-%j.prof";
+
 /* ml_config_load's leader (rank 0, or `mpilens config`): the only process that
  * looks at the file system for the output path */
 static int cfg_leader;
@@ -54,7 +60,7 @@ static int parse_output(const char *v, void *out, ml_buf_t *why)
         c += len + (c[len] == '/');
     }
     if (cfg_leader && n && v[n - 1] == '/') {
-        ml_buf_printf(why, "it names a directory; give a file name in it, such as %smpilens-%%j.prof", v);
+        ml_buf_printf(why, "it names a directory; give a file name in it, such as %smpilens-%%j.prof.gz", v);
         return -1;
     }
     struct stat st;
@@ -64,7 +70,7 @@ static int parse_output(const char *v, void *out, ml_buf_t *why)
     lit[k] = 0;
     if (cfg_leader && literal && stat(lit, &st) == 0 && !S_ISREG(st.st_mode)) {
         if (S_ISDIR(st.st_mode))
-            ml_buf_printf(why, "it is a directory; give a file name in it, such as %s/mpilens-%%j.prof", v);
+            ml_buf_printf(why, "it is a directory; give a file name in it, such as %s/mpilens-%%j.prof.gz", v);
         else
             ml_buf_printf(why, "it exists and is not a regular file (a device, FIFO or socket); "
                                "MPILENS_PROFILE=off writes no profile");
@@ -100,12 +106,13 @@ static int parse_functions(const char *v, void *out, ml_buf_t *why)
 #define ML_CFG_STR_(x) #x
 #define ML_CFG_STR(x) ML_CFG_STR_(x) /* a schema constant as a default's text */
 static const ml_setting core_settings[] = {
-    {.key = "output", .type = ML_SET_CUSTOM, .def = "mpilens-%j.prof", .parse = parse_output,
+    {.key = "output", .type = ML_SET_CUSTOM, .def = default_output, .parse = parse_output,
      .out = &ml_cfg.output,
      .accepted = "a file path of at most 4095 characters, not an existing directory, device or "
                  "other non-regular file; placeholders %j job id, %t UTC time, %p pid of rank 0, "
                  "%h host of rank 0, %% a percent sign",
-     .help = "where the profile goes. %j is SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, JOB_ID, else "
+     .help = "where the profile goes (gzip-compressed by default; with MPILENS_COMPRESS=off "
+             "and no output given, mpilens-%j.prof, plain). %j is SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, JOB_ID, else "
              "<UTC time>-<pid of rank 0>; %t is YYYYmmdd-HHMMSS. An existing file is never "
              "overwritten: the profile then goes to <path>.1, <path>.2, ... If the profile cannot "
              "be written there (directory missing or read-only, file system full), it goes to "
@@ -127,7 +134,8 @@ static const ml_setting core_settings[] = {
      .out = &ml_cfg.compress, .accepted = "auto, gzip or off",
      .help = "gzip: the profile is gzip-compressed (each rank compresses its own line; the file "
              "is one .gz stream that gunzip, zcat and mpilens read); off: plain JSON Lines; "
-             "auto: gzip when the output path ends in .gz"},
+             "auto: gzip when the output path ends in .gz (the default output does; off with no "
+             "output given: the plain default name mpilens-%j.prof)"},
     {.key = "write", .type = ML_SET_CHOICE, .def = "auto", .choices = write_choices,
      .out = &ml_cfg.writer, .accepted = "auto, posix or mpiio",
      .help = "how the ranks write their lines into the profile: posix, each rank with pwrite at "
@@ -223,6 +231,9 @@ int ml_config_load(ml_buf_t *err, int leader)
     free(p);
     if (rc != 0)
         return -1;
+    /* the default (not given: the loader kept the table's own string) */
+    if (ml_cfg.output == default_output && ml_cfg.compress == ML_COMPRESS_OFF)
+        ml_cfg.output = default_output_plain;
     for (int i = 0; leader && ml_engines[i]; i++)
         if (ml_engines[i]->check && ml_engines[i]->check(err) != 0)
             return -1;

@@ -22,6 +22,7 @@ from ..report.profile import load
 from ..units import fmt_pct, fmt_time
 
 DEFAULT_OUTPUT = profiled.DEFAULT_OUTPUT
+DEFAULT_OUTPUT_PLAIN = profiled.DEFAULT_OUTPUT_PLAIN
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", default=None,
                    help=f"profile path (MPILENS_OUTPUT; %%j job id, %%t time, %%p pid of "
-                        f"rank 0; default {DEFAULT_OUTPUT.replace('%', '%%')})")
+                        f"rank 0; default {DEFAULT_OUTPUT.replace('%', '%%')}, gzip-compressed; "
+                        f"{DEFAULT_OUTPUT_PLAIN.replace('%', '%%')} with MPILENS_COMPRESS=off)")
     p.add_argument("--force", action="store_true",
                    help="allow overwriting an existing profile at --output")
     p.add_argument("-e", "--env", action="append", default=[], metavar="MPILENS_VAR=VALUE",
@@ -74,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
-    output = args.output or os.environ.get("MPILENS_OUTPUT") or DEFAULT_OUTPUT
-    job = profiled.run_profiled(command, output, settings=settings_from(args.env),
+    settings = settings_from(args.env)
+    output = args.output or os.environ.get("MPILENS_OUTPUT") or profiled.default_output(settings)
+    job = profiled.run_profiled(command, output, settings=settings,
                                 force=args.force, launcher_kind=args.launcher)
     rc = job.status
     if job.profile is None:
