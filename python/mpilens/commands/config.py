@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from .. import paths
+from ..profiled import DEFAULT_OUTPUT_PLAIN
 from ..errors import UserError
 
 PREFIX = "mpilens: "
@@ -62,7 +63,17 @@ def query(config: str | None = None) -> dict[str, Any]:
         text = ctypes.string_at(ptr).decode("utf-8", errors="replace")
     finally:
         lib.mpilens_free(ptr)
-    return json.loads(text)
+    return _effective_output(json.loads(text))
+
+
+def _effective_output(data: dict[str, Any]) -> dict[str, Any]:
+    """The library's rule for the default output (config.c): MPILENS_COMPRESS=off with
+    no output given writes the plain mpilens-%j.prof, not the table's default name."""
+    by_env = {s["env"]: s for s in data.get("settings", [])}
+    out, comp = by_env.get("MPILENS_OUTPUT"), by_env.get("MPILENS_COMPRESS")
+    if out and comp and out["source"] == "default" and (comp["value"] or "").strip() == "off":
+        out["value"] = DEFAULT_OUTPUT_PLAIN
+    return data
 
 
 def source_text(s: dict[str, Any]) -> str:
