@@ -1,7 +1,7 @@
 """The Python API: a profile's tables as pandas DataFrames (docs/api.md).
 
     import mpilens
-    p = mpilens.load("mpilens-1234.prof")
+    p = mpilens.load("mpilens-1234.prof.gz")
     p.functions.sort_values("time_s", ascending=False).head()
 
 `load(path)` reads a profile (or a partial profile's directory) as the CLI does and
