@@ -17,7 +17,8 @@ def test_demo(build, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # the example ran, checked its answer and its output was shown
     assert re.search(r"heat2d: N=64 ranks=4 steps=100 transposes=4 .* OK", proc.stdout)
-    prof, html = out / "heat2d-4ranks.prof", out / "heat2d-4ranks.html"
+    prof, html = out / "heat2d-4ranks.prof.gz", out / "heat2d-4ranks.html"
+    assert prof.read_bytes()[:2] == b"\x1f\x8b"  # compressed, as the default output
     header, ranks = read_profile(prof)
     assert header["nranks"] == 4 and len(ranks) == 4
     for name, calls in per_rank_calls(100, 25).items():

@@ -78,8 +78,10 @@ def run(args: argparse.Namespace) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UserError(f"cannot create {out_dir}: {e.strerror} (give --out-dir)") from None
-    prof_path = (out_dir / f"{name}-{args.ranks}ranks.prof").resolve()
-    html_path = prof_path.with_suffix(".html")
+    # compressed, as the library's default output (plain with MPILENS_COMPRESS=off)
+    suffix = ".prof" if profiled.default_output() == profiled.DEFAULT_OUTPUT_PLAIN else ".prof.gz"
+    prof_path = (out_dir / f"{name}-{args.ranks}ranks{suffix}").resolve()
+    html_path = prof_path.with_name(f"{name}-{args.ranks}ranks.html")
     force = args.force or (args.out_dir is None and rt.is_build_tree)  # <build>/demo: demo only
     for p in (prof_path, html_path):
         if p.exists() and not force:
