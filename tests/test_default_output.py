@@ -71,6 +71,12 @@ def test_library_default_is_compressed(build: Path, tmp_path: Path) -> None:
     assert gzip.decompress(raw) == b"".join(parts)
     assert json.loads(parts[0]) == header
     _check_counts(header, ranks)
+    # the same name again: never overwritten, the next name keeps .gz last
+    run_mpi(NP, [build / "bin" / "mpilens-exec", example("heat2d"), N, STEPS, EVERY],
+            env={"MPILENS_QUIET": "1", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
+    taken = prof.with_name(f"mpilens-{header['job_id']}.prof.1.gz")
+    assert sorted(p.name for p in prof.parent.iterdir()) == sorted([prof.name, taken.name])
+    assert len(_members(taken.read_bytes())) == 1 + NP and read_profile(prof) == (header, ranks)
 
 
 def test_compress_off_gives_the_plain_default_name(build: Path, tmp_path: Path) -> None:

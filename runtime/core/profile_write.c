@@ -311,7 +311,8 @@ static int ml_claim_one(const char *tmp, const char *final)
     return -2;
 }
 
-/* Gives tmp the name path, or path.1, path.2, ... if taken: an existing file is
+/* Gives tmp the name path, or path.1, path.2, ... if taken (a compressed name
+ * keeps its .gz last: run.prof.gz, run.prof.1.gz, ...): an existing file is
  * never overwritten.  Says where the profile went in one line (after why, the
  * reason it is not where MPILENS_OUTPUT said, if any); on failure keeps tmp
  * (the profile is not lost) and returns nonzero. */
@@ -320,8 +321,10 @@ static int ml_claim_name(const char *tmp, const char *path, const char *why)
     char final[4400];
     snprintf(final, sizeof final, "%s", path);
     int rc, k = 0;
+    size_t n = strlen(path);
+    int gz = n > 3 && strcmp(path + n - 3, ".gz") == 0 && path[n - 4] != '/';
     while ((rc = ml_claim_one(tmp, final)) == -1 && ++k <= 999)
-        snprintf(final, sizeof final, "%s.%d", path, k);
+        snprintf(final, sizeof final, "%.*s.%d%s", (int)(gz ? n - 3 : n), path, k, gz ? ".gz" : "");
     if (rc != 0) {
         fprintf(stderr, "mpilens: %s%scannot name the profile %s (%s): it is kept as %s\n", why, why[0] ? "; " : "",
                 path, rc == -1 ? "the name and path.1 .. path.999 are taken" : strerror(errno), tmp);
