@@ -18,11 +18,9 @@ import zlib
 from pathlib import Path
 
 import pytest
-
 from conftest import read_profile, run_mpi
-from test_cli_support import EVERY, N, STEPS, example, mpilens, per_rank_calls
-
 from mpilens import profiled
+from test_cli_support import EVERY, N, STEPS, example, mpilens, per_rank_calls
 
 NP = 2
 
