@@ -129,7 +129,8 @@ def main() -> int:
                           "header_gz": gz_len(lines[0]), "header_plain": len(lines[0]) + 1,
                           "members_as_written": members}
     if args.json:
-        args.json.write_text(json.dumps(report, indent=1))
+        args.json.write_text("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}"
+                                                 for k, v in report.items()) + "\n}\n")
     return 0
 
 

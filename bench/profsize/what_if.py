@@ -165,7 +165,8 @@ def main() -> int:
             print(f"  {name:20s} {row[name]:7.0f} B ({row[name] - base:+5.0f}, "
                   f"{100 * (row[name] - base) / base:+5.1f} %)")
     if args.json:
-        args.json.write_text(json.dumps(report, indent=1))
+        args.json.write_text("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}"
+                                                 for k, v in report.items()) + "\n}\n")
     return 0
 
 
