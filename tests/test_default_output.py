@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import read_profile, run_mpi
 from mpilens import profiled
+from mpilens.commands.advise import check_prefix
 from test_cli_support import EVERY, N, STEPS, example, mpilens, per_rank_calls
 
 NP = 2
@@ -120,3 +121,10 @@ def test_partial_profile_under_the_default_name(build: Path, tmp_path: Path) -> 
     assert w["verdict"]["kind"] == "aborted", w["verdict"]
     assert w["verdict"]["text"].startswith("aborted: rank 1 called MPI_Abort on MPI_COMM_WORLD "
                                            "with error code 3")
+
+
+def test_check_prefix_of_a_default_name() -> None:
+    """advise --check's profiles are named after the profile without .prof(.gz)."""
+    assert check_prefix("runs/mpilens-1234.prof.gz") == "runs/mpilens-1234-check"
+    assert check_prefix("runs/mpilens-1234.prof") == "runs/mpilens-1234-check"
+    assert check_prefix("hpcc.prof") == "hpcc-check"

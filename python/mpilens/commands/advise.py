@@ -97,6 +97,12 @@ def _options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
+def check_prefix(profile: str | Path) -> str:
+    """--check-output's default: the profile's name without .prof (or .prof.gz, the
+    default output's), plus -check."""
+    return str(Path(str(profile).removesuffix(".gz")).with_suffix("")) + "-check"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("advise", help="what to change, with a predicted gain",
                        description=__doc__,
@@ -150,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(render.text(result))
         return 0
-    prefix = args.check_output or str(Path(args.profile).with_suffix("")) + "-check"
+    prefix = args.check_output or check_prefix(args.profile)
     try:
         done = checking.check(result, prof, command, prefix, force=args.force,
                               rerun_baseline=not args.no_baseline_run, runs=args.runs,
