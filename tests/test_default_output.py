@@ -21,7 +21,15 @@ import pytest
 from conftest import read_profile, run_mpi
 from mpilens import profiled
 from mpilens.commands.advise import check_prefix
-from test_cli_support import EVERY, N, STEPS, example, mpilens, per_rank_calls
+from test_cli_support import (
+    EVERY,
+    N,
+    STEPS,
+    example,
+    mpilens,
+    mpilens_inproc,
+    per_rank_calls,
+)
 
 NP = 2
 
@@ -70,6 +78,14 @@ def test_library_default_is_compressed(build: Path, tmp_path: Path) -> None:
     assert gzip.decompress(raw) == b"".join(parts)
     assert json.loads(parts[0]) == header
     _check_counts(header, ranks)
+    # mpilens html's default output: mpilens-<job>.html (refused here: it exists, which
+    # names it without rendering)
+    html = prof.with_name(f"mpilens-{header['job_id']}.html")
+    html.write_text("")
+    proc = mpilens_inproc("html", prof)
+    assert (proc.returncode, proc.stderr) == \
+        (2, f"mpilens: HTML report {html} exists: choose another file or add --force\n")
+    html.unlink()
     # the same name again: never overwritten, the next name keeps .gz last
     run_mpi(NP, [build / "bin" / "mpilens-exec", example("heat2d"), N, STEPS, EVERY],
             env={"MPILENS_QUIET": "1", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)

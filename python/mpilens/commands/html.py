@@ -26,8 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def write_html(profile: str | Path | list[str], output: str | Path | None, force: bool) -> Path:
     """Render profile to output (refusing to overwrite without force); returns the path."""
     prof = load_any([str(p) for p in profile] if isinstance(profile, list) else [str(profile)])
+    plain = prof.path.with_name(prof.path.name.removesuffix(".gz"))  # x.prof.gz: x.html
     out = Path(output) if output else (prof.path.with_name(prof.path.name + ".html")
-                                       if prof.partial is not None else prof.path.with_suffix(".html"))
+                                       if prof.partial is not None else plain.with_suffix(".html"))
     if out.resolve() == prof.path.resolve():
         raise UserError(f"{out}: the output would overwrite the profile itself")
     outfile.check_output(out, force, "HTML report")
