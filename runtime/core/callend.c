@@ -63,7 +63,7 @@ void ml_call_end(ml_slot_t *S, uint32_t fk, uint64_t t0, uint64_t dt, MPI_Comm c
     int di = ml_func_didx[fid];
     ml_count_upd(&S->f[fid], tm, dt);
     if (!ml_hooks_on) return;
-    uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
+    uint64_t bs = di >= 0 ? ml_thr.cb.s : 0, br = di >= 0 ? ml_thr.cb.r : 0;
     if (ml_kinds_rare != 0) { /* a kind's out-of-line hook (regions, while one is open) */
         const ml_call_t c = {fid, cls, tm, t0, dt, bs, br, comm, ra};
         ml_kinds_rare_end(S, &c);

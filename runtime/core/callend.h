@@ -37,24 +37,34 @@ ML_INLINE ml_cm_rec_t *ml_cm_rec(ml_cm_rec_t *cm, MPI_Comm comm)
 }
 
 /* The wrapper's start, when recording: the timing decision (ml_want_time) and,
- * for a function with a data record, the call's byte counters zeroed. */
-ML_INLINE int ml_call_start(ml_slot_t *S, int fid, int di)
+ * if the call's bytes are counted in the thread's ml_thr.cb (tcb 1: a function with
+ * a data record whose wrapper keeps no local copy, see ml_call_done), those zeroed. */
+ML_INLINE int ml_call_start(ml_slot_t *S, int fid, int tcb)
 {
-    if (di >= 0) ml_cb.s = ml_cb.r = 0;
+    if (tcb) ml_thr.cb.s = ml_thr.cb.r = 0;
     return __builtin_expect(ml_fon[fid] != 0, 1) ? ml_want_time(&S->f[fid]) : ML_TM_OFF;
 }
 
+/* bs, br: the call's bytes, sent and received: ml_thr.cb's, or for the point-to-point
+ * wrappers (a send, a receive: genwrap.py's local_cb) the wrapper's local copy, which
+ * the compiler keeps in registers (no thread-local zeroing, adds and loads); the
+ * out-of-line ml_call_end reads them from ml_thr.cb, stored there first.  bin: the size
+ * class of those bytes when the wrapper's helper computed it (its one message), else -1. */
 ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt,
-                            MPI_Comm comm, void *ra)
+                            MPI_Comm comm, uint64_t bs, uint64_t br, int bin, void *ra)
 {
+    /* a completion call (no byte counters of its own) gives none: what its receives
+     * got belongs to the functions that started them (docs/runtime.md) */
+    if (di < 0) bs = br = 0;
     if (__builtin_expect(tm != ML_TM_NO || ml_kinds_rare != 0, 0)) { /* timed, not recorded, or a kind's hook on (a region open) */
+        if (di >= 0) {
+            ml_thr.cb.s = bs;
+            ml_thr.cb.r = br;
+        }
         ml_call_end(S, ML_CALL_KEY(fid, cls, tm), t0, dt, comm, ra);
         return;
     }
     S->f[fid].t.calls++;
-    /* a completion call (no byte counters of its own) gives none: what its receives
-     * got belongs to the functions that started them (docs/runtime.md) */
-    uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
     ml_tltab_t *t = S->tl;
     if (t) { /* untimed: the bin of the thread's last clock reading (ml_tl_add) */
         ml_tl_cell_t *c = &t->row[cls];
@@ -84,7 +94,7 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
         if (di >= 0 && (bs | br)) {
             r->bytes_s += bs;
             r->bytes_r += br;
-            r->hist[ml_bin(bs ? bs : br)]++;
+            r->hist[bin >= 0 ? bin : ml_bin(bs ? bs : br)]++;
         }
     } else if (ml_cs_depth != 0) {
         ml_cs_miss(S, fid, ra, bs, br);

@@ -48,7 +48,6 @@ static struct {
 } CM = {.mu = PTHREAD_MUTEX_INITIALIZER};
 /* Read inline by the per-call path (hooks.h: ml_cm_id). */
 volatile unsigned ml_cm_epoch = 1;
-ML_TLS ml_cm_cache_t ml_cm_cache;
 
 static uint64_t ml_cm_hkey(MPI_Comm c)
 {
@@ -71,9 +70,9 @@ int ml_cm_find(MPI_Comm comm)
         }
     }
     if (id < 0) id = ml_cm_max; /* made before mpilens saw it, or beyond the limit: "other" */
-    ml_cm_cache.comm = comm;
-    ml_cm_cache.id = id;
-    ml_cm_cache.epoch = ml_cm_epoch;
+    ml_thr.cm.comm = comm;
+    ml_thr.cm.id = id;
+    ml_thr.cm.epoch = ml_cm_epoch;
     return id;
 }
 

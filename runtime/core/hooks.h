@@ -84,9 +84,7 @@ typedef struct ml_cm_rec {
     uint64_t colls;          /* collectives entered on it (flight.h: their order, for dumps) */
 } ml_cm_rec_t;
 _Static_assert(sizeof(ml_cm_rec_t) == 64, "a communicator record: one cache line's size");
-typedef struct { MPI_Comm comm; int id; unsigned epoch; } ml_cm_cache_t;
 extern int ml_cm_max;                 /* MPILENS_COMMS (0: off) */
-extern ML_TLS ml_cm_cache_t ml_cm_cache;
 extern volatile unsigned ml_cm_epoch; /* changes when a communicator is made or freed */
 int ml_cm_find(MPI_Comm comm);
 void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind);
@@ -95,7 +93,7 @@ void ml_comm_named(MPI_Comm comm);   /* after MPI_Comm_set_name: the record's co
 
 ML_INLINE int ml_cm_id(MPI_Comm comm)
 {
-    if (ml_cm_cache.comm == comm && ml_cm_cache.epoch == ml_cm_epoch) return ml_cm_cache.id;
+    if (ml_thr.cm.comm == comm && ml_thr.cm.epoch == ml_cm_epoch) return ml_thr.cm.id;
     return ml_cm_find(comm);
 }
 

@@ -123,11 +123,23 @@ typedef struct ml_slot {
 extern unsigned char ml_fon[ML_NFUNC]; /* per function: 1 = record (set after MPI_Init, cleared at Finalize) */
 extern int ml_active;                  /* profiling active (between init and finalize) */
 extern int ml_world_size, ml_world_rank;
-extern ML_TLS int ml_depth;
-extern ML_TLS ml_slot_t *ml_tslot;
-extern ML_TLS int ml_served_flag;  /* set by ml_mark_served during an overridden call */
 
-extern ML_TLS uint32_t ml_rq_thread; /* 0; in a shared slot, this thread's number (req.c's keys) */
+/* This thread's hot state: everything per thread that the inline per-call code reads
+ * or writes, in one thread-local struct (core.c), so that a wrapper finds all of it
+ * from one thread-pointer offset (initial-exec TLS: one GOT load, not one per variable). */
+typedef struct { MPI_Datatype dt; int64_t size; unsigned epoch; } ml_tcache_t; /* datatype size cache (sem.c) */
+typedef struct { uint64_t s, r; int bin; } ml_callbytes_t;                     /* a call's bytes (ml_call_done) */
+typedef struct { MPI_Comm comm; int id; unsigned epoch; } ml_cm_cache_t;      /* communicator record cache (comms.c) */
+typedef struct {
+    int depth;              /* MPI calls this thread is inside: only the outermost is recorded (ml_enter) */
+    int served;             /* set by ml_mark_served during an overridden call */
+    ml_slot_t *slot;        /* this thread's slot (ml_slot), NULL before its first profiled call */
+    ml_callbytes_t cb;      /* the bytes the semantic helpers gave the current call (below) */
+    ml_tcache_t tcache;     /* ml_type_size's one-entry cache, invalidated by MPI_Type_free */
+    ml_cm_cache_t cm;       /* ml_cm_id's one-entry cache (hooks.h), invalidated by ml_cm_epoch */
+    uint32_t rq_thread;     /* 0; in a shared slot, this thread's number (req.c's keys) */
+} ml_thr_t;
+extern ML_TLS ml_thr_t ml_thr;
 
 ml_slot_t *ml_slot_attach(void);
 /* The slot iterator: every slot made so far, newest first.  A slot once listed
@@ -163,13 +175,13 @@ const char *ml_clock_source(void);
 /* ---- fast path ---- */
 static inline int ml_enter(void)
 {
-    return __builtin_expect(ml_depth++ == 0 && ml_active, 1); /* the wrappers' layout: recording is the straight path */
+    return __builtin_expect(ml_thr.depth++ == 0 && ml_active, 1); /* the wrappers' layout: recording is the straight path */
 }
-static inline void ml_leave(void) { ml_depth--; }
+static inline void ml_leave(void) { ml_thr.depth--; }
 
 static inline ml_slot_t *ml_slot(void)
 {
-    ml_slot_t *s = ml_tslot;
+    ml_slot_t *s = ml_thr.slot;
     return __builtin_expect(s != NULL, 1) ? s : ml_slot_attach();
 }
 
@@ -307,13 +319,11 @@ int ml_win_peer_world(MPI_Win win, int rank);
 /* The helpers of every point-to-point call are inline: no call, few cache lines. */
 
 /* Datatype sizes: a one-entry cache per thread, invalidated by MPI_Type_free. */
-typedef struct { MPI_Datatype dt; int64_t size; unsigned epoch; } ml_tcache_t;
-extern ML_TLS ml_tcache_t ml_tcache;
 extern volatile unsigned ml_type_epoch;
 int64_t ml_type_size_slow(MPI_Datatype dt);
 ML_INLINE int64_t ml_type_size(MPI_Datatype dt)
 {
-    if (ml_tcache.dt == dt && ml_tcache.epoch == ml_type_epoch) return ml_tcache.size;
+    if (ml_thr.tcache.dt == dt && ml_thr.tcache.epoch == ml_type_epoch) return ml_thr.tcache.size;
     return ml_type_size_slow(dt);
 }
 
@@ -325,35 +335,35 @@ ML_INLINE int ml_peer_world(MPI_Comm comm, int rank)
     return ml_peer_world_slow(comm, rank);
 }
 
-/* The bytes the semantic helpers gave this thread's current call (sent, received):
+/* ml_thr.cb: the bytes the semantic helpers gave this thread's current call (sent, received):
  * zeroed by ml_call_start, read by ml_call_done/ml_call_end (callend.h) for the record kinds (call sites,
  * regions, time line, communicators).  Per thread, so exact when threads share
  * a slot (a difference of the slot's counters would take in the other threads'). */
-typedef struct { uint64_t s, r; } ml_callbytes_t;
-extern ML_TLS ml_callbytes_t ml_cb;
 
 /* Bytes of function fid (data record di = ml_func_didx[fid], a constant in the
- * generated wrappers). */
-ML_INLINE void ml_bytes_d(ml_slot_t *s, int fid, int di, int side, uint64_t total, uint64_t block, int hist)
+ * generated wrappers), added to the call's bytes cb (&ml_thr.cb, or a point-to-point
+ * wrapper's local copy: see ml_call_done). */
+ML_INLINE void ml_bytes_d(ml_slot_t *s, ml_callbytes_t *cb, int fid, int di, int side, uint64_t total,
+                          uint64_t block, int hist)
 {
     if (di < 0 || !ml_fon[fid]) return;
     ml_drec_t *d = &s->d[di];
     if (side == ML_SEND) {
-        ml_cb.s += total;
+        cb->s += total;
         d->bytes_s += total;
         if (hist) {
             d->hist_s[ml_bin(block)]++;
             d->hist_bytes_s += block;
         }
     } else {
-        ml_cb.r += total;
+        cb->r += total;
         d->bytes_r += total;
         if (hist) d->hist_r[ml_bin(block)]++;
     }
 }
 ML_INLINE void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int hist)
 {
-    ml_bytes_d(s, fid, ml_func_didx[fid], side, total, block, hist);
+    ml_bytes_d(s, &ml_thr.cb, fid, ml_func_didx[fid], side, total, block, hist);
 }
 
 ML_INLINE void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
@@ -393,14 +403,14 @@ ML_INLINE void ml_node_add(ml_slot_t *s, int fid, int side, int wpeer, uint64_t 
  * once before the call (for the in-flight state too): wpeer < 0 is no peer.
  * tm: the wrapper's timing decision (ml_call_start), ML_TM_OFF when the
  * function is not recorded (its ml_fon test, made once per call). */
-ML_INLINE void ml_p2p_sent(ml_slot_t *s, int tm, int di, uint64_t n, int wpeer)
+ML_INLINE void ml_p2p_sent(ml_slot_t *s, ml_callbytes_t *cb, int tm, int di, uint64_t n, int wpeer)
 {
     /* ml_bytes_d, ml_peer_add and ml_node_add_d, with the function's test made once
      * and the peer's range once (the peer matrix counts every function, as ml_peer_add) */
     int on = di >= 0 && tm != ML_TM_OFF;
     ml_drec_t *d = &s->d[di >= 0 ? di : 0];
     if (on) {
-        ml_cb.s += n;
+        cb->s += n;
         d->bytes_s += n;
         d->hist_s[ml_bin(n)]++;
         d->hist_bytes_s += n;
@@ -443,21 +453,40 @@ ML_INLINE uint64_t ml_status_bytes(const MPI_Status *st)
 #endif
 }
 
-/* A completed receive: the size actually received and the source, from the status. */
-ML_INLINE void ml_p2p_recv_d(ml_slot_t *s, int fid, int di, MPI_Comm comm, const MPI_Status *st)
+/* A completed receive: the size actually received and the source, from the status.
+ * on: the function is recorded (the wrappers pass their timing decision's test, tm !=
+ * ML_TM_OFF; ml_p2p_recv its ml_fon): ml_bytes_d, ml_peer_add and ml_node_add_d with
+ * that test made once and the peer's range once, as ml_p2p_sent. */
+ML_INLINE void ml_p2p_recv_d(ml_slot_t *s, ml_callbytes_t *cb, int on, int di, MPI_Comm comm, const MPI_Status *st)
 {
     if (st->MPI_SOURCE == MPI_PROC_NULL) return;
     uint64_t n = ml_status_bytes(st);
-    ml_bytes_d(s, fid, di, ML_RECV, n, n, 1);
+    on = on && di >= 0;
+    ml_drec_t *d = &s->d[di >= 0 ? di : 0];
+    if (on) {
+        int b = ml_bin(n);
+        cb->r += n;
+        cb->bin = b;
+        d->bytes_r += n;
+        d->hist_r[b]++;
+    }
     if (comm != MPI_COMM_NULL) {
         int wpeer = ml_peer_world(comm, st->MPI_SOURCE);
-        ml_peer_add(s, ML_RECV, wpeer, n);
-        ml_node_add_d(s, fid, di, ML_RECV, wpeer, n);
+        if ((unsigned)wpeer < (unsigned)ml_world_size) {
+            ml_peer_t *p = &s->peers[wpeer];
+            p->msgs_r++;
+            p->bytes_r += n;
+            if (on && ml_node_of) {
+                uint64_t *x = d->xnode[ml_node_of[wpeer] != ml_my_node] + 2 * ML_RECV;
+                x[0]++;
+                x[1] += n;
+            }
+        }
     }
 }
 ML_INLINE void ml_p2p_recv(ml_slot_t *s, int fid, MPI_Comm comm, const MPI_Status *st)
 {
-    ml_p2p_recv_d(s, fid, ml_func_didx[fid], comm, st);
+    ml_p2p_recv_d(s, &ml_thr.cb, ml_fon[fid], ml_func_didx[fid], comm, st);
 }
 
 void ml_rma(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt, int target, MPI_Win win);
@@ -490,7 +519,7 @@ void ml_coll(ml_slot_t *s, int fid, const ml_coll_t *c);
 #define ML_RQ_PERSIST 4    /* persistent: stays until MPI_Request_free */
 #define ML_RQ_SEND 8       /* non-blocking send: tracked for the flight recorder only */
 #define ML_RQ_COLL 16      /* non-blocking collective: likewise */
-#define ml_req_live (ml_tslot ? ml_tslot->rq_live : 0)
+#define ml_req_live (ml_thr.slot ? ml_thr.slot->rq_live : 0)
 void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm comm, int64_t bytes, int wpeer);
 
 /* One tracked request (req.c's table, open addressing with linear probing and
@@ -563,7 +592,7 @@ ML_INLINE MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, 
 {
     c->n = n;
     c->track = 0;
-    ml_slot_t *s = ml_tslot;
+    ml_slot_t *s = ml_thr.slot;
     if (!s || !s->rq_live || n <= 0 || !reqs) return user_st;
     if (n > 1) return ml_cpl_begin_n(c, n, reqs, user_st, ignore);
     c->track = 1;
