@@ -49,9 +49,11 @@ ML_INLINE int ml_call_start(ml_slot_t *S, int fid, int tcb)
  * wrappers (a send, a receive: genwrap.py's local_cb) the wrapper's local copy, which
  * the compiler keeps in registers (no thread-local zeroing, adds and loads); the
  * out-of-line ml_call_end reads them from ml_thr.cb, stored there first.  bin: the size
- * class of those bytes when the wrapper's helper computed it (its one message), else -1. */
+ * class of those bytes when the wrapper's helper computed it (its one message), else -1.
+ * hc: 0 when the function has no communicator argument (a wait, a test: comm is then
+ * MPI_COMM_NULL, which in some MPIs is an address the compiler cannot test at compile time). */
 ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt,
-                            MPI_Comm comm, uint64_t bs, uint64_t br, int bin, void *ra)
+                            int hc, MPI_Comm comm, uint64_t bs, uint64_t br, int bin, void *ra)
 {
     /* a completion call (no byte counters of its own) gives none: what its receives
      * got belongs to the functions that started them (docs/runtime.md) */
@@ -61,7 +63,7 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
             ml_thr.cb.s = bs;
             ml_thr.cb.r = br;
         }
-        ml_call_end(S, ML_CALL_KEY(fid, cls, tm), t0, dt, comm, ra);
+        ml_call_end(S, ML_CALL_KEY(fid, cls, tm), t0, dt, hc ? comm : MPI_COMM_NULL, ra);
         return;
     }
     S->f[fid].t.calls++;
@@ -72,7 +74,7 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
         if (di >= 0) c->bytes += bs + br;
     }
     ml_cm_rec_t *cm = S->cm;
-    if (cm) { /* MPI_COMM_WORLD (record 0) tested first */
+    if (hc && cm) { /* MPI_COMM_WORLD (record 0) tested first */
         ml_cm_rec_t *r = comm == MPI_COMM_WORLD ? cm : comm != MPI_COMM_NULL ? &cm[ml_cm_id(comm)] : NULL;
         if (r) {
             r->t.calls++;

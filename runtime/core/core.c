@@ -125,7 +125,7 @@ static double ml_measure_overhead(void)
             if (on) {
                 /* an application's call site (0x1000): one record; no communicator's
                  * record (those are not emptied after the probe) */
-                ml_call_done(S, FID, -1, ML_TL_OTHER, tm, t0, dt, MPI_COMM_NULL, 0, 0, -1, (void *)0x1000);
+                ml_call_done(S, FID, -1, ML_TL_OTHER, tm, t0, dt, 0, MPI_COMM_NULL, 0, 0, -1, (void *)0x1000);
             }
         }
         uint64_t a2 = ml_now_slow();

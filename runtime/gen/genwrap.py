@@ -694,7 +694,9 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
         rec.append("}")
     cb = "_cb" if plan.local_cb else "ml_thr.cb"
     binx = "_cb.bin" if plan.local_cb and plan.kind == "recv" else "-1"
-    rec.append(f"ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, {cb}.s, {cb}.r, {binx}, __builtin_return_address(0));")
+    hc = "1" if any(ln.startswith("_hc = ") for ln in post) else "0"  # the call has a communicator (comm_plan)
+    rec.append(f"ml_call_done(S, FID, DI, TLC, tm, t0, dt, {hc}, _hc, {cb}.s, {cb}.r, {binx}, "
+               "__builtin_return_address(0));")
     # a shared slot's copy under its lock, and the usual one: _sh tested once after the call
     out.append("        if (__builtin_expect(_sh, 0)) {")
     out.append("            ml_shared_lock();")
