@@ -545,6 +545,23 @@ ML_INLINE size_t ml_rhash(uint64_t k, int cap) { return (size_t)((k * 0x9E3779B9
 /* the same with the slot's mask (rq_cap - 1) */
 ML_INLINE size_t ml_rhash_m(uint64_t k, unsigned mask) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & mask; }
 
+/* Fills a tracked request's entry (the inline path below and req.c's ml_req_track):
+ * what it is, and from the thread's in-flight state of the starting call its tag, the
+ * time it started and, for a receive, the source asked for (only the flight recorder
+ * reads a receive's wpeer). */
+ML_INLINE void ml_req_fill(ml_rq_t *e, const ml_slot_t *s, uint64_t key, int fid, int flags, MPI_Comm comm,
+                           int64_t bytes, int wpeer)
+{
+    e->key = key;
+    e->comm = comm;
+    e->bytes = bytes;
+    e->fid = e->startfid = fid;
+    e->flags = flags;
+    e->wpeer = (flags & ML_RQ_RECV) ? (s->fl.kind == ML_FL_SENDRECV ? s->fl.peer2 : s->fl.peer) : wpeer;
+    e->tag = s->fl.tag;
+    e->t0 = s->fl.t0;
+}
+
 /* The wrappers' ml_req_track: in a slot of its own (sh 0) whose table has room, a
  * request whose home entry is free is added there inline (a free home entry: the
  * key is nowhere else in the table); anything else goes to ml_req_track. */
@@ -558,15 +575,7 @@ ML_INLINE void ml_req_track_in(ml_slot_t *s, int sh, MPI_Request req, int fid, i
         ml_rq_t *e = &t[ml_rhash_m(key, s->rq_mask)];
         if (__builtin_expect(e->key == 0, 1)) {
             s->rq_live++;
-            e->key = key;
-            e->comm = comm;
-            e->bytes = bytes;
-            e->fid = e->startfid = fid;
-            e->flags = flags;
-            /* only the flight recorder reads a receive's wpeer (as ml_req_track) */
-            e->wpeer = (flags & ML_RQ_RECV) ? (s->fl.kind == ML_FL_SENDRECV ? s->fl.peer2 : s->fl.peer) : wpeer;
-            e->tag = s->fl.tag;
-            e->t0 = s->fl.t0;
+            ml_req_fill(e, s, key, fid, flags, comm, bytes, wpeer);
             return;
         }
     }

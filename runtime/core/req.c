@@ -96,16 +96,7 @@ void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm co
         e = &s->rq[i];
         s->rq_live++;
     }
-    e->key = key;
-    e->comm = comm;
-    e->bytes = bytes;
-    e->fid = e->startfid = fid;
-    e->flags = flags;
-    e->wpeer = wpeer;
-    e->tag = s->fl.tag;
-    e->t0 = s->fl.t0;
-    if (flags & ML_RQ_RECV) /* only the flight recorder reads a receive's wpeer */
-        e->wpeer = s->fl.kind == ML_FL_SENDRECV ? s->fl.peer2 : s->fl.peer;
+    ml_req_fill(e, s, key, fid, flags, comm, bytes, wpeer);
 }
 
 void ml_req_free(MPI_Request req)
