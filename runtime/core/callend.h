@@ -3,7 +3,7 @@
  * semantic helpers, one inline step records the call:
  *
  *   ml_call_done  an untimed call (15 in 16 once warmed up) while no kind's
- *                 out-of-line hook is on (ml_kinds_rare: regions, while one is open):
+ *                 out-of-line hook is on (ml_hot.kinds_rare: regions, while one is open):
  *                 the function's call count, its time-line cell, its
  *                 communicator's record and, at call-site depth 1, its call
  *                 site through a one-entry cache per function (S->cs1[fid]:
@@ -58,7 +58,7 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
     /* a completion call (no byte counters of its own) gives none: what its receives
      * got belongs to the functions that started them (docs/runtime.md) */
     if (di < 0) bs = br = 0;
-    if (__builtin_expect(tm != ML_TM_NO || ml_kinds_rare != 0, 0)) { /* timed, not recorded, or a kind's hook on (a region open) */
+    if (__builtin_expect(tm != ML_TM_NO || ml_hot.kinds_rare != 0, 0)) { /* timed, not recorded, or a kind's hook on (a region open) */
         if (di >= 0) {
             ml_thr.cb.s = bs;
             ml_thr.cb.r = br;
@@ -98,7 +98,7 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
             r->bytes_r += br;
             r->hist[bin >= 0 ? bin : ml_bin(bs ? bs : br)]++;
         }
-    } else if (ml_cs_depth != 0) {
+    } else if (ml_hot.cs_depth != 0) {
         ml_cs_miss(S, fid, ra, bs, br);
     }
 }

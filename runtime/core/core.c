@@ -13,12 +13,12 @@
 #include "scratch.h"
 
 unsigned char ml_fon[ML_NFUNC];
-int ml_active = 0;
 int ml_world_size = 1, ml_world_rank = 0;
 /* this thread's hot state (ml.h: the wrappers reach every field from one thread-pointer offset) */
 ML_TLS ml_thr_t ml_thr;
 double ml_overhead_ns = 0.0, ml_overhead_sampled_ns = 0.0;
-uint64_t ml_sample_mask = 0, ml_slow_ticks = 0;
+/* what the inline per-call code reads (ml.h); each field is written by the file its comment names */
+ml_hot_t ml_hot = {.cs_depth = 1, .cm_max = 32, .cm_epoch = 1};
 uint64_t ml_t_init = 0, ml_t_final = 0;
 int ml_wrapped_c = ML_NWRAP_C, ml_wrapped_f = ML_NWRAP_F;
 
@@ -117,7 +117,7 @@ static double ml_measure_overhead(void)
             int tm = 0;
             uint64_t t0 = 0;
             if (on) { S = ml_slot(); tm = ml_call_start(S, FID, 0); if (ML_TIMED(tm)) t0 = ml_now(); }
-            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, ML_TIMED(tm) ? t0 : ml_fl_clock);
+            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, ML_TIMED(tm) ? t0 : ml_hot.fl_clock);
             PMPI_Comm_rank(MPI_COMM_WORLD, &r);
             if (on) ml_fl_out(S);
             uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;
@@ -167,18 +167,18 @@ void ml_after_init(int *argc, char ***argv)
     ml_clock_init();
     ml_fortran_init();
     ml_kinds_init(); /* the record kinds (kinds_list.h) */
-    ml_slow_ticks = ml_ns_to_ticks((uint64_t)ml_cfg.time_above_ns);
+    ml_hot.slow_ticks = ml_ns_to_ticks((uint64_t)ml_cfg.time_above_ns);
     if (ml_cfg.profile) {
         /* The probe runs as an outermost call, even when MPI_Init was reached
          * from a Fortran wrapper (MPICH's mpi_init_ calls the C MPI_Init). */
         int depth = ml_thr.depth;
         ml_fon[0] = 1;
-        ml_active = 1;
+        ml_hot.active = 1;
         ml_thr.depth = 0;
         /* a fully timed call (what "caution" compares with), then the policy in force */
-        ml_sample_mask = 0;
+        ml_hot.sample_mask = 0;
         ml_overhead_ns = ml_measure_overhead();
-        ml_sample_mask = ml_cfg.timing == ML_TIMING_SAMPLED ? ML_SAMPLE_PERIOD - 1 : 0;
+        ml_hot.sample_mask = ml_cfg.timing == ML_TIMING_SAMPLED ? ML_SAMPLE_PERIOD - 1 : 0;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
         ml_overhead_sampled_ns = ml_measure_overhead();
         ml_thr.depth = depth;
@@ -228,8 +228,8 @@ void ml_before_finalize(void)
     if (LF.final_done || !LF.init_done) return;
     LF.final_done = 1;
     ml_t_final = ml_now();
-    int was_active = ml_active || ml_paused;
-    ml_active = 0;
+    int was_active = ml_hot.active || ml_paused;
+    ml_hot.active = 0;
     ml_thr.depth++;
     ml_flight_finalize_enter(); /* a rank waiting here for the others shows as in MPI_Finalize */
     if (was_active) ml_finalize_wait();

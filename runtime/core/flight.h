@@ -23,7 +23,6 @@
 #define ML_FL_NOARG INT_MIN /* no peer argument */
 #define ML_FL_TICK_MS 100
 
-extern volatile uint64_t ml_fl_clock; /* ticks, advanced by the recorder's thread */
 
 /* a peer argument of comm -> world rank or one of ML_FL_* (inflight.h) */
 ML_INLINE int ml_fl_peer(MPI_Comm comm, int r)
@@ -82,8 +81,8 @@ ML_INLINE uint64_t ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int
         /* its place in the communicator's order of collectives (one increment; kind is a
          * constant of each wrapper, so other calls pay nothing) */
         ml_cm_rec_t *cm = S->cm;
-        int id = comm == MPI_COMM_WORLD ? 0 : cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_cm_max;
-        f->cseq = cm && id < ml_cm_max ? ++cm[id].colls : 0;
+        int id = comm == MPI_COMM_WORLD ? 0 : cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_hot.cm_max;
+        f->cseq = cm && id < ml_hot.cm_max ? ++cm[id].colls : 0;
         ml_la_in(fid, id, f->cseq); /* late arrival: a sampled call on MPI_COMM_WORLD (late.h) */
         /* a collective on a new communicator: its members known to the recorder (sem.c's table) */
         if (comm != MPI_COMM_WORLD && comm != MPI_COMM_NULL) ml_peer_world_slow(comm, 0);

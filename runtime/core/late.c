@@ -150,7 +150,7 @@ void ml_la_reduce(void)
         la_why = "the ranks sampled different calls (MPILENS_COMMS=0 on some ranks?)";
         return;
     }
-    if (!ml_cm_max) { /* the same on every rank here (their counts agreed) */
+    if (!ml_hot.cm_max) { /* the same on every rank here (their counts agreed) */
         la_why = "MPILENS_COMMS=0: the collectives' places are not counted";
         return;
     }

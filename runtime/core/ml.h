@@ -121,7 +121,6 @@ typedef struct ml_slot {
 
 /* ---- global state (core.c) ---- */
 extern unsigned char ml_fon[ML_NFUNC]; /* per function: 1 = record (set after MPI_Init, cleared at Finalize) */
-extern int ml_active;                  /* profiling active (between init and finalize) */
 extern int ml_world_size, ml_world_rank;
 
 /* This thread's hot state: everything per thread that the inline per-call code reads
@@ -136,10 +135,34 @@ typedef struct {
     ml_slot_t *slot;        /* this thread's slot (ml_slot), NULL before its first profiled call */
     ml_callbytes_t cb;      /* the bytes the semantic helpers gave the current call (below) */
     ml_tcache_t tcache;     /* ml_type_size's one-entry cache, invalidated by MPI_Type_free */
-    ml_cm_cache_t cm;       /* ml_cm_id's one-entry cache (hooks.h), invalidated by ml_cm_epoch */
+    ml_cm_cache_t cm;       /* ml_cm_id's one-entry cache (hooks.h), invalidated by ml_hot.cm_epoch */
     uint32_t rq_thread;     /* 0; in a shared slot, this thread's number (req.c's keys) */
 } ml_thr_t;
 extern ML_TLS ml_thr_t ml_thr;
+
+/* The process-wide state that the inline per-call code reads, gathered in one
+ * cache-line-aligned struct (defined in core.c; each field is written only by the
+ * file its comment names, at MPI_Init, from the settings, or when the event named
+ * happens): one line for what a wrapper reads besides its records.  Not here:
+ * what only out-of-line code reads (nodes.c's node count, region.c's open region),
+ * ml_fon (one byte per function), ml_world_size/rank and ml_t_init (the profile
+ * writers read them too), ml_type_epoch (an engine links it by name). */
+typedef struct {
+    int active;                  /* core.c: profiling active (between init and finalize; region.c: paused) */
+    int clock_tsc;               /* clock.c: ml_now reads the TSC */
+    uint64_t sample_mask;        /* core.c: the timing policy's ML_SAMPLE_PERIOD - 1 (0: every call timed) */
+    uint64_t slow_ticks;         /* core.c: MPILENS_TIME_ABOVE_NS in ticks (ml_want_time_full) */
+    volatile uint64_t fl_clock;  /* flight.c: ticks, advanced by the recorder's thread (flight.h) */
+    int cs_depth;                /* callsite.c: MPILENS_CALLSITES, 0 off, 1..ML_CS_MAXDEPTH (hooks.h) */
+    int hooks_on;                /* kinds.c, region.c: ML_HOOKS_* bits (mltypes.h): a kind is on, or a region was opened */
+    volatile unsigned kinds_rare; /* kinds.c: the kinds whose out-of-line hook runs now (hooks.h) */
+    int cm_max;                  /* comms.c: MPILENS_COMMS (0: off) */
+    volatile unsigned cm_epoch;  /* comms.c: changes when a communicator is made or freed (ml_cm_id) */
+    int my_node;                 /* nodes.c: this rank's node */
+    int *node_of;                /* nodes.c: [world size] node index; nodes numbered in order of their first rank */
+} __attribute__((aligned(64))) ml_hot_t;
+_Static_assert(sizeof(ml_hot_t) == 64, "the per-call path's process-wide state: one cache line");
+extern ml_hot_t ml_hot;
 
 ml_slot_t *ml_slot_attach(void);
 /* The slot iterator: every slot made so far, newest first.  A slot once listed
@@ -153,12 +176,11 @@ void ml_shared_lock(void);
 void ml_shared_unlock(void);
 
 /* ---- clock (clock.c) ---- */
-extern int ml_clock_tsc;
 uint64_t ml_now_slow(void);
 static inline uint64_t ml_now(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    if (__builtin_expect(ml_clock_tsc, 1)) {
+    if (__builtin_expect(ml_hot.clock_tsc, 1)) {
         uint32_t lo, hi;
         __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
         return ((uint64_t)hi << 32) | lo;
@@ -175,7 +197,7 @@ const char *ml_clock_source(void);
 /* ---- fast path ---- */
 static inline int ml_enter(void)
 {
-    return __builtin_expect(ml_thr.depth++ == 0 && ml_active, 1); /* the wrappers' layout: recording is the straight path */
+    return __builtin_expect(ml_thr.depth++ == 0 && ml_hot.active, 1); /* the wrappers' layout: recording is the straight path */
 }
 static inline void ml_leave(void) { ml_thr.depth--; }
 
@@ -188,16 +210,15 @@ static inline ml_slot_t *ml_slot(void)
 /* Timing policy (MPILENS_TIMING): with "all" every call is timed.  With
  * "sampled" (default) every call is counted, but its duration is measured
  * for the first ML_WARMUP_CALLS calls of a function on a thread, for every call
- * of a function whose timed calls average more than ml_slow_ticks
+ * of a function whose timed calls average more than ml_hot.slow_ticks
  * (MPILENS_TIME_ABOVE_NS, default ML_ALWAYS_TIME_ABOVE_NS), the longest left out (there a timer read costs
- * < 5 %), and for 1 call in ml_sample_mask + 1 (ML_SAMPLE_PERIOD) otherwise;
+ * < 5 %), and for 1 call in ml_hot.sample_mask + 1 (ML_SAMPLE_PERIOD) otherwise;
  * totals are then estimated in two strata (ml_est_ticks): the calls timed by
  * the policy (warm-up, slow) count as measured, the others (untimed, or timed
  * as the sample) as the sample's mean -- not the mean of every timed call,
  * which the slow first calls of a job (waiting for the others to start)
  * would inflate.  On machines whose timer read is slow (a virtualised TSC:
  * 30-50 ns) this keeps the cost of a cheap call near the cost of counting it. */
-extern uint64_t ml_sample_mask, ml_slow_ticks;
 /* why a call is timed (tm); ML_TM_OFF: not recorded at all (ml_fon 0: the wrapper's
  * one test after the call sends it with the timed calls to ml_call_end) */
 enum { ML_TM_NO = 0, ML_TM_POLICY = 1, ML_TM_SAMPLE = 2, ML_TM_OFF = 4 };
@@ -208,9 +229,9 @@ ML_INLINE int ml_want_time_full(const ml_frec_t *r)
 {
     if (r->t.calls < ML_WARMUP_CALLS) return ML_TM_POLICY;
     /* mean of the timed calls without the longest one (one preempted call must not flip the policy) */
-    if (r->t.ticks - r->tmax > (r->t.timed - 1) * ml_slow_ticks) return ML_TM_POLICY;
-    if (r->t.calls & ml_sample_mask) return ML_TM_NO;
-    return ml_sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
+    if (r->t.ticks - r->tmax > (r->t.timed - 1) * ml_hot.slow_ticks) return ML_TM_POLICY;
+    if (r->t.calls & ml_hot.sample_mask) return ML_TM_NO;
+    return ml_hot.sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
 }
 
 /* One test for the 15 calls in 16 that are not timed: r->skip - 1 counts the calls
@@ -276,9 +297,9 @@ ML_INLINE void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
         /* quiet (past the warm-up, not slow): the calls before the next sample are not timed,
          * and that sample is (skip 1: ml_want_time answers without the full test).  The full
          * test's inputs change only at timed calls, so its answer would be the same. */
-        int quiet = ml_sample_mask && r->t.calls >= ML_WARMUP_CALLS &&
-                    !(r->t.ticks - r->tmax > (r->t.timed - 1) * ml_slow_ticks);
-        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_sample_mask - ((r->t.calls - 1) & ml_sample_mask)) + 1 : 0,
+        int quiet = ml_hot.sample_mask && r->t.calls >= ML_WARMUP_CALLS &&
+                    !(r->t.ticks - r->tmax > (r->t.timed - 1) * ml_hot.slow_ticks);
+        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_hot.sample_mask - ((r->t.calls - 1) & ml_hot.sample_mask)) + 1 : 0,
                          __ATOMIC_RELAXED);
     }
 }
@@ -380,8 +401,6 @@ ML_INLINE void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
 }
 
 /* ---- nodes (nodes.c): the node of every world rank, from the host names, once at MPI_Init ---- */
-extern int *ml_node_of;        /* [world size] node index; nodes numbered in order of their first rank */
-extern int ml_nnodes, ml_my_node;
 void ml_nodes_init(void);      /* collective over MPI_COMM_WORLD */
 /* distinct nodes of n world ranks (ML_NOPEER skipped) and the most of them on one node */
 void ml_node_span(const int *world, int n, int *nodes, int *rpn);
@@ -389,8 +408,8 @@ void ml_node_span(const int *world, int n, int *nodes, int *rpn);
 /* A message with a known peer, split by whether the peer is on this rank's node. */
 ML_INLINE void ml_node_add_d(ml_slot_t *s, int fid, int di, int side, int wpeer, uint64_t bytes)
 {
-    if (di < 0 || !ml_fon[fid] || wpeer < 0 || wpeer >= ml_world_size || !ml_node_of) return;
-    uint64_t *x = s->d[di].xnode[ml_node_of[wpeer] != ml_my_node] + 2 * side;
+    if (di < 0 || !ml_fon[fid] || wpeer < 0 || wpeer >= ml_world_size || !ml_hot.node_of) return;
+    uint64_t *x = s->d[di].xnode[ml_hot.node_of[wpeer] != ml_hot.my_node] + 2 * side;
     x[0]++;
     x[1] += bytes;
 }
@@ -419,8 +438,8 @@ ML_INLINE void ml_p2p_sent(ml_slot_t *s, ml_callbytes_t *cb, int tm, int di, uin
         ml_peer_t *p = &s->peers[wpeer];
         p->msgs_s++;
         p->bytes_s += n;
-        if (on && ml_node_of) {
-            uint64_t *x = d->xnode[ml_node_of[wpeer] != ml_my_node];
+        if (on && ml_hot.node_of) {
+            uint64_t *x = d->xnode[ml_hot.node_of[wpeer] != ml_hot.my_node];
             x[0]++;
             x[1] += n;
         }
@@ -476,8 +495,8 @@ ML_INLINE void ml_p2p_recv_d(ml_slot_t *s, ml_callbytes_t *cb, int on, int di, M
             ml_peer_t *p = &s->peers[wpeer];
             p->msgs_r++;
             p->bytes_r += n;
-            if (on && ml_node_of) {
-                uint64_t *x = d->xnode[ml_node_of[wpeer] != ml_my_node] + 2 * ML_RECV;
+            if (on && ml_hot.node_of) {
+                uint64_t *x = d->xnode[ml_hot.node_of[wpeer] != ml_hot.my_node] + 2 * ML_RECV;
                 x[0]++;
                 x[1] += n;
             }

@@ -673,7 +673,7 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     # a call of no other kind: its communicator argument if it has one (in a register
     # already, where MPI_COMM_NULL may cost a load), else MPI_COMM_NULL
     fl = plan.fl or f"ML_FL_OTHER, {plan.comm or 'MPI_COMM_NULL'}, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0"
-    out.append(f"    if (ML_FL_ON && on && !_sh) (void)ml_fl_set(S, FID, {fl}, ML_TIMED(tm) ? t0 : ml_fl_clock);")
+    out.append(f"    if (ML_FL_ON && on && !_sh) (void)ml_fl_set(S, FID, {fl}, ML_TIMED(tm) ? t0 : ml_hot.fl_clock);")
     if served:
         out.append("    ml_thr.served = 0;")
     out.append(f"    {call};")
@@ -740,7 +740,7 @@ def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
         if f.name in HOOKS_INIT:
             out.append(f"    uint64_t t0 = ml_now_slow();\n    {f.ret} ret = {call};")
             out.append("    if (ret == MPI_SUCCESS) ml_after_init(argc, argv);")
-            out.append("    if (ml_active && ml_thr.depth == 0) { ml_slot_t *S = ml_slot(); ml_time(S, FID, ml_ns_to_ticks(ml_now_slow() - t0)); }")
+            out.append("    if (ml_hot.active && ml_thr.depth == 0) { ml_slot_t *S = ml_slot(); ml_time(S, FID, ml_ns_to_ticks(ml_now_slow() - t0)); }")
             out.append("    return ret;\n}\n")
             continue
         if f.name == "MPI_Finalize":
@@ -863,7 +863,7 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
             if cname in HOOKS_INIT:
                 out.append(f"    uint64_t t0 = ml_now_slow();\n    ml_thr.depth++;\n    {call};\n    ml_thr.depth--;")
                 out.append("    if (*(MPI_Fint *)(a%d) == MPI_SUCCESS) ml_after_init(NULL, NULL);" % (len(cnames) - 1))
-                out.append(f"    if (ml_active) {{ ml_slot_t *S = ml_slot(); ml_time(S, {fid[cname]}, ml_ns_to_ticks(ml_now_slow() - t0)); }}")
+                out.append(f"    if (ml_hot.active) {{ ml_slot_t *S = ml_slot(); ml_time(S, {fid[cname]}, ml_ns_to_ticks(ml_now_slow() - t0)); }}")
             elif cname == "MPI_Finalize":
                 out.append(f"    ml_before_finalize();\n    ml_thr.depth++;\n    {call};\n    ml_thr.depth--;")
             elif cname not in fid:  # known to the Fortran library only: pass through, untimed
