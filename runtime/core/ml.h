@@ -6,7 +6,8 @@
  * bracketed parts depend on the function:
  *
  *     int on = ml_enter();                  // outermost MPI call on this thread, profiling active?
- *     if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, DI);  // callend.h
+ *     [a send or a receive: ml_callbytes_t _cb = {0}: the call's bytes in a local, not ml_thr.cb]
+ *     if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, tcb);  // callend.h
  *               if (ML_TIMED(tm)) t0 = ml_now(); [a send: its size and world peer, once] }
  *     if (on && !_sh) ml_fl_set(S, FID, ...);   // the in-flight state (flight.h)
  *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
@@ -15,7 +16,8 @@
  *     ml_leave();
  *     if (on) { [if (_sh) lock;]             // threads beyond MPILENS_MAX_THREADS: a copy under the lock
  *               if (ret == MPI_SUCCESS) { <semantic helpers: bytes, peers, requests; _hc = comm> }
- *               ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, return address);  // callend.h
+ *               ml_call_done(S, FID, DI, TLC, tm, t0, dt, has comm, _hc, bytes sent, received,
+ *                            their size class, return address);  // callend.h
  *               [if (_sh) unlock;] }
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
