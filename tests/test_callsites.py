@@ -251,3 +251,46 @@ def test_dumps_while_sites_are_added(build, tmp_path):
     assert len(sites) == 40000 and all(s["calls"] == 1 for s in sites)
     assert len({tuple(map(tuple, s["frames"])) for s in sites}) == 40000
     assert r["callsites_dropped"]["calls"] == 0
+
+
+# P2P-* marker -> (function, calls, bytes sent, bytes received, message size per call) per rank
+P2P_SITES = {
+    "P2P-RANK": ("MPI_Comm_rank", 1, 0, 0, 0),
+    "P2P-ISEND": ("MPI_Isend", 3, 3 * 40, 0, 40),
+    "P2P-RECV": ("MPI_Recv", 3, 0, 3 * 40, 40),
+    "P2P-WAIT": ("MPI_Wait", 3, 0, 0, 0),
+    # an Irecv's bytes are known at its completion: the function's record gets them
+    # (below), its call site and the Wait's do not (docs/runtime.md)
+    "P2P-IRECV": ("MPI_Irecv", 5, 0, 0, 0),
+    "P2P-SEND": ("MPI_Send", 5, 5 * 300, 0, 300),
+    "P2P-WAIT2": ("MPI_Wait", 5, 0, 0, 0),
+    "P2P-SNULL": ("MPI_Send", 2, 0, 0, 0),
+    "P2P-RNULL": ("MPI_Recv", 2, 0, 0, 0),
+}
+
+
+def test_p2p_sites_exact(build, tmp_path):
+    """tests/progs/callsite_p2p.c at depth 1 (the default): each point-to-point call
+    site has exactly its calls, bytes and size classes (a send's or a receive's bytes
+    reach its site from the wrapper's local copy; waits and sends to MPI_PROC_NULL
+    give none), and the function records add up."""
+    out = run_prog(tmp_path, "callsite_p2p")
+    src = (REPO / "tests" / "progs" / "callsite_p2p.c").read_text().splitlines()
+    line = {m: i for i, ln in enumerate(src, 1) for m in re.findall(r"/\* (P2P-\w+) \*/", ln)}
+    assert set(line) == set(P2P_SITES)
+    rows = report(out)["callsites"]
+    by_line = {row["frames"][0]["line"]: row for row in rows}
+    assert sorted(by_line) == sorted(line.values())
+    for site, (fn, calls, bs, br, size) in P2P_SITES.items():
+        row = by_line[line[site]]
+        assert (row["function"], row["calls"], row["bytes_sent"], row["bytes_recv"]) == (
+            fn, P * calls, P * bs, P * br), site
+        hist = [0] * len(row["hist"])
+        if size:
+            hist[hist_bin(size)] = P * calls
+        assert row["hist"] == hist, site
+    header, _ = read_profile(out)
+    f = header["functions"]
+    assert (f["MPI_Isend"]["bytes_sent"], f["MPI_Send"]["bytes_sent"]) == (P * 120, P * 1500)
+    assert (f["MPI_Recv"]["bytes_recv"], f["MPI_Irecv"]["bytes_recv"]) == (P * 120, P * 1500)
+    assert (f["MPI_Send"]["calls"], f["MPI_Recv"]["calls"], f["MPI_Wait"]["calls"]) == (P * 7, P * 5, P * 8)

@@ -27,7 +27,7 @@ static ml_cs_rec_t *ml_cs_probe1(ml_slot_t *S, int fid, uintptr_t pc)
 ML_INLINE void ml_cs_call(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
     if (!S->cs) return;
-    if (ml_cs_depth == 1) {
+    if (ml_hot.cs_depth == 1) {
         uintptr_t pc = (uintptr_t)ra;
         ml_cs_rec_t *r = S->cs1[fid].pc == pc ? S->cs1[fid].rec : ml_cs_probe1(S, fid, pc);
         if (r) {
@@ -62,9 +62,9 @@ void ml_call_end(ml_slot_t *S, uint32_t fk, uint64_t t0, uint64_t dt, MPI_Comm c
     if (tm == ML_TM_OFF || !ml_fon[fid]) return;
     int di = ml_func_didx[fid];
     ml_count_upd(&S->f[fid], tm, dt);
-    if (!ml_hooks_on) return;
-    uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
-    if (ml_kinds_rare != 0) { /* a kind's out-of-line hook (regions, while one is open) */
+    if (!ml_hot.hooks_on) return;
+    uint64_t bs = di >= 0 ? ml_thr.cb.s : 0, br = di >= 0 ? ml_thr.cb.r : 0;
+    if (ml_hot.kinds_rare != 0) { /* a kind's out-of-line hook (regions, while one is open) */
         const ml_call_t c = {fid, cls, tm, t0, dt, bs, br, comm, ra};
         ml_kinds_rare_end(S, &c);
     }
@@ -77,5 +77,5 @@ void ml_call_end(ml_slot_t *S, uint32_t fk, uint64_t t0, uint64_t dt, MPI_Comm c
         ml_time_add(&c->t, tm, dt);
     }
     if (S->cm && comm != MPI_COMM_NULL) ml_cm_upd(ml_cm_rec(S->cm, comm), tm, dt, bs, br);
-    if (ml_cs_depth) ml_cs_call(S, fid, ra, tm, dt, bs, br);
+    if (ml_hot.cs_depth) ml_cs_call(S, fid, ra, tm, dt, bs, br);
 }

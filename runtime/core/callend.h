@@ -3,7 +3,7 @@
  * semantic helpers, one inline step records the call:
  *
  *   ml_call_done  an untimed call (15 in 16 once warmed up) while no kind's
- *                 out-of-line hook is on (ml_kinds_rare: regions, while one is open):
+ *                 out-of-line hook is on (ml_hot.kinds_rare: regions, while one is open):
  *                 the function's call count, its time-line cell, its
  *                 communicator's record and, at call-site depth 1, its call
  *                 site through a one-entry cache per function (S->cs1[fid]:
@@ -37,24 +37,36 @@ ML_INLINE ml_cm_rec_t *ml_cm_rec(ml_cm_rec_t *cm, MPI_Comm comm)
 }
 
 /* The wrapper's start, when recording: the timing decision (ml_want_time) and,
- * for a function with a data record, the call's byte counters zeroed. */
-ML_INLINE int ml_call_start(ml_slot_t *S, int fid, int di)
+ * if the call's bytes are counted in the thread's ml_thr.cb (tcb 1: a function with
+ * a data record whose wrapper keeps no local copy, see ml_call_done), those zeroed. */
+ML_INLINE int ml_call_start(ml_slot_t *S, int fid, int tcb)
 {
-    if (di >= 0) ml_cb.s = ml_cb.r = 0;
+    if (tcb) ml_thr.cb.s = ml_thr.cb.r = 0;
     return __builtin_expect(ml_fon[fid] != 0, 1) ? ml_want_time(&S->f[fid]) : ML_TM_OFF;
 }
 
+/* bs, br: the call's bytes, sent and received: ml_thr.cb's, or for the point-to-point
+ * wrappers (a send, a receive: genwrap.py's local_cb) the wrapper's local copy, which
+ * the compiler keeps in registers (no thread-local zeroing, adds and loads); the
+ * out-of-line ml_call_end reads them from ml_thr.cb, stored there first.  bin: the size
+ * class of those bytes when the wrapper's helper computed it (its one message), else -1.
+ * hc: 0 when the function has no communicator argument (a wait, a test: comm is then
+ * MPI_COMM_NULL, which in some MPIs is an address the compiler cannot test at compile time). */
 ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint64_t t0, uint64_t dt,
-                            MPI_Comm comm, void *ra)
+                            int hc, MPI_Comm comm, uint64_t bs, uint64_t br, int bin, void *ra)
 {
-    if (__builtin_expect(tm != ML_TM_NO || ml_kinds_rare != 0, 0)) { /* timed, not recorded, or a kind's hook on (a region open) */
-        ml_call_end(S, ML_CALL_KEY(fid, cls, tm), t0, dt, comm, ra);
+    /* a completion call (no byte counters of its own) gives none: what its receives
+     * got belongs to the functions that started them (docs/runtime.md) */
+    if (di < 0) bs = br = 0;
+    if (__builtin_expect(tm != ML_TM_NO || ml_hot.kinds_rare != 0, 0)) { /* timed, not recorded, or a kind's hook on (a region open) */
+        if (di >= 0) {
+            ml_thr.cb.s = bs;
+            ml_thr.cb.r = br;
+        }
+        ml_call_end(S, ML_CALL_KEY(fid, cls, tm), t0, dt, hc ? comm : MPI_COMM_NULL, ra);
         return;
     }
     S->f[fid].t.calls++;
-    /* a completion call (no byte counters of its own) gives none: what its receives
-     * got belongs to the functions that started them (docs/runtime.md) */
-    uint64_t bs = di >= 0 ? ml_cb.s : 0, br = di >= 0 ? ml_cb.r : 0;
     ml_tltab_t *t = S->tl;
     if (t) { /* untimed: the bin of the thread's last clock reading (ml_tl_add) */
         ml_tl_cell_t *c = &t->row[cls];
@@ -62,7 +74,7 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
         if (di >= 0) c->bytes += bs + br;
     }
     ml_cm_rec_t *cm = S->cm;
-    if (cm) { /* MPI_COMM_WORLD (record 0) tested first */
+    if (hc && cm) { /* MPI_COMM_WORLD (record 0) tested first */
         ml_cm_rec_t *r = comm == MPI_COMM_WORLD ? cm : comm != MPI_COMM_NULL ? &cm[ml_cm_id(comm)] : NULL;
         if (r) {
             r->t.calls++;
@@ -84,9 +96,9 @@ ML_INLINE void ml_call_done(ml_slot_t *S, int fid, int di, int cls, int tm, uint
         if (di >= 0 && (bs | br)) {
             r->bytes_s += bs;
             r->bytes_r += br;
-            r->hist[ml_bin(bs ? bs : br)]++;
+            r->hist[bin >= 0 ? bin : ml_bin(bs ? bs : br)]++;
         }
-    } else if (ml_cs_depth != 0) {
+    } else if (ml_hot.cs_depth != 0) {
         ml_cs_miss(S, fid, ra, bs, br);
     }
 }

@@ -32,7 +32,6 @@
 #include "profile.h"
 #include "unwind.h"
 
-int ml_cs_depth = 1;   /* MPILENS_CALLSITES (this file's settings rows; read per call, hooks.h) */
 
 #define ML_NRANGE 64
 
@@ -85,7 +84,7 @@ static int ml_cs_init(void)
     C.nrange = 0;
     dl_iterate_phdr(ml_range_cb, NULL);
     ml_uw_init(ml_internal_name);
-    if (ml_cs_depth) {
+    if (ml_hot.cs_depth) {
         C.tables = 1;
         void *buf[4];
         backtrace(buf, 4);
@@ -121,7 +120,7 @@ static void ml_cs_table_init(ml_cstab_t *t, int cap)
 /* A new thread's slot (core.c, under the slot lock). */
 static void ml_cs_attach(ml_slot_t *s)
 {
-    if (!ml_cs_depth) return;
+    if (!ml_hot.cs_depth) return;
     s->cs = ml_cs_zalloc(1, sizeof *s->cs);
     ml_cs_table_init(s->cs, C.slots);
 }
@@ -142,7 +141,7 @@ static void ml_cs_reset(ml_slot_t *s)
 
 static size_t ml_cs_bytes(void)
 {
-    if (!ml_cs_depth) return 0;
+    if (!ml_hot.cs_depth) return 0;
     uint32_t sz = 2;
     while (sz < 2u * (uint32_t)C.slots) sz <<= 1;
     return sizeof(ml_cstab_t) + sz * sizeof(int32_t) + (size_t)C.slots * sizeof(ml_cs_rec_t);
@@ -197,14 +196,14 @@ static void ml_cs_account(ml_cstab_t *t, int fid, void *ra, int tm, uint64_t dt,
     int n = 1;
     pc[0] = (uintptr_t)ra;
     ml_cs_rec_t *r = NULL;
-    if (ml_cs_depth == 1) {
+    if (ml_hot.cs_depth == 1) {
         r = ml_cs_get(t, pc, 1, fid);
         if (r && r->internal) { /* the caller is inside an MPI library: the first application frame */
             ml_cs_rec_t *w = ml_cs_walk(pc, 1, ra) ? ml_cs_get(t, pc, 1, fid) : NULL;
             if (w || t->n >= t->cap) r = w;
         }
     } else {
-        n = ml_cs_walk(pc, ml_cs_depth, ra);
+        n = ml_cs_walk(pc, ml_hot.cs_depth, ra);
         if (!n) {
             pc[0] = (uintptr_t)ra;
             n = 1;
@@ -233,9 +232,9 @@ void ml_cs_add_slow(ml_slot_t *S, int fid, void *ra, int tm, uint64_t dt, uint64
  * overhead compares depths 0 and 1 in one run), with no other thread inside MPI. */
 __attribute__((visibility("default"))) int mpilens_set_callsites(int depth)
 {
-    int old = ml_cs_depth;
+    int old = ml_hot.cs_depth;
     if (depth < 0 || depth > ML_CS_MAXDEPTH || (depth && !C.tables)) return -1;
-    ml_cs_depth = depth;
+    ml_hot.cs_depth = depth;
     if (depth != old) /* the depth-1 cache answers without testing the depth (callend.h) */
         ML_FOR_EACH_SLOT(s) memset(s->cs1, 0, sizeof s->cs1);
     return old;
@@ -358,7 +357,7 @@ static void ml_cs_rank_json(ml_buf_t *b)
 static const char *const unwind_choices[] = {"backtrace", "fp", "cfi", NULL}; /* ML_UW_* (unwind.h) */
 
 static const ml_setting ml_cs_settings[] = {
-    {.key = "callsites", .type = ML_SET_INT, .def = "1", .lo = 0, .hi = ML_CS_MAXDEPTH, .out = &ml_cs_depth,
+    {.key = "callsites", .type = ML_SET_INT, .def = "1", .lo = 0, .hi = ML_CS_MAXDEPTH, .out = &ml_hot.cs_depth,
      .accepted = "an integer from 0 to 8",
      .help = "call-site depth: calls, time, bytes and sizes per call site. 1 (default): the immediate "
              "caller of each MPI function (one return address); 2..8: that many frames of the "
@@ -382,7 +381,7 @@ static const ml_setting ml_cs_settings[] = {
 
 static void ml_cs_header_json(ml_buf_t *b)
 {
-    ml_buf_printf(b, ",\"callsite_depth\":%d,\"callsite_slots\":%d", ml_cs_depth, C.slots);
+    ml_buf_printf(b, ",\"callsite_depth\":%d,\"callsite_slots\":%d", ml_hot.cs_depth, C.slots);
 }
 
 /* Per call: the depth-1 cache in ml_call_done (callend.h), the probe in ml_call_end (callend.c), else ml_cs_add_slow. */

@@ -7,7 +7,6 @@
 
 #include "ml.h"
 
-int ml_clock_tsc = 0;
 static double ml_ns_per_tick = 1.0;
 
 uint64_t ml_now_slow(void)
@@ -49,11 +48,11 @@ void ml_clock_init(void)
     int tsc = ml_has_invariant_tsc();
     if (ml_cfg.clock == ML_CLOCK_MONOTONIC) tsc = 0;
     if (!tsc) {
-        ml_clock_tsc = 0;
+        ml_hot.clock_tsc = 0;
         ml_ns_per_tick = 1.0;
         return;
     }
-    ml_clock_tsc = 1;
+    ml_hot.clock_tsc = 1;
     /* Calibrate over ~20 ms: take the median of 5 ratios. */
     double r[5];
     for (int i = 0; i < 5; i++) {
@@ -72,4 +71,4 @@ void ml_clock_init(void)
 double ml_ticks_to_s(uint64_t ticks) { return (double)ticks * ml_ns_per_tick * 1e-9; }
 uint64_t ml_ns_to_ticks(uint64_t ns) { return (uint64_t)((double)ns / ml_ns_per_tick); }
 double ml_clock_ghz(void) { return 1.0 / ml_ns_per_tick; }
-const char *ml_clock_source(void) { return ml_clock_tsc ? "tsc" : "clock_gettime"; }
+const char *ml_clock_source(void) { return ml_hot.clock_tsc ? "tsc" : "clock_gettime"; }

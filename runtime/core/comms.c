@@ -26,7 +26,6 @@
 #include "hooks.h"
 #include "profile.h"
 
-int ml_cm_max = 32; /* MPILENS_COMMS (this file's settings row) */
 
 typedef struct {
     int size, parent, freed, inter;
@@ -38,17 +37,15 @@ typedef struct {
  * wrappers that make, name or free a communicator (under mu); the per-call
  * path reads key and idx without the lock (ml_cm_find). */
 static struct {
-    ml_cm_info_t *info; /* [ml_cm_max] */
+    ml_cm_info_t *info; /* [ml_hot.cm_max] */
     int n;              /* records in use */
-    uint64_t dropped;   /* communicators beyond ml_cm_max */
+    uint64_t dropped;   /* communicators beyond ml_hot.cm_max */
     uint64_t *key;      /* open addressing: handle bits + 1 (0 empty), per slot of idx */
     int *idx;
     uint32_t mask;
     pthread_mutex_t mu;
 } CM = {.mu = PTHREAD_MUTEX_INITIALIZER};
 /* Read inline by the per-call path (hooks.h: ml_cm_id). */
-volatile unsigned ml_cm_epoch = 1;
-ML_TLS ml_cm_cache_t ml_cm_cache;
 
 static uint64_t ml_cm_hkey(MPI_Comm c)
 {
@@ -57,7 +54,7 @@ static uint64_t ml_cm_hkey(MPI_Comm c)
     return k + 1;
 }
 
-/* Record index of comm (ml_cm_max: "other", -1 unknown); the table's slow path. */
+/* Record index of comm (ml_hot.cm_max: "other", -1 unknown); the table's slow path. */
 int ml_cm_find(MPI_Comm comm)
 {
     uint64_t key = ml_cm_hkey(comm);
@@ -70,10 +67,10 @@ int ml_cm_find(MPI_Comm comm)
             break;
         }
     }
-    if (id < 0) id = ml_cm_max; /* made before mpilens saw it, or beyond the limit: "other" */
-    ml_cm_cache.comm = comm;
-    ml_cm_cache.id = id;
-    ml_cm_cache.epoch = ml_cm_epoch;
+    if (id < 0) id = ml_hot.cm_max; /* made before mpilens saw it, or beyond the limit: "other" */
+    ml_thr.cm.comm = comm;
+    ml_thr.cm.id = id;
+    ml_thr.cm.epoch = ml_hot.cm_epoch;
     return id;
 }
 
@@ -120,7 +117,7 @@ static void ml_cm_new(MPI_Comm comm, int parent, const char *kind, MPI_Comm like
         pthread_mutex_unlock(&CM.mu);
         return;
     }
-    if (CM.n >= ml_cm_max) {
+    if (CM.n >= ml_hot.cm_max) {
         CM.dropped++;
     } else {
         ml_cm_info_t *c = &CM.info[CM.n];
@@ -135,16 +132,16 @@ static void ml_cm_new(MPI_Comm comm, int parent, const char *kind, MPI_Comm like
         if (like_parent == MPI_COMM_NULL) ml_cm_take_name(c, comm); /* an idup's has none yet */
         ml_cm_put(comm, CM.n++);
     }
-    __atomic_add_fetch(&ml_cm_epoch, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&ml_hot.cm_epoch, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&CM.mu);
 }
 
 static void ml_cm_init(void)
 {
-    if (!ml_cm_max || CM.info) return;
+    if (!ml_hot.cm_max || CM.info) return;
     uint32_t sz = 8;
-    while (sz < 4u * (uint32_t)ml_cm_max) sz <<= 1;
-    CM.info = calloc((size_t)ml_cm_max, sizeof *CM.info);
+    while (sz < 4u * (uint32_t)ml_hot.cm_max) sz <<= 1;
+    CM.info = calloc((size_t)ml_hot.cm_max, sizeof *CM.info);
     CM.key = calloc(sz, sizeof *CM.key);
     CM.idx = calloc(sz, sizeof *CM.idx);
     if (!CM.info || !CM.key || !CM.idx) {
@@ -161,7 +158,7 @@ void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind)
 {
     if (!CM.info) return;
     int p = parent == MPI_COMM_NULL ? -1 : ml_cm_find(parent);
-    ml_cm_new(newcomm, p >= ml_cm_max ? -1 : p, kind, strcmp(kind, "idup") == 0 ? parent : MPI_COMM_NULL);
+    ml_cm_new(newcomm, p >= ml_hot.cm_max ? -1 : p, kind, strcmp(kind, "idup") == 0 ? parent : MPI_COMM_NULL);
 }
 
 /* MPI_Comm_set_name, after a successful call: the record's copy of the name. */
@@ -170,7 +167,7 @@ void ml_comm_named(MPI_Comm comm)
     if (!CM.info || comm == MPI_COMM_NULL) return;
     pthread_mutex_lock(&CM.mu);
     int id = ml_cm_live(comm);
-    if (id >= 0 && id < ml_cm_max) ml_cm_take_name(&CM.info[id], comm);
+    if (id >= 0 && id < ml_hot.cm_max) ml_cm_take_name(&CM.info[id], comm);
     pthread_mutex_unlock(&CM.mu);
 }
 
@@ -180,7 +177,7 @@ void ml_comm_freeing(MPI_Comm comm)
     if (!CM.info || comm == MPI_COMM_NULL) return;
     pthread_mutex_lock(&CM.mu);
     int id = ml_cm_find(comm);
-    if (id < ml_cm_max) {
+    if (id < ml_hot.cm_max) {
         ml_cm_take_name(&CM.info[id], comm);
         CM.info[id].freed = 1;
         uint64_t key = ml_cm_hkey(comm);
@@ -193,21 +190,21 @@ void ml_comm_freeing(MPI_Comm comm)
             }
         }
     }
-    __atomic_add_fetch(&ml_cm_epoch, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&ml_hot.cm_epoch, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&CM.mu);
 }
 
 static void ml_cm_attach(ml_slot_t *s)
 {
-    if (!ml_cm_max) return;
-    s->cm = calloc((size_t)ml_cm_max + 1, sizeof(ml_cm_rec_t));
+    if (!ml_hot.cm_max) return;
+    s->cm = calloc((size_t)ml_hot.cm_max + 1, sizeof(ml_cm_rec_t));
     if (!s->cm) {
         fprintf(stderr, "mpilens: out of memory allocating the communicator records\n");
         abort();
     }
 }
 
-static size_t ml_cm_bytes(void) { return ml_cm_max ? ((size_t)ml_cm_max + 1) * sizeof(ml_cm_rec_t) : 0; }
+static size_t ml_cm_bytes(void) { return ml_hot.cm_max ? ((size_t)ml_hot.cm_max + 1) * sizeof(ml_cm_rec_t) : 0; }
 
 /* This rank's communicators (rank-line members). */
 static void ml_cm_rank_json(ml_buf_t *b)
@@ -215,7 +212,7 @@ static void ml_cm_rank_json(ml_buf_t *b)
     if (!CM.info) return;
     ml_buf_printf(b, ",\"comms\":[");
     int first = 1;
-    for (int id = 0; id <= ml_cm_max; id++) {
+    for (int id = 0; id <= ml_hot.cm_max; id++) {
         ml_timing_t tt = {0};
         uint64_t bs = 0, br = 0;
         ML_FOR_EACH_SLOT(s) {
@@ -224,11 +221,11 @@ static void ml_cm_rank_json(ml_buf_t *b)
             bs += s->cm[id].bytes_s;
             br += s->cm[id].bytes_r;
         }
-        if (id >= CM.n && id < ml_cm_max) continue;
-        if (id == ml_cm_max && !tt.calls) continue;
-        ml_buf_printf(b, "%s{\"id\":%d", first ? "" : ",", id == ml_cm_max ? -1 : id);
+        if (id >= CM.n && id < ml_hot.cm_max) continue;
+        if (id == ml_hot.cm_max && !tt.calls) continue;
+        ml_buf_printf(b, "%s{\"id\":%d", first ? "" : ",", id == ml_hot.cm_max ? -1 : id);
         first = 0;
-        if (id < ml_cm_max) {
+        if (id < ml_hot.cm_max) {
             const ml_cm_info_t *m = &CM.info[id];
             char name[MPI_MAX_OBJECT_NAME] = {0};
             if (m->freed || ml_in_dump) {
@@ -264,7 +261,7 @@ static void ml_cm_rank_json(ml_buf_t *b)
 /* ---- the kind (kinds_list.h) ---- */
 
 static const ml_setting ml_cm_settings[] = {
-    {.key = "comms", .type = ML_SET_INT, .def = "32", .lo = 0, .hi = 4096, .out = &ml_cm_max,
+    {.key = "comms", .type = ML_SET_INT, .def = "32", .lo = 0, .hi = 4096, .out = &ml_hot.cm_max,
      .accepted = "an integer from 0 to 4096",
      .help = "communicators each rank keeps a record of (calls, time, bytes; size, how it was made, "
              "its parent, its MPI_Comm_set_name name), MPI_COMM_WORLD and MPI_COMM_SELF included; "
@@ -277,7 +274,7 @@ static int ml_cm_kind_init(void)
     return CM.info ? ML_HOOKS_INLINE : 0;
 }
 
-static void ml_cm_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"comms_max\":%d", ml_cm_max); }
+static void ml_cm_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"comms_max\":%d", ml_hot.cm_max); }
 
 /* Per call: ml_call_done (callend.h) and ml_cm_upd in ml_call_end (callend.c), through the slot's cm. */
 const ml_kind_t ml_kind_comms = {

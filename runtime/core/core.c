@@ -13,14 +13,12 @@
 #include "scratch.h"
 
 unsigned char ml_fon[ML_NFUNC];
-int ml_active = 0;
 int ml_world_size = 1, ml_world_rank = 0;
-ML_TLS int ml_depth = 0;
-ML_TLS ml_slot_t *ml_tslot = NULL;
-ML_TLS int ml_served_flag = 0;
-ML_TLS uint32_t ml_rq_thread = 0;
+/* this thread's hot state (ml.h: the wrappers reach every field from one thread-pointer offset) */
+ML_TLS ml_thr_t ml_thr;
 double ml_overhead_ns = 0.0, ml_overhead_sampled_ns = 0.0;
-uint64_t ml_sample_mask = 0, ml_slow_ticks = 0;
+/* what the inline per-call code reads (ml.h); each field is written by the file its comment names */
+ml_hot_t ml_hot = {.cs_depth = 1, .cm_max = 32, .cm_epoch = 1};
 uint64_t ml_t_init = 0, ml_t_final = 0;
 int ml_wrapped_c = ML_NWRAP_C, ml_wrapped_f = ML_NWRAP_F;
 
@@ -65,10 +63,10 @@ ml_slot_t *ml_slot_attach(void)
             SL.overflow->shared = 1;
         }
         s = SL.overflow;
-        ml_rq_thread = (++SL.nshared & 0xffff) ? (SL.nshared & 0xffff) : (++SL.nshared & 0xffff); /* 1..65535 */
+        ml_thr.rq_thread = (++SL.nshared & 0xffff) ? (SL.nshared & 0xffff) : (++SL.nshared & 0xffff); /* 1..65535 */
     }
     pthread_mutex_unlock(&SL.mu);
-    ml_tslot = s;
+    ml_thr.slot = s;
     return s;
 }
 
@@ -85,7 +83,7 @@ __attribute__((visibility("default"))) size_t mpilens_record_bytes(void)
     return (size_t)SL.n * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t) + ml_kinds_bytes());
 }
 
-void ml_mark_served(void) { ml_served_flag = 1; }
+void ml_mark_served(void) { ml_thr.served = 1; }
 
 /* The wrappers' scratch (saved requests, statuses, Fortran handle
  * conversions; which 0..ML_NSCRATCH-1): inside a wrapper there is no way to
@@ -118,8 +116,8 @@ static double ml_measure_overhead(void)
             ml_slot_t *S = NULL;
             int tm = 0;
             uint64_t t0 = 0;
-            if (on) { S = ml_slot(); tm = ml_call_start(S, FID, -1); if (ML_TIMED(tm)) t0 = ml_now(); }
-            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, ML_TIMED(tm) ? t0 : ml_fl_clock);
+            if (on) { S = ml_slot(); tm = ml_call_start(S, FID, 0); if (ML_TIMED(tm)) t0 = ml_now(); }
+            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, ML_TIMED(tm) ? t0 : ml_hot.fl_clock);
             PMPI_Comm_rank(MPI_COMM_WORLD, &r);
             if (on) ml_fl_out(S);
             uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;
@@ -127,7 +125,7 @@ static double ml_measure_overhead(void)
             if (on) {
                 /* an application's call site (0x1000): one record; no communicator's
                  * record (those are not emptied after the probe) */
-                ml_call_done(S, FID, -1, ML_TL_OTHER, tm, t0, dt, MPI_COMM_NULL, (void *)0x1000);
+                ml_call_done(S, FID, -1, ML_TL_OTHER, tm, t0, dt, 0, MPI_COMM_NULL, 0, 0, -1, (void *)0x1000);
             }
         }
         uint64_t a2 = ml_now_slow();
@@ -149,7 +147,7 @@ void ml_after_init(int *argc, char ***argv)
     (void)argv;
     if (LF.init_done) return;
     LF.init_done = 1;
-    ml_depth++; /* our own MPI calls below are never recorded */
+    ml_thr.depth++; /* our own MPI calls below are never recorded */
     PMPI_Comm_size(MPI_COMM_WORLD, &ml_world_size);
     PMPI_Comm_rank(MPI_COMM_WORLD, &ml_world_rank);
     ml_nodes_init(); /* the node of every rank, before any call is recorded */
@@ -169,28 +167,28 @@ void ml_after_init(int *argc, char ***argv)
     ml_clock_init();
     ml_fortran_init();
     ml_kinds_init(); /* the record kinds (kinds_list.h) */
-    ml_slow_ticks = ml_ns_to_ticks((uint64_t)ml_cfg.time_above_ns);
+    ml_hot.slow_ticks = ml_ns_to_ticks((uint64_t)ml_cfg.time_above_ns);
     if (ml_cfg.profile) {
         /* The probe runs as an outermost call, even when MPI_Init was reached
          * from a Fortran wrapper (MPICH's mpi_init_ calls the C MPI_Init). */
-        int depth = ml_depth;
+        int depth = ml_thr.depth;
         ml_fon[0] = 1;
-        ml_active = 1;
-        ml_depth = 0;
+        ml_hot.active = 1;
+        ml_thr.depth = 0;
         /* a fully timed call (what "caution" compares with), then the policy in force */
-        ml_sample_mask = 0;
+        ml_hot.sample_mask = 0;
         ml_overhead_ns = ml_measure_overhead();
-        ml_sample_mask = ml_cfg.timing == ML_TIMING_SAMPLED ? ML_SAMPLE_PERIOD - 1 : 0;
+        ml_hot.sample_mask = ml_cfg.timing == ML_TIMING_SAMPLED ? ML_SAMPLE_PERIOD - 1 : 0;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
         ml_overhead_sampled_ns = ml_measure_overhead();
-        ml_depth = depth;
+        ml_thr.depth = depth;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
         ml_kinds_reset(ml_slot());
         ml_fon[0] = 0;
     }
     ml_t_init = ml_now();
     if (ml_cfg.profile) ml_flight_start(); /* collective: the partial directory */
-    ml_depth--;
+    ml_thr.depth--;
 }
 
 /* At exit: MPI was initialised but never through mpilens (the program uses
@@ -230,9 +228,9 @@ void ml_before_finalize(void)
     if (LF.final_done || !LF.init_done) return;
     LF.final_done = 1;
     ml_t_final = ml_now();
-    int was_active = ml_active || ml_paused;
-    ml_active = 0;
-    ml_depth++;
+    int was_active = ml_hot.active || ml_paused;
+    ml_hot.active = 0;
+    ml_thr.depth++;
     ml_flight_finalize_enter(); /* a rank waiting here for the others shows as in MPI_Finalize */
     if (was_active) ml_finalize_wait();
     if (was_active) ml_la_reduce(); /* late arrival per collective (late.c) */
@@ -240,7 +238,7 @@ void ml_before_finalize(void)
         if (ml_engines[i]->finalize) ml_engines[i]->finalize();
     int failed = was_active ? ml_write_profile() : 1;
     ml_flight_stop(!failed); /* a complete profile: the partial files go */
-    ml_depth--;
+    ml_thr.depth--;
 }
 
 /* MPI_Pcontrol is variadic: wrapped by hand (the MPI ignores the extra arguments too). */

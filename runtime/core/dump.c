@@ -135,8 +135,8 @@ static int ml_snap(const ml_slot_t *s, ml_fl_t *out)
 static void ml_put_coll_seq(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f)
 {
     /* not counted while recording was off (MPI_Pcontrol(0)): the place is unknown */
-    int id = f->cseq && !ml_ever_paused && f->comm != MPI_COMM_NULL ? ml_cm_find(f->comm) : ml_cm_max;
-    if (id < 0 || id >= ml_cm_max) {
+    int id = f->cseq && !ml_ever_paused && f->comm != MPI_COMM_NULL ? ml_cm_find(f->comm) : ml_hot.cm_max;
+    if (id < 0 || id >= ml_hot.cm_max) {
         ml_buf_printf(b, ",\"coll_seq\":null");
         return;
     }
@@ -149,7 +149,7 @@ static void ml_put_coll_seq(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f)
 /* This rank's collectives on MPI_COMM_WORLD so far (entered, the current ones included), -1 if not counted */
 static long long ml_world_colls(void)
 {
-    if (!ml_cm_max || ml_ever_paused) return -1;
+    if (!ml_hot.cm_max || ml_ever_paused) return -1;
     uint64_t n = 0;
     for (const ml_slot_t *t = ml_first_slot(); t; t = t->next)
         if (t->cm) n += __atomic_load_n(&t->cm[0].colls, __ATOMIC_RELAXED);

@@ -40,7 +40,6 @@
 #define ML_FL_PEER_STAT_MAX 128 /* beyond this many ranks: a fixed wait instead of looking */
 
 ml_fl_cfg_t ml_fl_cfg;
-volatile uint64_t ml_fl_clock = 0;
 
 /* The recorder's state (one per process). */
 static struct {
@@ -286,7 +285,7 @@ static void *ml_fl_main(void *arg)
         struct pollfd p = {FL.pipe[0], POLLIN, 0};
         int n = poll(&p, 1, ML_FL_TICK_MS);
         uint64_t now = ml_now();
-        __atomic_store_n(&ml_fl_clock, now, __ATOMIC_RELAXED);
+        __atomic_store_n(&ml_hot.fl_clock, now, __ATOMIC_RELAXED);
         if (n > 0) {
             unsigned char buf[64];
             ssize_t k = read(FL.pipe[0], buf, sizeof buf);
@@ -349,7 +348,7 @@ void ml_flight_start(void)
     double slurm = ml_fl_slurm_deadline();
     if (slurm > 0 && (ml_fl_cfg.deadline_s <= 0 || slurm < ml_fl_cfg.deadline_s)) ml_fl_cfg.deadline_s = slurm;
     ml_dump_prepare();
-    ml_fl_clock = ml_now();
+    ml_hot.fl_clock = ml_now();
     if (pipe2(FL.pipe, O_CLOEXEC) != 0) {
         fprintf(stderr, "mpilens: rank %d: no flight recorder (pipe: %s)\n", ml_world_rank, strerror(errno));
         return;

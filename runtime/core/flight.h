@@ -23,7 +23,6 @@
 #define ML_FL_NOARG INT_MIN /* no peer argument */
 #define ML_FL_TICK_MS 100
 
-extern volatile uint64_t ml_fl_clock; /* ticks, advanced by the recorder's thread */
 
 /* a peer argument of comm -> world rank or one of ML_FL_* (inflight.h) */
 ML_INLINE int ml_fl_peer(MPI_Comm comm, int r)
@@ -42,6 +41,21 @@ ML_INLINE int64_t ml_fl_bytes(int64_t count, MPI_Datatype dt)
     return count > 0 ? count * ml_type_size(dt) : 0;
 }
 
+/* The in-flight state's seq + 1 (inflight.h), by this thread, the only one that
+ * writes it.  x86-64: one increment of memory, not locked (no other writer; an
+ * aligned 8-byte store is atomic; x86 keeps stores in order, so a reader that
+ * sees the new seq sees the fields stored before it; "memory" keeps the compiler
+ * from moving those stores after it, and costs nothing next to the PMPI call,
+ * which the compiler treats the same way).  Elsewhere: a release store. */
+ML_INLINE void ml_fl_bump(ml_fl_t *f)
+{
+#if defined(__x86_64__)
+    __asm__ __volatile__("addq $1, %0" : "+m"(f->seq) : : "memory");
+#else
+    __atomic_store_n(&f->seq, f->seq + 1, __ATOMIC_RELEASE);
+#endif
+}
+
 /* before the PMPI call (outermost calls while profiling, slot not shared: the
  * wrapper tests S->shared once); peer, peer2: world ranks or ML_FL_* (the
  * wrapper converts its arguments with ml_fl_peer, once, and reuses them for
@@ -50,7 +64,7 @@ ML_INLINE int64_t ml_fl_bytes(int64_t count, MPI_Datatype dt)
  * reads the others only for the other kinds); peer2 and tag2 are written for
  * ML_FL_SENDRECV only, rq and nrq for ML_FL_WAIT only, peer, tag and bytes
  * for all but ML_FL_WAIT. */
-ML_INLINE uint64_t ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer, int tag, int64_t bytes,
+ML_INLINE void ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int peer, int tag, int64_t bytes,
                              int peer2, int tag2, const MPI_Request *rq, int nrq, uint64_t t0)
 {
 #if ML_FL_ON
@@ -82,28 +96,25 @@ ML_INLINE uint64_t ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int
         /* its place in the communicator's order of collectives (one increment; kind is a
          * constant of each wrapper, so other calls pay nothing) */
         ml_cm_rec_t *cm = S->cm;
-        int id = comm == MPI_COMM_WORLD ? 0 : cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_cm_max;
-        f->cseq = cm && id < ml_cm_max ? ++cm[id].colls : 0;
+        int id = comm == MPI_COMM_WORLD ? 0 : cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_hot.cm_max;
+        f->cseq = cm && id < ml_hot.cm_max ? ++cm[id].colls : 0;
         ml_la_in(fid, id, f->cseq); /* late arrival: a sampled call on MPI_COMM_WORLD (late.h) */
         /* a collective on a new communicator: its members known to the recorder (sem.c's table) */
         if (comm != MPI_COMM_WORLD && comm != MPI_COMM_NULL) ml_peer_world_slow(comm, 0);
     }
-    uint64_t seq = f->seq + 1;
-    __atomic_store_n(&f->seq, seq, __ATOMIC_RELEASE);
-    return seq;
+    ml_fl_bump(f);
 #else
     (void)S; (void)fid; (void)kind; (void)comm; (void)peer; (void)tag; (void)bytes;
     (void)peer2; (void)tag2; (void)rq; (void)nrq; (void)t0;
-    return 0;
 #endif
 }
 
-/* after the PMPI call (slot not shared).  Only this thread writes seq: read back
- * from the slot, not kept across the call (one register or stack slot less) */
+/* after the PMPI call (slot not shared).  Only this thread writes seq: incremented
+ * in the slot, not kept across the call (one register or stack slot less) */
 ML_INLINE void ml_fl_done(ml_slot_t *S)
 {
 #if ML_FL_ON
-    __atomic_store_n(&S->fl.seq, S->fl.seq + 1, __ATOMIC_RELEASE);
+    ml_fl_bump(&S->fl);
 #else
     (void)S;
 #endif

@@ -5,7 +5,7 @@
  * untimed call in its function's record, its time-line cell, its
  * communicator's record and (depth 1) its call site, inline; ml_call_end
  * (callend.c) does the full update of a timed call, and calls the out-of-line
- * hooks of the kinds that have one on (behind one test: ml_kinds_rare;
+ * hooks of the kinds that have one on (behind one test: ml_hot.kinds_rare;
  * regions, while one is open).  No lock (the wrapper holds the shared slot's),
  * no allocation: the tables are made by each kind's attach at the thread's
  * first call.  Each kind's record holds its calls and time in an ml_timing_t
@@ -84,10 +84,6 @@ typedef struct ml_cm_rec {
     uint64_t colls;          /* collectives entered on it (flight.h: their order, for dumps) */
 } ml_cm_rec_t;
 _Static_assert(sizeof(ml_cm_rec_t) == 64, "a communicator record: one cache line's size");
-typedef struct { MPI_Comm comm; int id; unsigned epoch; } ml_cm_cache_t;
-extern int ml_cm_max;                 /* MPILENS_COMMS (0: off) */
-extern ML_TLS ml_cm_cache_t ml_cm_cache;
-extern volatile unsigned ml_cm_epoch; /* changes when a communicator is made or freed */
 int ml_cm_find(MPI_Comm comm);
 void ml_comm_created(MPI_Comm newcomm, MPI_Comm parent, const char *kind);
 void ml_comm_freeing(MPI_Comm comm);
@@ -95,7 +91,7 @@ void ml_comm_named(MPI_Comm comm);   /* after MPI_Comm_set_name: the record's co
 
 ML_INLINE int ml_cm_id(MPI_Comm comm)
 {
-    if (ml_cm_cache.comm == comm && ml_cm_cache.epoch == ml_cm_epoch) return ml_cm_cache.id;
+    if (ml_thr.cm.comm == comm && ml_thr.cm.epoch == ml_hot.cm_epoch) return ml_thr.cm.id;
     return ml_cm_find(comm);
 }
 
@@ -120,9 +116,6 @@ typedef struct ml_rgtab {
     uint64_t over_calls; /* calls whose (region, function) did not fit */
 } ml_rgtab_t;
 
-extern int ml_cs_depth;          /* MPILENS_CALLSITES: 0 off, 1..ML_CS_MAXDEPTH */
-extern volatile int ml_region_cur; /* innermost open region (0: none), process-wide */
-extern int ml_hooks_on;          /* ML_HOOKS_* bits (mltypes.h): a kind is on, or a region has been opened (kinds.c) */
 
 
 
@@ -131,7 +124,6 @@ extern int ml_hooks_on;          /* ML_HOOKS_* bits (mltypes.h): a kind is on, o
  * ml_kinds[i] (kinds.c): behind one test in ml_call_done (callend.h).  Set from a kind's
  * init (ML_HOOKS_CALL), or at run time by the kind itself (ml_kind_call_on:
  * regions, while one is open). */
-extern volatile unsigned ml_kinds_rare;
 void ml_kind_call_on(int kind, int on); /* kind: ML_KIND_<name> (mltypes.h) */
 void ml_kinds_rare_end(ml_slot_t *S, const ml_call_t *c);
 /* Set on the thread writing a partial profile (dump.c) while it formats the rank

@@ -15,15 +15,13 @@ const ml_kind_t *const ml_kinds[] = {
 
 _Static_assert(sizeof ml_kinds / sizeof *ml_kinds == ML_NKINDS + 1, "one descriptor per line of kinds_list.h");
 
-int ml_hooks_on = 0;
 
-volatile unsigned ml_kinds_rare = 0;
-_Static_assert(ML_NKINDS <= 32, "ml_kinds_rare holds one bit per kind");
+_Static_assert(ML_NKINDS <= 32, "ml_hot.kinds_rare holds one bit per kind");
 
 void ml_kind_call_on(int kind, int on)
 {
-    if (on) __atomic_fetch_or(&ml_kinds_rare, 1u << kind, __ATOMIC_RELAXED);
-    else __atomic_fetch_and(&ml_kinds_rare, ~(1u << kind), __ATOMIC_RELAXED);
+    if (on) __atomic_fetch_or(&ml_hot.kinds_rare, 1u << kind, __ATOMIC_RELAXED);
+    else __atomic_fetch_and(&ml_hot.kinds_rare, ~(1u << kind), __ATOMIC_RELAXED);
 }
 
 void ml_kinds_init(void)
@@ -32,7 +30,7 @@ void ml_kinds_init(void)
         int on = ml_kinds[i]->init ? ml_kinds[i]->init() : 0;
         if ((on & ML_HOOKS_CALL) && ml_kinds[i]->call) ml_kind_call_on(i, 1);
         else on &= ~ML_HOOKS_CALL;
-        ml_hooks_on |= on;
+        ml_hot.hooks_on |= on;
     }
 }
 
@@ -76,9 +74,9 @@ int ml_kinds_settings(ml_setting_part *p, int max)
     return n;
 }
 
-/* Behind ml_kinds_rare's one test in ml_call_done (callend.h; the shared slot's
+/* Behind ml_hot.kinds_rare's one test in ml_call_done (callend.h; the shared slot's
  * lock is held): the out-of-line hooks of the kinds whose bit is set. */
 void ml_kinds_rare_end(ml_slot_t *S, const ml_call_t *c)
 {
-    for (unsigned m = ml_kinds_rare; m; m &= m - 1) ml_kinds[__builtin_ctz(m)]->call(S, c);
+    for (unsigned m = ml_hot.kinds_rare; m; m &= m - 1) ml_kinds[__builtin_ctz(m)]->call(S, c);
 }

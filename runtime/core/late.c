@@ -53,7 +53,7 @@ static int la_is_sync(int fid)
 void ml_la_enter(uint64_t cseq, int fid)
 {
     if (fid <= 0 || fid >= ML_NFUNC || !la_is_sync(fid) || la_multi) return;
-    ml_slot_t *me = ml_tslot;
+    ml_slot_t *me = ml_thr.slot;
     if (la_owner != me) {
         ml_slot_t *none = NULL;
         if (!__atomic_compare_exchange_n(&la_owner, &none, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -150,7 +150,7 @@ void ml_la_reduce(void)
         la_why = "the ranks sampled different calls (MPILENS_COMMS=0 on some ranks?)";
         return;
     }
-    if (!ml_cm_max) { /* the same on every rank here (their counts agreed) */
+    if (!ml_hot.cm_max) { /* the same on every rank here (their counts agreed) */
         la_why = "MPILENS_COMMS=0: the collectives' places are not counted";
         return;
     }

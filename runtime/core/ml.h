@@ -6,7 +6,8 @@
  * bracketed parts depend on the function:
  *
  *     int on = ml_enter();                  // outermost MPI call on this thread, profiling active?
- *     if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, DI);  // callend.h
+ *     [a send or a receive: ml_callbytes_t _cb = {0}: the call's bytes in a local, not ml_thr.cb]
+ *     if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, tcb);  // callend.h
  *               if (ML_TIMED(tm)) t0 = ml_now(); [a send: its size and world peer, once] }
  *     if (on && !_sh) ml_fl_set(S, FID, ...);   // the in-flight state (flight.h)
  *     ret = PMPI_Xxx(...) or mlo_MPI_Xxx(...);
@@ -15,7 +16,8 @@
  *     ml_leave();
  *     if (on) { [if (_sh) lock;]             // threads beyond MPILENS_MAX_THREADS: a copy under the lock
  *               if (ret == MPI_SUCCESS) { <semantic helpers: bytes, peers, requests; _hc = comm> }
- *               ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, return address);  // callend.h
+ *               ml_call_done(S, FID, DI, TLC, tm, t0, dt, has comm, _hc, bytes sent, received,
+ *                            their size class, return address);  // callend.h
  *               [if (_sh) unlock;] }
  *
  * A thread-local depth counter makes nested MPI calls (an MPI library whose
@@ -121,13 +123,48 @@ typedef struct ml_slot {
 
 /* ---- global state (core.c) ---- */
 extern unsigned char ml_fon[ML_NFUNC]; /* per function: 1 = record (set after MPI_Init, cleared at Finalize) */
-extern int ml_active;                  /* profiling active (between init and finalize) */
 extern int ml_world_size, ml_world_rank;
-extern ML_TLS int ml_depth;
-extern ML_TLS ml_slot_t *ml_tslot;
-extern ML_TLS int ml_served_flag;  /* set by ml_mark_served during an overridden call */
 
-extern ML_TLS uint32_t ml_rq_thread; /* 0; in a shared slot, this thread's number (req.c's keys) */
+/* This thread's hot state: everything per thread that the inline per-call code reads
+ * or writes, in one thread-local struct (core.c), so that a wrapper finds all of it
+ * from one thread-pointer offset (initial-exec TLS: one GOT load, not one per variable). */
+typedef struct { MPI_Datatype dt; int64_t size; unsigned epoch; } ml_tcache_t; /* datatype size cache (sem.c) */
+typedef struct { uint64_t s, r; int bin; } ml_callbytes_t;                     /* a call's bytes (ml_call_done) */
+typedef struct { MPI_Comm comm; int id; unsigned epoch; } ml_cm_cache_t;      /* communicator record cache (comms.c) */
+typedef struct {
+    int depth;              /* MPI calls this thread is inside: only the outermost is recorded (ml_enter) */
+    int served;             /* set by ml_mark_served during an overridden call */
+    ml_slot_t *slot;        /* this thread's slot (ml_slot), NULL before its first profiled call */
+    ml_callbytes_t cb;      /* the bytes the semantic helpers gave the current call (below) */
+    ml_tcache_t tcache;     /* ml_type_size's one-entry cache, invalidated by MPI_Type_free */
+    ml_cm_cache_t cm;       /* ml_cm_id's one-entry cache (hooks.h), invalidated by ml_hot.cm_epoch */
+    uint32_t rq_thread;     /* 0; in a shared slot, this thread's number (req.c's keys) */
+} ml_thr_t;
+extern ML_TLS ml_thr_t ml_thr;
+
+/* The process-wide state that the inline per-call code reads, gathered in one
+ * cache-line-aligned struct (defined in core.c; each field is written only by the
+ * file its comment names, at MPI_Init, from the settings, or when the event named
+ * happens): one line for what a wrapper reads besides its records.  Not here:
+ * what only out-of-line code reads (nodes.c's node count, region.c's open region),
+ * ml_fon (one byte per function), ml_world_size/rank and ml_t_init (the profile
+ * writers read them too), ml_type_epoch (an engine links it by name). */
+typedef struct {
+    int active;                  /* core.c: profiling active (between init and finalize; region.c: paused) */
+    int clock_tsc;               /* clock.c: ml_now reads the TSC */
+    uint64_t sample_mask;        /* core.c: the timing policy's ML_SAMPLE_PERIOD - 1 (0: every call timed) */
+    uint64_t slow_ticks;         /* core.c: MPILENS_TIME_ABOVE_NS in ticks (ml_want_time_full) */
+    volatile uint64_t fl_clock;  /* flight.c: ticks, advanced by the recorder's thread (flight.h) */
+    int cs_depth;                /* callsite.c: MPILENS_CALLSITES, 0 off, 1..ML_CS_MAXDEPTH (hooks.h) */
+    int hooks_on;                /* kinds.c, region.c: ML_HOOKS_* bits (mltypes.h): a kind is on, or a region was opened */
+    volatile unsigned kinds_rare; /* kinds.c: the kinds whose out-of-line hook runs now (hooks.h) */
+    int cm_max;                  /* comms.c: MPILENS_COMMS (0: off) */
+    volatile unsigned cm_epoch;  /* comms.c: changes when a communicator is made or freed (ml_cm_id) */
+    int my_node;                 /* nodes.c: this rank's node */
+    int *node_of;                /* nodes.c: [world size] node index; nodes numbered in order of their first rank */
+} __attribute__((aligned(64))) ml_hot_t;
+_Static_assert(sizeof(ml_hot_t) == 64, "the per-call path's process-wide state: one cache line");
+extern ml_hot_t ml_hot;
 
 ml_slot_t *ml_slot_attach(void);
 /* The slot iterator: every slot made so far, newest first.  A slot once listed
@@ -141,12 +178,11 @@ void ml_shared_lock(void);
 void ml_shared_unlock(void);
 
 /* ---- clock (clock.c) ---- */
-extern int ml_clock_tsc;
 uint64_t ml_now_slow(void);
 static inline uint64_t ml_now(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    if (__builtin_expect(ml_clock_tsc, 1)) {
+    if (__builtin_expect(ml_hot.clock_tsc, 1)) {
         uint32_t lo, hi;
         __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
         return ((uint64_t)hi << 32) | lo;
@@ -163,29 +199,28 @@ const char *ml_clock_source(void);
 /* ---- fast path ---- */
 static inline int ml_enter(void)
 {
-    return __builtin_expect(ml_depth++ == 0 && ml_active, 1); /* the wrappers' layout: recording is the straight path */
+    return __builtin_expect(ml_thr.depth++ == 0 && ml_hot.active, 1); /* the wrappers' layout: recording is the straight path */
 }
-static inline void ml_leave(void) { ml_depth--; }
+static inline void ml_leave(void) { ml_thr.depth--; }
 
 static inline ml_slot_t *ml_slot(void)
 {
-    ml_slot_t *s = ml_tslot;
+    ml_slot_t *s = ml_thr.slot;
     return __builtin_expect(s != NULL, 1) ? s : ml_slot_attach();
 }
 
 /* Timing policy (MPILENS_TIMING): with "all" every call is timed.  With
  * "sampled" (default) every call is counted, but its duration is measured
  * for the first ML_WARMUP_CALLS calls of a function on a thread, for every call
- * of a function whose timed calls average more than ml_slow_ticks
+ * of a function whose timed calls average more than ml_hot.slow_ticks
  * (MPILENS_TIME_ABOVE_NS, default ML_ALWAYS_TIME_ABOVE_NS), the longest left out (there a timer read costs
- * < 5 %), and for 1 call in ml_sample_mask + 1 (ML_SAMPLE_PERIOD) otherwise;
+ * < 5 %), and for 1 call in ml_hot.sample_mask + 1 (ML_SAMPLE_PERIOD) otherwise;
  * totals are then estimated in two strata (ml_est_ticks): the calls timed by
  * the policy (warm-up, slow) count as measured, the others (untimed, or timed
  * as the sample) as the sample's mean -- not the mean of every timed call,
  * which the slow first calls of a job (waiting for the others to start)
  * would inflate.  On machines whose timer read is slow (a virtualised TSC:
  * 30-50 ns) this keeps the cost of a cheap call near the cost of counting it. */
-extern uint64_t ml_sample_mask, ml_slow_ticks;
 /* why a call is timed (tm); ML_TM_OFF: not recorded at all (ml_fon 0: the wrapper's
  * one test after the call sends it with the timed calls to ml_call_end) */
 enum { ML_TM_NO = 0, ML_TM_POLICY = 1, ML_TM_SAMPLE = 2, ML_TM_OFF = 4 };
@@ -196,9 +231,9 @@ ML_INLINE int ml_want_time_full(const ml_frec_t *r)
 {
     if (r->t.calls < ML_WARMUP_CALLS) return ML_TM_POLICY;
     /* mean of the timed calls without the longest one (one preempted call must not flip the policy) */
-    if (r->t.ticks - r->tmax > (r->t.timed - 1) * ml_slow_ticks) return ML_TM_POLICY;
-    if (r->t.calls & ml_sample_mask) return ML_TM_NO;
-    return ml_sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
+    if (r->t.ticks - r->tmax > (r->t.timed - 1) * ml_hot.slow_ticks) return ML_TM_POLICY;
+    if (r->t.calls & ml_hot.sample_mask) return ML_TM_NO;
+    return ml_hot.sample_mask ? ML_TM_SAMPLE : ML_TM_POLICY; /* MPILENS_TIMING=all: every call */
 }
 
 /* One test for the 15 calls in 16 that are not timed: r->skip - 1 counts the calls
@@ -264,9 +299,9 @@ ML_INLINE void ml_count_upd(ml_frec_t *r, int tm, uint64_t dt)
         /* quiet (past the warm-up, not slow): the calls before the next sample are not timed,
          * and that sample is (skip 1: ml_want_time answers without the full test).  The full
          * test's inputs change only at timed calls, so its answer would be the same. */
-        int quiet = ml_sample_mask && r->t.calls >= ML_WARMUP_CALLS &&
-                    !(r->t.ticks - r->tmax > (r->t.timed - 1) * ml_slow_ticks);
-        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_sample_mask - ((r->t.calls - 1) & ml_sample_mask)) + 1 : 0,
+        int quiet = ml_hot.sample_mask && r->t.calls >= ML_WARMUP_CALLS &&
+                    !(r->t.ticks - r->tmax > (r->t.timed - 1) * ml_hot.slow_ticks);
+        __atomic_store_n(&r->skip, quiet ? (int64_t)(ml_hot.sample_mask - ((r->t.calls - 1) & ml_hot.sample_mask)) + 1 : 0,
                          __ATOMIC_RELAXED);
     }
 }
@@ -307,13 +342,11 @@ int ml_win_peer_world(MPI_Win win, int rank);
 /* The helpers of every point-to-point call are inline: no call, few cache lines. */
 
 /* Datatype sizes: a one-entry cache per thread, invalidated by MPI_Type_free. */
-typedef struct { MPI_Datatype dt; int64_t size; unsigned epoch; } ml_tcache_t;
-extern ML_TLS ml_tcache_t ml_tcache;
 extern volatile unsigned ml_type_epoch;
 int64_t ml_type_size_slow(MPI_Datatype dt);
 ML_INLINE int64_t ml_type_size(MPI_Datatype dt)
 {
-    if (ml_tcache.dt == dt && ml_tcache.epoch == ml_type_epoch) return ml_tcache.size;
+    if (ml_thr.tcache.dt == dt && ml_thr.tcache.epoch == ml_type_epoch) return ml_thr.tcache.size;
     return ml_type_size_slow(dt);
 }
 
@@ -325,35 +358,35 @@ ML_INLINE int ml_peer_world(MPI_Comm comm, int rank)
     return ml_peer_world_slow(comm, rank);
 }
 
-/* The bytes the semantic helpers gave this thread's current call (sent, received):
+/* ml_thr.cb: the bytes the semantic helpers gave this thread's current call (sent, received):
  * zeroed by ml_call_start, read by ml_call_done/ml_call_end (callend.h) for the record kinds (call sites,
  * regions, time line, communicators).  Per thread, so exact when threads share
  * a slot (a difference of the slot's counters would take in the other threads'). */
-typedef struct { uint64_t s, r; } ml_callbytes_t;
-extern ML_TLS ml_callbytes_t ml_cb;
 
 /* Bytes of function fid (data record di = ml_func_didx[fid], a constant in the
- * generated wrappers). */
-ML_INLINE void ml_bytes_d(ml_slot_t *s, int fid, int di, int side, uint64_t total, uint64_t block, int hist)
+ * generated wrappers), added to the call's bytes cb (&ml_thr.cb, or a point-to-point
+ * wrapper's local copy: see ml_call_done). */
+ML_INLINE void ml_bytes_d(ml_slot_t *s, ml_callbytes_t *cb, int fid, int di, int side, uint64_t total,
+                          uint64_t block, int hist)
 {
     if (di < 0 || !ml_fon[fid]) return;
     ml_drec_t *d = &s->d[di];
     if (side == ML_SEND) {
-        ml_cb.s += total;
+        cb->s += total;
         d->bytes_s += total;
         if (hist) {
             d->hist_s[ml_bin(block)]++;
             d->hist_bytes_s += block;
         }
     } else {
-        ml_cb.r += total;
+        cb->r += total;
         d->bytes_r += total;
         if (hist) d->hist_r[ml_bin(block)]++;
     }
 }
 ML_INLINE void ml_bytes(ml_slot_t *s, int fid, int side, uint64_t total, uint64_t block, int hist)
 {
-    ml_bytes_d(s, fid, ml_func_didx[fid], side, total, block, hist);
+    ml_bytes_d(s, &ml_thr.cb, fid, ml_func_didx[fid], side, total, block, hist);
 }
 
 ML_INLINE void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
@@ -370,8 +403,6 @@ ML_INLINE void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
 }
 
 /* ---- nodes (nodes.c): the node of every world rank, from the host names, once at MPI_Init ---- */
-extern int *ml_node_of;        /* [world size] node index; nodes numbered in order of their first rank */
-extern int ml_nnodes, ml_my_node;
 void ml_nodes_init(void);      /* collective over MPI_COMM_WORLD */
 /* distinct nodes of n world ranks (ML_NOPEER skipped) and the most of them on one node */
 void ml_node_span(const int *world, int n, int *nodes, int *rpn);
@@ -379,8 +410,8 @@ void ml_node_span(const int *world, int n, int *nodes, int *rpn);
 /* A message with a known peer, split by whether the peer is on this rank's node. */
 ML_INLINE void ml_node_add_d(ml_slot_t *s, int fid, int di, int side, int wpeer, uint64_t bytes)
 {
-    if (di < 0 || !ml_fon[fid] || wpeer < 0 || wpeer >= ml_world_size || !ml_node_of) return;
-    uint64_t *x = s->d[di].xnode[ml_node_of[wpeer] != ml_my_node] + 2 * side;
+    if (di < 0 || !ml_fon[fid] || wpeer < 0 || wpeer >= ml_world_size || !ml_hot.node_of) return;
+    uint64_t *x = s->d[di].xnode[ml_hot.node_of[wpeer] != ml_hot.my_node] + 2 * side;
     x[0]++;
     x[1] += bytes;
 }
@@ -393,14 +424,14 @@ ML_INLINE void ml_node_add(ml_slot_t *s, int fid, int side, int wpeer, uint64_t 
  * once before the call (for the in-flight state too): wpeer < 0 is no peer.
  * tm: the wrapper's timing decision (ml_call_start), ML_TM_OFF when the
  * function is not recorded (its ml_fon test, made once per call). */
-ML_INLINE void ml_p2p_sent(ml_slot_t *s, int tm, int di, uint64_t n, int wpeer)
+ML_INLINE void ml_p2p_sent(ml_slot_t *s, ml_callbytes_t *cb, int tm, int di, uint64_t n, int wpeer)
 {
     /* ml_bytes_d, ml_peer_add and ml_node_add_d, with the function's test made once
      * and the peer's range once (the peer matrix counts every function, as ml_peer_add) */
     int on = di >= 0 && tm != ML_TM_OFF;
     ml_drec_t *d = &s->d[di >= 0 ? di : 0];
     if (on) {
-        ml_cb.s += n;
+        cb->s += n;
         d->bytes_s += n;
         d->hist_s[ml_bin(n)]++;
         d->hist_bytes_s += n;
@@ -409,8 +440,8 @@ ML_INLINE void ml_p2p_sent(ml_slot_t *s, int tm, int di, uint64_t n, int wpeer)
         ml_peer_t *p = &s->peers[wpeer];
         p->msgs_s++;
         p->bytes_s += n;
-        if (on && ml_node_of) {
-            uint64_t *x = d->xnode[ml_node_of[wpeer] != ml_my_node];
+        if (on && ml_hot.node_of) {
+            uint64_t *x = d->xnode[ml_hot.node_of[wpeer] != ml_hot.my_node];
             x[0]++;
             x[1] += n;
         }
@@ -443,21 +474,40 @@ ML_INLINE uint64_t ml_status_bytes(const MPI_Status *st)
 #endif
 }
 
-/* A completed receive: the size actually received and the source, from the status. */
-ML_INLINE void ml_p2p_recv_d(ml_slot_t *s, int fid, int di, MPI_Comm comm, const MPI_Status *st)
+/* A completed receive: the size actually received and the source, from the status.
+ * on: the function is recorded (the wrappers pass their timing decision's test, tm !=
+ * ML_TM_OFF; ml_p2p_recv its ml_fon): ml_bytes_d, ml_peer_add and ml_node_add_d with
+ * that test made once and the peer's range once, as ml_p2p_sent. */
+ML_INLINE void ml_p2p_recv_d(ml_slot_t *s, ml_callbytes_t *cb, int on, int di, MPI_Comm comm, const MPI_Status *st)
 {
     if (st->MPI_SOURCE == MPI_PROC_NULL) return;
     uint64_t n = ml_status_bytes(st);
-    ml_bytes_d(s, fid, di, ML_RECV, n, n, 1);
+    on = on && di >= 0;
+    ml_drec_t *d = &s->d[di >= 0 ? di : 0];
+    if (on) {
+        int b = ml_bin(n);
+        cb->r += n;
+        cb->bin = b;
+        d->bytes_r += n;
+        d->hist_r[b]++;
+    }
     if (comm != MPI_COMM_NULL) {
         int wpeer = ml_peer_world(comm, st->MPI_SOURCE);
-        ml_peer_add(s, ML_RECV, wpeer, n);
-        ml_node_add_d(s, fid, di, ML_RECV, wpeer, n);
+        if ((unsigned)wpeer < (unsigned)ml_world_size) {
+            ml_peer_t *p = &s->peers[wpeer];
+            p->msgs_r++;
+            p->bytes_r += n;
+            if (on && ml_hot.node_of) {
+                uint64_t *x = d->xnode[ml_hot.node_of[wpeer] != ml_hot.my_node] + 2 * ML_RECV;
+                x[0]++;
+                x[1] += n;
+            }
+        }
     }
 }
 ML_INLINE void ml_p2p_recv(ml_slot_t *s, int fid, MPI_Comm comm, const MPI_Status *st)
 {
-    ml_p2p_recv_d(s, fid, ml_func_didx[fid], comm, st);
+    ml_p2p_recv_d(s, &ml_thr.cb, ml_fon[fid], ml_func_didx[fid], comm, st);
 }
 
 void ml_rma(ml_slot_t *s, int fid, int side, int64_t count, MPI_Datatype dt, int target, MPI_Win win);
@@ -490,7 +540,7 @@ void ml_coll(ml_slot_t *s, int fid, const ml_coll_t *c);
 #define ML_RQ_PERSIST 4    /* persistent: stays until MPI_Request_free */
 #define ML_RQ_SEND 8       /* non-blocking send: tracked for the flight recorder only */
 #define ML_RQ_COLL 16      /* non-blocking collective: likewise */
-#define ml_req_live (ml_tslot ? ml_tslot->rq_live : 0)
+#define ml_req_live (ml_thr.slot ? ml_thr.slot->rq_live : 0)
 void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm comm, int64_t bytes, int wpeer);
 
 /* One tracked request (req.c's table, open addressing with linear probing and
@@ -516,6 +566,23 @@ ML_INLINE size_t ml_rhash(uint64_t k, int cap) { return (size_t)((k * 0x9E3779B9
 /* the same with the slot's mask (rq_cap - 1) */
 ML_INLINE size_t ml_rhash_m(uint64_t k, unsigned mask) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & mask; }
 
+/* Fills a tracked request's entry (the inline path below and req.c's ml_req_track):
+ * what it is, and from the thread's in-flight state of the starting call its tag, the
+ * time it started and, for a receive, the source asked for (only the flight recorder
+ * reads a receive's wpeer). */
+ML_INLINE void ml_req_fill(ml_rq_t *e, const ml_slot_t *s, uint64_t key, int fid, int flags, MPI_Comm comm,
+                           int64_t bytes, int wpeer)
+{
+    e->key = key;
+    e->comm = comm;
+    e->bytes = bytes;
+    e->fid = e->startfid = fid;
+    e->flags = flags;
+    e->wpeer = (flags & ML_RQ_RECV) ? (s->fl.kind == ML_FL_SENDRECV ? s->fl.peer2 : s->fl.peer) : wpeer;
+    e->tag = s->fl.tag;
+    e->t0 = s->fl.t0;
+}
+
 /* The wrappers' ml_req_track: in a slot of its own (sh 0) whose table has room, a
  * request whose home entry is free is added there inline (a free home entry: the
  * key is nowhere else in the table); anything else goes to ml_req_track. */
@@ -529,15 +596,7 @@ ML_INLINE void ml_req_track_in(ml_slot_t *s, int sh, MPI_Request req, int fid, i
         ml_rq_t *e = &t[ml_rhash_m(key, s->rq_mask)];
         if (__builtin_expect(e->key == 0, 1)) {
             s->rq_live++;
-            e->key = key;
-            e->comm = comm;
-            e->bytes = bytes;
-            e->fid = e->startfid = fid;
-            e->flags = flags;
-            /* only the flight recorder reads a receive's wpeer (as ml_req_track) */
-            e->wpeer = (flags & ML_RQ_RECV) ? (s->fl.kind == ML_FL_SENDRECV ? s->fl.peer2 : s->fl.peer) : wpeer;
-            e->tag = s->fl.tag;
-            e->t0 = s->fl.t0;
+            ml_req_fill(e, s, key, fid, flags, comm, bytes, wpeer);
             return;
         }
     }
@@ -563,7 +622,7 @@ ML_INLINE MPI_Status *ml_cpl_begin(ml_cpl_t *c, int n, const MPI_Request *reqs, 
 {
     c->n = n;
     c->track = 0;
-    ml_slot_t *s = ml_tslot;
+    ml_slot_t *s = ml_thr.slot;
     if (!s || !s->rq_live || n <= 0 || !reqs) return user_st;
     if (n > 1) return ml_cpl_begin_n(c, n, reqs, user_st, ignore);
     c->track = 1;

@@ -59,7 +59,7 @@ typedef struct {
     void *ra;          /* the wrapper's return address (its immediate caller) */
 } ml_call_t;
 
-/* ml_hooks_on's bits (hooks.h): the wrapper's per-call hooks run when any is set. */
+/* ml_hot.hooks_on's bits (hooks.h): the wrapper's per-call hooks run when any is set. */
 enum {
     ML_HOOKS_INLINE = 1, /* a built-in kind's inline update (callend.h) is on */
     ML_HOOKS_CALL = 2    /* a kind's out-of-line hook (ml_kind_t.call) is or has been on */
@@ -73,7 +73,7 @@ typedef struct ml_kind {
      * the variables its rows write. */
     const ml_setting *settings;
     /* Every rank, once after MPI_Init and the settings (core.c): process-wide
-     * state.  Returns the ml_hooks_on bits it needs from the first call
+     * state.  Returns the ml_hot.hooks_on bits it needs from the first call
      * (0: none yet; regions turn theirs on when the first region opens). */
     int (*init)(void);
     /* A new thread's tables (core.c, under the slot lock): the slot's typed
@@ -83,7 +83,7 @@ typedef struct ml_kind {
     size_t (*bytes)(void);     /* those tables' size per thread (mpilens_record_bytes) */
     void (*reset)(ml_slot_t *s); /* empties them (after the start-up overhead probe) */
     /* Per call, after the function's record, out of line (the wrapper holds
-     * the shared slot's lock), while the kind's bit of ml_kinds_rare is set
+     * the shared slot's lock), while the kind's bit of ml_hot.kinds_rare is set
      * (hooks.h): from the start if its init returned ML_HOOKS_CALL, or while
      * the kind says so (ml_kind_call_on; regions: while one is open).  Call
      * sites, the time line and communicators have none: their updates are

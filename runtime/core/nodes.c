@@ -22,15 +22,14 @@
 
 #include "profile.h"
 
-int *ml_node_of = NULL;
-int ml_nnodes = 1, ml_my_node = 0;
 /* This file's state: the first rank of each node (from MPI_Init), and rank 0's
  * results after ml_nodes_reduce. */
 static struct {
+    int nnodes;         /* nodes of the job (1 until ml_nodes_init) */
     int *first;         /* [nnodes] the first world rank of each node */
     uint64_t *span_max; /* [ML_NDATA][2] */
     uint64_t *matrix;   /* [nnodes][nnodes][2]: messages, bytes; NULL above ML_NODE_MATRIX_MAX */
-} N;
+} N = {.nnodes = 1};
 
 static void *ml_nodes_alloc(size_t n, size_t size)
 {
@@ -62,22 +61,22 @@ void ml_nodes_init(void)
     uint64_t *keys = ml_nodes_alloc(cap, sizeof *keys);
     int *vals = ml_nodes_alloc(cap, sizeof *vals);
     char *used = ml_nodes_alloc(cap, 1);
-    ml_node_of = ml_nodes_alloc((size_t)ml_world_size, sizeof *ml_node_of);
+    ml_hot.node_of = ml_nodes_alloc((size_t)ml_world_size, sizeof *ml_hot.node_of);
     int *first = ml_nodes_alloc((size_t)ml_world_size, sizeof *first);
-    ml_nnodes = 0;
+    N.nnodes = 0;
     for (int r = 0; r < ml_world_size; r++) {
         size_t i = (size_t)(all[r] * 0x9E3779B97F4A7C15ull) & (cap - 1);
         while (used[i] && keys[i] != all[r]) i = (i + 1) & (cap - 1);
         if (!used[i]) {
             used[i] = 1;
             keys[i] = all[r];
-            first[ml_nnodes] = r;
-            vals[i] = ml_nnodes++;
+            first[N.nnodes] = r;
+            vals[i] = N.nnodes++;
         }
-        ml_node_of[r] = vals[i];
+        ml_hot.node_of[r] = vals[i];
     }
-    ml_my_node = ml_node_of[ml_world_rank];
-    N.first = realloc(first, (size_t)ml_nnodes * sizeof *first);
+    ml_hot.my_node = ml_hot.node_of[ml_world_rank];
+    N.first = realloc(first, (size_t)N.nnodes * sizeof *first);
     if (!N.first) N.first = first;
     free(all); free(keys); free(vals); free(used);
 }
@@ -91,15 +90,15 @@ char *ml_nodes_host_names(const char *host)
     char *names = NULL;
     int *cnt = NULL, *displ = NULL;
     if (ml_world_rank == 0) {
-        names = ml_nodes_alloc((size_t)ml_nnodes, 256);
+        names = ml_nodes_alloc((size_t)N.nnodes, 256);
         cnt = ml_nodes_alloc((size_t)ml_world_size, sizeof *cnt);
         displ = ml_nodes_alloc((size_t)ml_world_size, sizeof *displ);
-        for (int k = 0; k < ml_nnodes; k++) {
+        for (int k = 0; k < N.nnodes; k++) {
             cnt[N.first[k]] = 256;
             displ[N.first[k]] = 256 * k;
         }
     }
-    int lead = N.first[ml_my_node] == ml_world_rank;
+    int lead = N.first[ml_hot.my_node] == ml_world_rank;
     MPI_Request r;
     PMPI_Igatherv(host, lead ? 256 : 0, MPI_CHAR, names, cnt, displ, MPI_CHAR, 0, MPI_COMM_WORLD, &r);
     ml_fin_wait(&r);
@@ -111,15 +110,15 @@ char *ml_nodes_host_names(const char *host)
 /* The header's "hosts" (rank 0; names from ml_nodes_host_names) and "ranks_per_host". */
 void ml_nodes_put_hosts(ml_buf_t *b, const char *names)
 {
-    int *cnt = ml_nodes_alloc((size_t)ml_nnodes, sizeof *cnt);
-    for (int r = 0; r < ml_world_size; r++) cnt[ml_node_of[r]]++;
+    int *cnt = ml_nodes_alloc((size_t)N.nnodes, sizeof *cnt);
+    for (int r = 0; r < ml_world_size; r++) cnt[ml_hot.node_of[r]]++;
     ml_buf_printf(b, ",\"hosts\":[");
-    for (int k = 0; k < ml_nnodes; k++) {
+    for (int k = 0; k < N.nnodes; k++) {
         ml_buf_printf(b, k ? "," : "");
         ml_buf_json_str(b, names + 256 * (size_t)k);
     }
     ml_buf_printf(b, "],\"ranks_per_host\":[");
-    for (int k = 0; k < ml_nnodes; k++) ml_buf_printf(b, "%s%d", k ? "," : "", cnt[k]);
+    for (int k = 0; k < N.nnodes; k++) ml_buf_printf(b, "%s%d", k ? "," : "", cnt[k]);
     ml_buf_printf(b, "]");
     free(cnt);
 }
@@ -129,12 +128,12 @@ void ml_nodes_put_hosts(ml_buf_t *b, const char *names)
 void ml_node_span(const int *world, int n, int *nodes, int *rpn)
 {
     *nodes = *rpn = 0;
-    int *cnt = ml_node_of ? calloc((size_t)ml_nnodes, sizeof *cnt) : NULL;
+    int *cnt = ml_hot.node_of ? calloc((size_t)N.nnodes, sizeof *cnt) : NULL;
     if (!cnt) return; /* no span recorded for this communicator */
     for (int i = 0; i < n; i++) {
         int w = world ? world[i] : i;
         if (w < 0 || w >= ml_world_size) continue;
-        int k = ml_node_of[w];
+        int k = ml_hot.node_of[w];
         if (cnt[k]++ == 0) (*nodes)++;
         if (cnt[k] > *rpn) *rpn = cnt[k];
     }
@@ -148,13 +147,13 @@ void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max)
         N.span_max = ml_nodes_alloc((size_t)ML_NDATA * 2, sizeof *N.span_max);
         memcpy(N.span_max, span_max, (size_t)ML_NDATA * 2 * sizeof *N.span_max);
     }
-    if (ml_nnodes > ML_NODE_MATRIX_MAX) return;
-    size_t nm = (size_t)ml_nnodes * (size_t)ml_nnodes * 2;
+    if (N.nnodes > ML_NODE_MATRIX_MAX) return;
+    size_t nm = (size_t)N.nnodes * (size_t)N.nnodes * 2;
     uint64_t *mine = ml_nodes_alloc(nm, sizeof *mine);
-    uint64_t *row = mine + (size_t)ml_my_node * (size_t)ml_nnodes * 2;
+    uint64_t *row = mine + (size_t)ml_hot.my_node * (size_t)N.nnodes * 2;
     for (int p = 0; p < ml_world_size; p++) {
-        row[2 * ml_node_of[p]] += m->peers[p].msgs_s;
-        row[2 * ml_node_of[p] + 1] += m->peers[p].bytes_s;
+        row[2 * ml_hot.node_of[p]] += m->peers[p].msgs_s;
+        row[2 * ml_hot.node_of[p] + 1] += m->peers[p].bytes_s;
     }
     N.matrix = ml_world_rank == 0 ? ml_nodes_alloc(nm, sizeof *mine) : NULL;
     ml_reduce_sum_u64(mine, N.matrix, (int)nm);
@@ -178,13 +177,13 @@ static void ml_put_words(ml_buf_t *b, const uint64_t *w, int n, int stride)
 /* The header's "nodes" member (rank 0). */
 void ml_nodes_put_header(ml_buf_t *b)
 {
-    ml_buf_printf(b, ",\"nodes\":{\"count\":%d", ml_nnodes);
+    ml_buf_printf(b, ",\"nodes\":{\"count\":%d", N.nnodes);
     if (N.matrix) {
         for (int which = 0; which < 2; which++) {
             ml_buf_printf(b, which ? ",\"matrix_bytes\":[" : ",\"matrix_msgs\":[");
-            for (int i = 0; i < ml_nnodes; i++) {
+            for (int i = 0; i < N.nnodes; i++) {
                 ml_buf_printf(b, i ? "," : "");
-                ml_put_words(b, N.matrix + (size_t)i * (size_t)ml_nnodes * 2 + which, ml_nnodes, 2);
+                ml_put_words(b, N.matrix + (size_t)i * (size_t)N.nnodes * 2 + which, N.nnodes, 2);
             }
             ml_buf_printf(b, "]");
         }

@@ -126,7 +126,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_buf_printf(b, ",\"clock\":{\"source\":\"%s\",\"ghz\":%.6g,\"resolution_ns\":%.4g},", ml_clock_source(),
                   ml_clock_ghz(), 1.0 / ml_clock_ghz());
     ml_buf_printf(b, "\"timing\":{\"mode\":\"%s\",\"sample_period\":%d,\"warmup_calls\":%d,\"always_above_ns\":%d},",
-                  ml_cfg.timing == ML_TIMING_SAMPLED ? "sampled" : "all", (int)ml_sample_mask + 1,
+                  ml_cfg.timing == ML_TIMING_SAMPLED ? "sampled" : "all", (int)ml_hot.sample_mask + 1,
                   ML_WARMUP_CALLS, ml_cfg.time_above_ns);
     ml_buf_printf(b, "\"overhead_sampled_ns\":%.4g,", ml_overhead_sampled_ns);
     /* the profiler's end-of-run collectives on rank 0 (profile_reduce.c); the format and
@@ -173,7 +173,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     const ml_slot_t *m = p->m;
     ml_buf_printf(b, "{\"rank\":%d,\"host\":", ml_world_rank);
     ml_buf_json_str(b, p->host);
-    ml_buf_printf(b, ",\"node\":%d", ml_my_node);
+    ml_buf_printf(b, ",\"node\":%d", ml_hot.my_node);
     ml_machine_rank(b);
     ml_la_rank_json(b); /* late arrival per collective (late.c) */
     ml_buf_printf(b, ",\"pid\":%d,\"wall_s\":%.8g,\"mpi_s\":%.8g,\"threads\":%d,\"untracked_requests\":%llu,\"functions\":{",

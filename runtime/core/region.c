@@ -29,7 +29,6 @@
 
 int ml_paused = 0;
 int ml_ever_paused = 0; /* the flight recorder's collective counts then miss the paused calls */
-volatile int ml_region_cur = 0;
 
 /* The regions of this process (the stack is process-wide), under mu. */
 static struct {
@@ -46,6 +45,7 @@ static struct {
     uint64_t unmatched, labels_dropped;
     pthread_mutex_t mu;
     int max;                    /* MPILENS_REGIONS (this file's settings row) */
+    volatile int cur;           /* innermost open region (0: none), process-wide: read by the hook unlocked */
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER, .max = 16};
 
 static int ml_rg_cap(void)
@@ -85,7 +85,7 @@ static int ml_rg_init(void)
 
 static void ml_rg_upd(ml_rgtab_t *t, int fid, int tm, uint64_t dt, uint64_t bs, uint64_t br)
 {
-    uint32_t key = ((uint32_t)ml_region_cur << 16 | (uint32_t)fid) + 1;
+    uint32_t key = ((uint32_t)R.cur << 16 | (uint32_t)fid) + 1;
     uint32_t mask = (uint32_t)t->cap - 1;
     for (uint32_t i = (key * 0x9E3779B1u) >> 8;; i++) {
         ml_rg_rec_t *r = &t->rec[i & mask];
@@ -106,7 +106,7 @@ static void ml_rg_upd(ml_rgtab_t *t, int fid, int tm, uint64_t dt, uint64_t bs, 
 /* A call while a region is open (ml_kind_call_on; the shared slot's lock is held by the wrapper). */
 static void ml_rg_call(ml_slot_t *S, const ml_call_t *c)
 {
-    if (!S->rg || !ml_region_cur) return;
+    if (!S->rg || !R.cur) return;
     ml_rg_upd(S->rg, c->fid, c->tm, c->dt, c->bs, c->br);
 }
 
@@ -119,7 +119,7 @@ static int ml_rg_id(const char *label)
     if (R.nrg < R.max) {
         R.nrg++;
         snprintf(R.rg[R.nrg].name, ML_RG_NAME, "%s", label);
-        R.rg[R.nrg].parent = ml_region_cur;
+        R.rg[R.nrg].parent = R.cur;
         return R.nrg;
     }
     R.labels_dropped++;
@@ -137,8 +137,8 @@ static void ml_rg_begin(const char *label)
         R.t0[R.depth] = now;
         __atomic_store_n(&R.depth, R.depth + 1, __ATOMIC_RELEASE); /* a dump reads the stack unlocked */
         R.rg[id].entries++;
-        ml_hooks_on |= ML_HOOKS_CALL;
-        ml_region_cur = id;
+        ml_hot.hooks_on |= ML_HOOKS_CALL;
+        R.cur = id;
         ml_kind_call_on(ML_KIND_regions, 1); /* ml_call_end (callend.c) calls ml_rg_call */
     } else {
         R.unmatched++;
@@ -163,7 +163,7 @@ static void ml_rg_end(const char *label)
             R.depth--;
             R.rg[R.stack[R.depth]].ticks += now - R.t0[R.depth];
         }
-        ml_region_cur = R.depth ? R.stack[R.depth - 1] : 0;
+        R.cur = R.depth ? R.stack[R.depth - 1] : 0;
         if (!R.depth) ml_kind_call_on(ML_KIND_regions, 0);
     }
     pthread_mutex_unlock(&R.mu);
@@ -223,13 +223,13 @@ int ml_pcontrol(int level, const char *label)
         else ml_rg_end(name);
         return 1;
     }
-    if (level == 0 && ml_active) { /* mpiP: recording off */
+    if (level == 0 && ml_hot.active) { /* mpiP: recording off */
         ml_paused = 1;
         ml_ever_paused = 1;
-        ml_active = 0;
+        ml_hot.active = 0;
     } else if (level == 1 && ml_paused) {
         ml_paused = 0;
-        ml_active = 1;
+        ml_hot.active = 1;
     }
     return 0;
 }
@@ -280,7 +280,7 @@ static void ml_rg_rank_json(ml_buf_t *b)
     } else {
         for (int k = R.depth - 1; k >= 0; k--) R.rg[R.stack[k]].ticks += now - R.t0[k];
         R.depth = 0;
-        ml_region_cur = 0;
+        R.cur = 0;
         ml_kind_call_on(ML_KIND_regions, 0);
         depth = 0;
     }

@@ -33,7 +33,7 @@
 /* ml_rq_t, ml_rkey0, ml_rhash and the inline fast paths: ml.h */
 
 /* The key of a request in the table: its handle, and in a shared slot the
- * calling thread's number (ml_rq_thread, core.c) in the top 16 bits.  An MPI
+ * calling thread's number (ml_thr.rq_thread, core.c) in the top 16 bits.  An MPI
  * library hands a request that one thread's Wait has just freed to the next
  * thread's Irecv at once, before the first thread has attributed its
  * completion: in a table shared by threads, handles alone would mix the two
@@ -41,7 +41,7 @@
  * or 32-bit integers (MPICH, Intel MPI): the top 16 bits are free. */
 static inline uint64_t ml_rkey(MPI_Request r)
 {
-    return ml_rkey0(r) ^ ((uint64_t)ml_rq_thread << 48);
+    return ml_rkey0(r) ^ ((uint64_t)ml_thr.rq_thread << 48);
 }
 
 
@@ -96,21 +96,12 @@ void ml_req_track(ml_slot_t *s, MPI_Request req, int fid, int flags, MPI_Comm co
         e = &s->rq[i];
         s->rq_live++;
     }
-    e->key = key;
-    e->comm = comm;
-    e->bytes = bytes;
-    e->fid = e->startfid = fid;
-    e->flags = flags;
-    e->wpeer = wpeer;
-    e->tag = s->fl.tag;
-    e->t0 = s->fl.t0;
-    if (flags & ML_RQ_RECV) /* only the flight recorder reads a receive's wpeer */
-        e->wpeer = s->fl.kind == ML_FL_SENDRECV ? s->fl.peer2 : s->fl.peer;
+    ml_req_fill(e, s, key, fid, flags, comm, bytes, wpeer);
 }
 
 void ml_req_free(MPI_Request req)
 {
-    ml_slot_t *s = ml_tslot;
+    ml_slot_t *s = ml_thr.slot;
     if (!s) return;
     if (__builtin_expect(s->shared, 0)) ml_shared_lock(); /* before the call: not under the wrapper's lock */
     ml_rq_t *e = ml_rfind(s, ml_rkey(req));

@@ -19,17 +19,15 @@
 volatile unsigned ml_type_epoch = 1;
 void ml_type_forget(void) { __atomic_add_fetch(&ml_type_epoch, 1, __ATOMIC_RELAXED); }
 
-ML_TLS ml_tcache_t ml_tcache;
-ML_TLS ml_callbytes_t ml_cb;
 
 int64_t ml_type_size_slow(MPI_Datatype dt)
 {
     MPI_Count sz = 0;
     if (dt == MPI_DATATYPE_NULL) return 0;
     if (PMPI_Type_size_x(dt, &sz) != MPI_SUCCESS || sz == MPI_UNDEFINED) sz = 0;
-    ml_tcache.dt = dt;
-    ml_tcache.size = (int64_t)sz;
-    ml_tcache.epoch = ml_type_epoch;
+    ml_thr.tcache.dt = dt;
+    ml_thr.tcache.size = (int64_t)sz;
+    ml_thr.tcache.epoch = ml_type_epoch;
     return (int64_t)sz;
 }
 

@@ -103,7 +103,7 @@ static void ml_topo_dist_edges(MPI_Comm comm, int rank, int n, ml_topo_t *t)
 void ml_topo_created(MPI_Comm comm)
 {
     if (comm == MPI_COMM_NULL) return; /* not a member (a grid smaller than comm_old) */
-    ml_depth++;                        /* our MPI calls are not the application's */
+    ml_thr.depth++;                        /* our MPI calls are not the application's */
     int status = MPI_UNDEFINED, rank = 0, n = 0;
     PMPI_Topo_test(comm, &status);
     PMPI_Comm_rank(comm, &rank);
@@ -154,7 +154,7 @@ void ml_topo_created(MPI_Comm comm)
         free(t.index);
         free(t.edges);
     }
-    ml_depth--;
+    ml_thr.depth--;
 }
 
 /* Append ints as a JSON list ("[1,2,3]") at out + k (room reserved by the caller). */

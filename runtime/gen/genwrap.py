@@ -300,6 +300,7 @@ class Plan:
     onpre: list[str] = field(default_factory=list)  # before the call, when recording (S set)
     decl: list[str] = field(default_factory=list)   # locals the onpre lines set
     comm: str = ""  # C: the call's communicator argument (a plain MPI_Comm), for the in-flight state
+    local_cb: bool = False  # the call's bytes in a local _cb (its helpers are all inline), not ml_thr.cb
 
 
 def status_plan(b: Binding, plan: Plan, name: str = "status") -> str:
@@ -400,7 +401,8 @@ def plan_for(fname: str, b: Binding) -> Plan:
         p.onpre.append(f"_nb = ml_fl_bytes({b.count('count')}, {b.dtype('datatype')}); "
                        f"_wp = ml_fl_peer({b.comm('comm')}, {b.int_('dest')});")
         p.fl = fl_args("SEND", b, "_wp", "tag", "_nb")
-        p.post.append(f"if ({b.int_('dest')} != MPI_PROC_NULL) ml_p2p_sent(S, tm, DI, (uint64_t)_nb, _wp);")
+        p.local_cb = True
+        p.post.append(f"if ({b.int_('dest')} != MPI_PROC_NULL) ml_p2p_sent(S, &_cb, tm, DI, (uint64_t)_nb, _wp);")
         if base.startswith("I"):
             p.post.append(f"if (ML_FL_ON) ml_req_track_in(S, _sh, {creq_of(b)}, {F}, ML_RQ_SEND, {b.comm('comm')}, _nb, _wp);")
         return p
@@ -420,7 +422,8 @@ def plan_for(fname: str, b: Binding) -> Plan:
         p.kind = "recv"
         st = status_plan(b, p)
         comm = b.comm("comm") if b.has("comm") else "MPI_COMM_NULL"
-        p.post.append(f"ml_p2p_recv_d(S, {F}, DI, {comm}, {st});")
+        p.local_cb = True
+        p.post.append(f"ml_p2p_recv_d(S, &_cb, tm != ML_TM_OFF, DI, {comm}, {st});")
         return p
     if base in ("Irecv", "Imrecv", "Recv_init"):
         p.kind = "irecv"
@@ -660,22 +663,25 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     out = ["    int on = ml_enter();"]
     out += ["    " + ln for ln in plan.pre if ln]
     out.append("    ml_slot_t *S = NULL; int tm = 0, _sh = 0; uint64_t t0 = 0; MPI_Comm _hc = MPI_COMM_NULL;")
+    if plan.local_cb:
+        out.append("    ml_callbytes_t _cb = {0, 0, 0};")
     out += ["    " + ln for ln in plan.decl]
     onpre = " ".join(plan.onpre)
-    out.append("    if (on) { S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, DI); if (ML_TIMED(tm)) t0 = ml_now();"
+    tcb = "0" if plan.local_cb else "DI >= 0"
+    out.append(f"    if (on) {{ S = ml_slot(); _sh = S->shared; tm = ml_call_start(S, FID, {tcb}); if (ML_TIMED(tm)) t0 = ml_now();"
                f"{' ' + onpre if onpre else ''} }}")
     # a call of no other kind: its communicator argument if it has one (in a register
     # already, where MPI_COMM_NULL may cost a load), else MPI_COMM_NULL
     fl = plan.fl or f"ML_FL_OTHER, {plan.comm or 'MPI_COMM_NULL'}, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0"
-    out.append(f"    if (ML_FL_ON && on && !_sh) (void)ml_fl_set(S, FID, {fl}, ML_TIMED(tm) ? t0 : ml_fl_clock);")
+    out.append(f"    if (ML_FL_ON && on && !_sh) (void)ml_fl_set(S, FID, {fl}, ML_TIMED(tm) ? t0 : ml_hot.fl_clock);")
     if served:
-        out.append("    ml_served_flag = 0;")
+        out.append("    ml_thr.served = 0;")
     out.append(f"    {call};")
     out.append("    if (ML_FL_ON && on && !_sh) ml_fl_done(S);")
     if fl.startswith("ML_FL_COLL"):  # the end of a call sampled for late arrival (late.h)
         out.append("    if (ML_FL_ON && on && !_sh) ml_la_out();")
     if served:
-        out.append("    int served = ml_served_flag; ml_served_flag = 0;")
+        out.append("    int served = ml_thr.served; ml_thr.served = 0;")
     out += ["    uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;", "    ml_leave();",
             "    if (on) {"]
     post = [ln for ln in plan.post if ln]
@@ -686,7 +692,11 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
         rec.append(f"if ({ok}) {{")
         rec += ["    " + ln for ln in post]
         rec.append("}")
-    rec.append("ml_call_done(S, FID, DI, TLC, tm, t0, dt, _hc, __builtin_return_address(0));")
+    cb = "_cb" if plan.local_cb else "ml_thr.cb"
+    binx = "_cb.bin" if plan.local_cb and plan.kind == "recv" else "-1"
+    hc = "1" if any(ln.startswith("_hc = ") for ln in post) else "0"  # the call has a communicator (comm_plan)
+    rec.append(f"ml_call_done(S, FID, DI, TLC, tm, t0, dt, {hc}, _hc, {cb}.s, {cb}.r, {binx}, "
+               "__builtin_return_address(0));")
     # a shared slot's copy under its lock, and the usual one: _sh tested once after the call
     out.append("        if (__builtin_expect(_sh, 0)) {")
     out.append("            ml_shared_lock();")
@@ -730,7 +740,7 @@ def gen_c(funcs: list[CFunc], fid: dict[str, int], overrides: set[str]) -> str:
         if f.name in HOOKS_INIT:
             out.append(f"    uint64_t t0 = ml_now_slow();\n    {f.ret} ret = {call};")
             out.append("    if (ret == MPI_SUCCESS) ml_after_init(argc, argv);")
-            out.append("    if (ml_active && ml_depth == 0) { ml_slot_t *S = ml_slot(); ml_time(S, FID, ml_ns_to_ticks(ml_now_slow() - t0)); }")
+            out.append("    if (ml_hot.active && ml_thr.depth == 0) { ml_slot_t *S = ml_slot(); ml_time(S, FID, ml_ns_to_ticks(ml_now_slow() - t0)); }")
             out.append("    return ret;\n}\n")
             continue
         if f.name == "MPI_Finalize":
@@ -851,11 +861,11 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
                 cargs = [f2c_arg(p, c, cname) for p, c in zip(params, cnames) if p["name"] != "ierror"]
                 call = f"*(MPI_Fint *)({cnames[-1]}) = mlo_{cname}({', '.join(cargs)})"
             if cname in HOOKS_INIT:
-                out.append(f"    uint64_t t0 = ml_now_slow();\n    ml_depth++;\n    {call};\n    ml_depth--;")
+                out.append(f"    uint64_t t0 = ml_now_slow();\n    ml_thr.depth++;\n    {call};\n    ml_thr.depth--;")
                 out.append("    if (*(MPI_Fint *)(a%d) == MPI_SUCCESS) ml_after_init(NULL, NULL);" % (len(cnames) - 1))
-                out.append(f"    if (ml_active) {{ ml_slot_t *S = ml_slot(); ml_time(S, {fid[cname]}, ml_ns_to_ticks(ml_now_slow() - t0)); }}")
+                out.append(f"    if (ml_hot.active) {{ ml_slot_t *S = ml_slot(); ml_time(S, {fid[cname]}, ml_ns_to_ticks(ml_now_slow() - t0)); }}")
             elif cname == "MPI_Finalize":
-                out.append(f"    ml_before_finalize();\n    ml_depth++;\n    {call};\n    ml_depth--;")
+                out.append(f"    ml_before_finalize();\n    ml_thr.depth++;\n    {call};\n    ml_thr.depth--;")
             elif cname not in fid:  # known to the Fortran library only: pass through, untimed
                 out.append(f"    {'return ' if ret != 'void' else ''}{call};")
             else:
