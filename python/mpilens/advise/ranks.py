@@ -76,7 +76,15 @@ class _Record(dict):  # type: ignore[type-arg]
 
 
 class _Fold:
-    """The load-time view "advise" (an Accumulator of report.profile.FOLDS)."""
+    """The load-time view "advise" (an Accumulator of report.profile.FOLDS).  The reader's
+    C fast path folds the same arrays (runtime/reader/fastread.c, advise's view):
+    `fast_sites` asks it to, and `from_fast` makes the view of its arrays."""
+
+    fast_sites = SITE_FUNCTIONS
+
+    @staticmethod
+    def from_fast(raw: dict[str, Any]) -> Folded:
+        return Folded(raw)
 
     def __init__(self, header: dict[str, Any]) -> None:
         self.k = 0
@@ -174,54 +182,56 @@ class _Fold:
                 self.hist_count.extend([int(h[b]) for b in bins])
 
     def result(self) -> Folded:
-        return Folded(self)
+        def col(a: array, dtype: Any) -> np.ndarray:
+            return np.frombuffer(a, dtype=dtype) if len(a) else np.zeros(0, dtype)
+
+        return Folded({
+            "n": self.k, "cpus": col(self.cpus, np.int64), "aff": col(self.aff, np.int32),
+            "la": bytes(self.la), "la_int": col(self.la_int, np.int64),
+            "la_gap": col(self.la_gap, np.float64), "la_why": col(self.la_why, np.int32),
+            "strings": list(self.strings),
+            "fbytes": {name: (col(c[0], np.int64), col(c[1], np.uint64), col(c[2], np.uint64))
+                       for name, c in self.fbytes.items()},
+            "recv_rank": col(self.recv_rank, np.int64), "recv_peer": col(self.recv_peer, np.int64),
+            "recv_msgs": col(self.recv_msgs, np.uint64),
+            "recv_bytes": col(self.recv_bytes, np.uint64),
+            "site_rank": col(self.site_rank, np.int64), "site_fn": list(self.fn_names),
+            "site_fi": col(self.site_fn, np.int32), "site_calls": col(self.site_calls, np.uint64),
+            "site_time": col(self.site_time, np.float64),
+            "site_sent": col(self.site_sent, np.uint64),
+            "site_recv": col(self.site_recv, np.uint64),
+            "site_hlen": col(self.site_hlen, np.int32),
+            "hist_site": col(self.hist_site, np.int64), "hist_bin": col(self.hist_bin, np.int32),
+            "hist_count": col(self.hist_count, np.uint64)})
 
 
-def _u64(values: array) -> np.ndarray:
-    """Counts as uint64 (the runtime's counters: a value beyond refuses the line)."""
-    return np.frombuffer(values, dtype=np.uint64) if len(values) else np.zeros(0, np.uint64)
-
-
-def _starts(owner: array, n: int) -> np.ndarray:
+def _starts(owner: np.ndarray, n: int) -> np.ndarray:
     """Where each of n owners' rows start in a rank-ordered column (n + 1 offsets)."""
-    return np.searchsorted(np.frombuffer(owner, dtype=np.int64) if len(owner)
-                           else np.zeros(0, np.int64), np.arange(n + 1))
+    return np.searchsorted(owner, np.arange(n + 1))
 
 
 class Folded:
-    """The "advise" view's arrays (see the module's docstring)."""
+    """The "advise" view's arrays (see the module's docstring), from the folded columns:
+    ranks._Fold's (the Python reader) or the C library's (report/fastread.py)."""
 
-    def __init__(self, f: _Fold) -> None:
-        n = self.n = f.k
-        self.cpus = np.frombuffer(f.cpus, dtype=np.int64) if n else np.zeros(0, np.int64)
-        self.aff = np.frombuffer(f.aff, dtype=np.int32) if n else np.zeros(0, np.int32)
-        self.strings = list(f.strings)
-        self.la = bytes(f.la)
-        self.la_int = (np.frombuffer(f.la_int, dtype=np.int64).reshape(n, 4) if n
-                       else np.zeros((0, 4), np.int64))
-        self.la_gap = np.frombuffer(f.la_gap, dtype=np.float64) if n else np.zeros(0)
-        self.la_why = np.frombuffer(f.la_why, dtype=np.int32) if n else np.zeros(0, np.int32)
-        self.fbytes = {name: (np.frombuffer(c[0], dtype=np.int64), _u64(c[1]), _u64(c[2]))
-                       for name, c in f.fbytes.items()}
-        self.recv_start = _starts(f.recv_rank, n)
-        self.recv_peer = np.frombuffer(f.recv_peer, dtype=np.int64) if len(f.recv_peer) \
-            else np.zeros(0, np.int64)
-        self.recv_msgs, self.recv_bytes = _u64(f.recv_msgs), _u64(f.recv_bytes)
-        self.site_start = _starts(f.site_rank, n)
-        self.site_fn = list(f.fn_names)
-        self.site_fi = np.frombuffer(f.site_fn, dtype=np.int32) if len(f.site_fn) \
-            else np.zeros(0, np.int32)
-        self.site_calls, self.site_sent = _u64(f.site_calls), _u64(f.site_sent)
-        self.site_recv = _u64(f.site_recv)
-        self.site_time = np.frombuffer(f.site_time, dtype=np.float64) if len(f.site_time) \
-            else np.zeros(0)
-        self.site_hlen = np.frombuffer(f.site_hlen, dtype=np.int32) if len(f.site_hlen) \
-            else np.zeros(0, np.int32)
-        nsites = len(self.site_hlen)
-        self.hist_start = _starts(f.hist_site, nsites)
-        self.hist_bin = np.frombuffer(f.hist_bin, dtype=np.int32) if len(f.hist_bin) \
-            else np.zeros(0, np.int32)
-        self.hist_count = _u64(f.hist_count)
+    def __init__(self, raw: dict[str, Any]) -> None:
+        n = self.n = int(raw["n"])
+        self.cpus, self.aff = raw["cpus"], raw["aff"]
+        self.strings = raw["strings"]
+        self.la = bytes(raw["la"])
+        self.la_int = raw["la_int"].reshape(n, 4)
+        self.la_gap, self.la_why = raw["la_gap"], raw["la_why"]
+        self.fbytes = dict(sorted(raw["fbytes"].items()))  # by name, however folded
+        self.recv_start = _starts(raw["recv_rank"], n)
+        self.recv_peer, self.recv_msgs = raw["recv_peer"], raw["recv_msgs"]
+        self.recv_bytes = raw["recv_bytes"]
+        self.site_start = _starts(raw["site_rank"], n)
+        self.site_fn = raw["site_fn"]
+        self.site_fi, self.site_calls = raw["site_fi"], raw["site_calls"]
+        self.site_sent, self.site_recv = raw["site_sent"], raw["site_recv"]
+        self.site_time, self.site_hlen = raw["site_time"], raw["site_hlen"]
+        self.hist_start = _starts(raw["hist_site"], len(self.site_hlen))
+        self.hist_bin, self.hist_count = raw["hist_bin"], raw["hist_count"]
 
     def bytes_of(self, name: str, rank: int) -> tuple[int, int]:
         col = self.fbytes.get(name)
