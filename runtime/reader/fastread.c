@@ -814,6 +814,25 @@ static int32_t key_of(fr_t *f, int kind, const uint64_t *k, size_t n, int *fresh
     return id;
 }
 
+/* the record of key kb (of a kind: call sites, communicators, time-line groups, regions,
+ * their functions) in items: its index, a zeroed record appended when the key is new
+ * (*fresh: the caller fills it in); -1 out of memory */
+static int32_t record(fr_t *f, int kind, const uint64_t *kb, size_t kn, vec_t *items,
+                      int32_t *key, int *fresh) {
+    int unused;
+    int32_t k = key_of(f, kind, kb, kn, &unused);
+    if (k < 0) return -1;
+    int32_t *ix = &VAT(f->key_index, int32_t, k);
+    *fresh = *ix < 0;
+    if (*fresh) {
+        if (vgrow(items, items->n + 1)) return -1;
+        memset((char *)items->p + items->n * items->sz, 0, items->sz);
+        *ix = (int32_t)items->n++;
+    }
+    if (key) *key = k;
+    return *ix;
+}
+
 static int cmp_lfn(const fr_t *f, const lfn_t *a, const lfn_t *b) {
     const intern_t *t = &f->str;
     const uint32_t *ox = &VAT(t->offs, uint32_t, 2 * a->name), *oy = &VAT(t->offs, uint32_t, 2 * b->name);
@@ -892,22 +911,17 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
             kb[kn++] = off;
         }
         int fresh;
-        int32_t key = key_of(f, 0, kb, kn, &fresh);
-        if (key < 0) return -1;
-        int32_t *ix = &VAT(f->key_index, int32_t, key);
-        if (*ix < 0) {
-            site_t s;
-            memset(&s, 0, sizeof s);
-            s.key = key;
-            s.fn = o->fn;
-            s.hist_len = o->has_hist ? NBINS : 0;
-            s.rank = VINIT(int64_t);
-            s.rcalls = VINIT(uint64_t);
-            s.rtime = VINIT(double);
-            *ix = (int32_t)f->sites.n;
-            if (vpush(&f->sites, &s)) return -1;
+        int32_t key, si = record(f, 0, kb, kn, &f->sites, &key, &fresh);
+        if (si < 0) return -1;
+        site_t *s = &VAT(f->sites, site_t, si);
+        if (fresh) {
+            s->key = key;
+            s->fn = o->fn;
+            s->hist_len = o->has_hist ? NBINS : 0;
+            s->rank = VINIT(int64_t);
+            s->rcalls = VINIT(uint64_t);
+            s->rtime = VINIT(double);
         }
-        site_t *s = &VAT(f->sites, site_t, *ix);
         if (add_u64(&s->calls, o->calls) || add_u64(&s->sent, o->sent) || add_u64(&s->recv, o->recv))
             return -2;
         s->time += o->time;
@@ -971,26 +985,21 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
         kb[4] = kn - 5;
     keyed:;
         int fresh;
-        int32_t key = key_of(f, 1, kb, kn, &fresh);
-        if (key < 0) return -1;
-        int32_t *ix = &VAT(f->key_index, int32_t, key);
-        if (*ix < 0) {
-            comm_t cm;
-            memset(&cm, 0, sizeof cm);
-            cm.kind = o->kind;
-            cm.name = o->name;
-            cm.size = o->size;
-            cm.inter = o->inter;
-            cm.chain_off = (int32_t)f->chains.n;
-            cm.chain_len = (int32_t)(kn - 5);
+        int32_t ci = record(f, 1, kb, kn, &f->comms, NULL, &fresh);
+        if (ci < 0) return -1;
+        comm_t *cm = &VAT(f->comms, comm_t, ci);
+        if (fresh) {
+            cm->kind = o->kind;
+            cm->name = o->name;
+            cm->size = o->size;
+            cm->inter = o->inter;
+            cm->chain_off = (int32_t)f->chains.n;
+            cm->chain_len = (int32_t)(kn - 5);
             for (size_t j = 5; j < kn; j++) {
                 int32_t kk = (int32_t)kb[j];
                 if (vpush(&f->chains, &kk)) return -1;
             }
-            *ix = (int32_t)f->comms.n;
-            if (vpush(&f->comms, &cm)) return -1;
         }
-        comm_t *cm = &VAT(f->comms, comm_t, *ix);
         cm->records++;
         if (add_u64(&cm->calls, o->calls) || add_u64(&cm->sent, o->sent) || add_u64(&cm->recv, o->recv))
             return -2;
@@ -1002,37 +1011,27 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
         lregion_t *o = &VAT(L->regions, lregion_t, i);
         uint64_t kb[2] = {(uint64_t)o->name, UINT64_MAX};
         int fresh;
-        int32_t key = key_of(f, 3, kb, 2, &fresh);
-        if (key < 0) return -1;
-        int32_t *ix = &VAT(f->key_index, int32_t, key);
-        if (*ix < 0) {
-            region_t g;
-            memset(&g, 0, sizeof g);
-            g.name = o->name;
-            g.parent = o->parent;
-            g.fns = VINIT(int32_t);
-            *ix = (int32_t)f->regions.n;
-            if (vpush(&f->regions, &g)) return -1;
-        }
-        int32_t gi = *ix;
+        int32_t gi = record(f, 3, kb, 2, &f->regions, NULL, &fresh);
+        if (gi < 0) return -1;
         region_t *g = &VAT(f->regions, region_t, gi);
+        if (fresh) {
+            g->name = o->name;
+            g->parent = o->parent;
+            g->fns = VINIT(int32_t);
+        }
         g->ranks++;
         if (add_u64(&g->entries, o->entries)) return -2;
         g->wall += o->wall;
         for (int32_t j = 0; j < o->fn_n; j++) {
             lrfn_t *r = &VAT(L->rfns, lrfn_t, o->fn_off + j);
             uint64_t kf[3] = {(uint64_t)gi, (uint64_t)r->name, UINT64_MAX - 1};
-            int32_t fk = key_of(f, 4, kf, 3, &fresh);
-            if (fk < 0) return -1;
-            int32_t *fx = &VAT(f->key_index, int32_t, fk);
-            if (*fx < 0) {
-                rfn_t z;
-                memset(&z, 0, sizeof z);
-                z.name = r->name;
-                *fx = (int32_t)f->rfns.n;
-                if (vpush(&f->rfns, &z) || vpush(&VAT(f->regions, region_t, gi).fns, fx)) return -1;
+            int32_t ai = record(f, 4, kf, 3, &f->rfns, NULL, &fresh);
+            if (ai < 0) return -1;
+            rfn_t *a = &VAT(f->rfns, rfn_t, ai);
+            if (fresh) {
+                a->name = r->name;
+                if (vpush(&g->fns, &ai)) return -1;
             }
-            rfn_t *a = &VAT(f->rfns, rfn_t, *fx);
             if (add_u64(&a->calls, r->u[0]) || add_u64(&a->sent, r->u[2]) ||
                 add_u64(&a->recv, r->u[3])) return -2;
             a->time += r->time;
@@ -1049,26 +1048,21 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
         kb[2] = width;
         for (size_t j = 0; j < width; j++) kb[3 + j] = (uint64_t)VAT(L->tl_classes, int32_t, j);
         int fresh;
-        int32_t key = key_of(f, 2, kb, 3 + width, &fresh);
-        if (key < 0) return -1;
-        int32_t *ix = &VAT(f->key_index, int32_t, key);
-        if (*ix < 0) {
-            tgroup_t g;
-            memset(&g, 0, sizeof g);
-            g.bin_s = bin_s;
-            g.nb = nb;
-            g.width = (int32_t)width;
-            g.classes_off = (int32_t)f->tl_classes.n;
+        int32_t gi = record(f, 2, kb, 3 + width, &f->groups, NULL, &fresh);
+        if (gi < 0) return -1;
+        tgroup_t *g = &VAT(f->groups, tgroup_t, gi);
+        if (fresh) {
+            g->bin_s = bin_s;
+            g->nb = nb;
+            g->width = (int32_t)width;
+            g->classes_off = (int32_t)f->tl_classes.n;
             for (size_t j = 0; j < width; j++)
                 if (vpush(&f->tl_classes, &VAT(L->tl_classes, int32_t, j))) return -1;
-            g.ranks = VINIT(int64_t);
-            g.calls = VINIT(uint64_t);
-            g.time = VINIT(double);
-            g.bytes = VINIT(uint64_t);
-            *ix = (int32_t)f->groups.n;
-            if (vpush(&f->groups, &g)) return -1;
+            g->ranks = VINIT(int64_t);
+            g->calls = VINIT(uint64_t);
+            g->time = VINIT(double);
+            g->bytes = VINIT(uint64_t);
         }
-        tgroup_t *g = &VAT(f->groups, tgroup_t, *ix);
         size_t cells = (size_t)nb * width;
         if (vgrow(&g->calls, g->calls.n + cells) || vgrow(&g->time, g->time.n + cells) ||
             vgrow(&g->bytes, g->bytes.n + cells) || vpush(&g->ranks, &k)) return -1;

@@ -23,7 +23,7 @@ the rank lines must add it here, where it is folded once.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import compress
 from pathlib import Path
@@ -284,16 +284,8 @@ class RankView(Mapping[str, Any]):
         self.ranks, self.k = ranks, k
 
     def _has(self, key: str) -> bool:
-        f, k = self.ranks.folded, self.k
-        if key == "cpus_online":
-            return bool(f.cpus[k] >= 0)
-        if key == "affinity":
-            return bool(f.aff[k] >= 0)
-        if key == "late_arrival":
-            return bool(f.la[k])
-        if key == "node":
-            return bool(self.ranks.table.node[k] >= 0)
-        return key in RANK_KEYS
+        present = _PRESENT.get(key)
+        return bool(present(self)) if present else key in RANK_KEYS
 
     def __getitem__(self, key: str) -> Any:
         if key not in RANK_KEYS:
@@ -301,32 +293,20 @@ class RankView(Mapping[str, Any]):
                             f"(advise/ranks.py folds {sorted(RANK_KEYS)})")
         if not self._has(key):
             raise KeyError(key)
+        return _READ[key](self)
+
+    def _late(self) -> _Record:
+        f, k = self.ranks.folded, self.k
+        sampled, every, clear, last_clear = (int(v) for v in f.la_int[k])
+        return _Record(LATE_KEYS, (("sampled", sampled), ("every", every), ("clear", clear),
+                                   ("why", f.strings[int(f.la_why[k])]),
+                                   ("last_clear", last_clear), ("gap_s", float(f.la_gap[k]))))
+
+    def _peers(self) -> _Record:
         t, f, k = self.ranks.table, self.ranks.folded, self.k
-        if key == "rank":
-            return k
-        if key == "functions":
-            return _Functions(self.ranks, k)
-        if key == "wall_s":
-            return float(t.wall_s[k])
-        if key == "mpi_s":
-            return float(t.mpi_s[k])
-        if key == "host":
-            return t.hosts[int(t.host[k])]
-        if key == "node":
-            return int(t.node[k])
-        if key == "cpus_online":
-            return int(f.cpus[k])
-        if key == "affinity":
-            return f.strings[int(f.aff[k])]
-        if key == "late_arrival":
-            sampled, every, clear, last_clear = (int(v) for v in f.la_int[k])
-            return _Record(LATE_KEYS, (("sampled", sampled), ("every", every),
-                                       ("clear", clear), ("why", f.strings[int(f.la_why[k])]),
-                                       ("last_clear", last_clear),
-                                       ("gap_s", float(f.la_gap[k]))))
-        if key == "peers":
-            return _Record(PEER_KEYS, (("sent", self._sent()), ("recv", self._recv())))
-        return self._sites()  # callsites
+        return _Record(PEER_KEYS, (
+            ("sent", _triples(self.ranks.sent_start, k, t.peer_dst, t.peer_msgs, t.peer_bytes)),
+            ("recv", _triples(f.recv_start, k, f.recv_peer, f.recv_msgs, f.recv_bytes))))
 
     def get(self, key: str, default: Any = None) -> Any:
         try:
@@ -343,20 +323,6 @@ class RankView(Mapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def _sent(self) -> list[list[int]]:
-        t = self.ranks.table
-        lo, hi = self.ranks.sent_start[self.k], self.ranks.sent_start[self.k + 1]
-        return [[p, m, b] for p, m, b in zip(t.peer_dst[lo:hi].tolist(),
-                                             t.peer_msgs[lo:hi].tolist(),
-                                             t.peer_bytes[lo:hi].tolist())]
-
-    def _recv(self) -> list[list[int]]:
-        f = self.ranks.folded
-        lo, hi = f.recv_start[self.k], f.recv_start[self.k + 1]
-        return [[p, m, b] for p, m, b in zip(f.recv_peer[lo:hi].tolist(),
-                                             f.recv_msgs[lo:hi].tolist(),
-                                             f.recv_bytes[lo:hi].tolist())]
-
     def _sites(self) -> list[dict[str, Any]]:
         f = self.ranks.folded
         out = []
@@ -372,6 +338,34 @@ class RankView(Mapping[str, Any]):
                 ("time_s", float(f.site_time[s])), ("bytes_sent", int(f.site_sent[s])),
                 ("bytes_recv", int(f.site_recv[s])), ("hist", hist))))
         return out
+
+
+def _triples(start: np.ndarray, k: int, *cols: np.ndarray) -> list[list[int]]:
+    """Rank k's rows of rank-ordered columns (start: each rank's first row) as lists."""
+    lo, hi = start[k], start[k + 1]
+    return [list(row) for row in zip(*(c[lo:hi].tolist() for c in cols))]
+
+
+# per key of RANK_KEYS, its value for a rank; and, for those a line may lack, whether it has it
+_READ: dict[str, Callable[[RankView], Any]] = {
+    "rank": lambda v: v.k,
+    "functions": lambda v: _Functions(v.ranks, v.k),
+    "wall_s": lambda v: float(v.ranks.table.wall_s[v.k]),
+    "mpi_s": lambda v: float(v.ranks.table.mpi_s[v.k]),
+    "host": lambda v: v.ranks.table.hosts[int(v.ranks.table.host[v.k])],
+    "node": lambda v: int(v.ranks.table.node[v.k]),
+    "cpus_online": lambda v: int(v.ranks.folded.cpus[v.k]),
+    "affinity": lambda v: v.ranks.folded.strings[int(v.ranks.folded.aff[v.k])],
+    "late_arrival": RankView._late,
+    "peers": RankView._peers,
+    "callsites": RankView._sites,
+}
+_PRESENT: dict[str, Callable[[RankView], Any]] = {
+    "cpus_online": lambda v: v.ranks.folded.cpus[v.k] >= 0,
+    "affinity": lambda v: v.ranks.folded.aff[v.k] >= 0,
+    "late_arrival": lambda v: v.ranks.folded.la[v.k],
+    "node": lambda v: v.ranks.table.node[v.k] >= 0,
+}
 
 
 class AdviseRanks(Sequence[RankView]):
