@@ -45,7 +45,9 @@ def test_values_that_differ_are_written_as_json_writes_them() -> None:
     data = {"many": many, "rows": rows * 10, "short": floats[:3], "rec": rec,
             "empty_rec": jsonout.Records(("a",), [[]]), "tuple": tuple(many), 7: "int key",
             "nested": {"deep": [{"rec": rec, "bools": [True, False] * 20}]},
-            "mixed": [1, "two", 3.0] * 20, "npfloat": [np.float64(0.1)] * 40}
+            "mixed": [1, "two", 3.0] * 20, "npfloat": [np.float64(0.1)] * 40,
+            "grid": jsonout.Rows(np.array([floats * 4] * 50)), "no_rows": jsonout.Rows(
+                np.zeros((0, 3))), "int_rows": jsonout.Rows(np.arange(12).reshape(3, 4))}
     assert _pieces(data) == _reference(data)
     assert rec[3] == {"rank": 3, "node": 1, "t": 1e16} and type(rec[3]["rank"]) is int
     assert [r["rank"] for r in rec] == list(range(40)) and len(rec) == 40
@@ -84,5 +86,5 @@ def test_report_json_of_a_synthesized_profile_is_the_reference(build, tmp_path: 
 @pytest.mark.parametrize("n", [0, 1, 31, 32, 33, jsonout.CHUNK + 1])
 def test_lengths_around_the_chunks(n: int) -> None:
     data = {"x": [0.5] * n, "r": jsonout.Records(("a", "b"), [list(range(n)), [1.5] * n]),
-            "rows": [[1, 2]] * n}
+            "rows": [[1, 2]] * n, "grid": jsonout.Rows(np.full((n, 2), 0.25))}
     assert _pieces(data) == _reference(data)

@@ -64,6 +64,34 @@ class Records(Sequence[dict[str, Any]]):
         return f"{type(self).__name__}({len(self)} rows)"
 
 
+class Rows(Sequence[list[Any]]):
+    """The rows of a 2-D numpy array as lists, each made only when read (the time line's
+    ranks x bins fractions: no Python float kept per cell); written as the list of them."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    @overload
+    def __getitem__(self, i: int) -> list[Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[list[Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> list[Any] | list[list[Any]]:
+        return self.a[i].tolist()  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Rows({self.a.shape})"
+
+
 def _plain(x: Any) -> Any:
     """A numpy scalar as the Python number it holds."""
     return x.item() if isinstance(x, np.generic) else x
@@ -102,6 +130,8 @@ def _bulk_kind(o: Any) -> str | None:
     """How `dump` formats o itself: records, numbers, rows (lists of numbers), or None."""
     if isinstance(o, Records):
         return "records"
+    if isinstance(o, Rows):
+        return "rows" if o.a.ndim == 2 and o.a.dtype.kind in "fiu" else None
     if not isinstance(o, list) or len(o) < BULK:
         return None
     if _plain_numbers(o):
