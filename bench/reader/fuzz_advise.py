@@ -16,20 +16,16 @@ profile folds differently.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import random
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from fastread_check import differences
+from fuzz_compare import arguments, run
 from mpilens.advise import ranks
 from mpilens.errors import UserError
 from mpilens.report import fastread
-from test_profile_fuzz import _canonical, deletions, mutations, random_mutation
 
 
 def _fold(path: Path, fast: bool) -> tuple[Any, bool]:
@@ -47,34 +43,14 @@ def _fold(path: Path, fast: bool) -> tuple[Any, bool]:
     return got, fastread.last_used
 
 
+def _both(path: Path) -> tuple[list[str], bool]:
+    fast, used = _fold(path, True)
+    ref, _ = _fold(path, False)
+    return differences(fast, ref), used
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("real")
-    ap.add_argument("--random", type=int, default=1000)
-    ap.add_argument("--seed", type=int, default=5)
-    ap.add_argument("--tmp", default="/tmp/mpilens-fuzz-advise.prof")
-    a = ap.parse_args()
-    lines = Path(a.real).read_text().splitlines()
-    text = "".join(json.dumps(_canonical(json.loads(ln)), separators=(",", ":")) + "\n"
-                   for ln in lines)
-    rng = random.Random(a.seed)
-    cases = [("as is", text.encode()), *mutations(text), *deletions(text)]
-    cases += [("random", random_mutation(rng, text.encode())) for _ in range(a.random)]
-    path = Path(a.tmp)
-    n = {"profiles": len(cases), "fast_path": 0, "python": 0, "different": 0}
-    t0 = time.monotonic()
-    for label, data in cases:
-        path.write_bytes(data)
-        fast, used = _fold(path, True)
-        ref, _ = _fold(path, False)
-        n["fast_path" if used else "python"] += 1
-        diffs = differences(fast, ref)
-        if diffs:
-            n["different"] += 1
-            print(label, diffs[:3], file=sys.stderr)
-    path.unlink(missing_ok=True)
-    print(json.dumps({**n, "seconds": round(time.monotonic() - t0, 1)}))
-    return 1 if n["different"] else 0
+    return run(arguments(__doc__, 1000, "/tmp/mpilens-fuzz-advise.prof"), _both)
 
 
 if __name__ == "__main__":
