@@ -1504,6 +1504,10 @@ void *ml_fr_advise_array(ml_fr_t *s, int which, int64_t *n) {
     *n = (int64_t)s->f.adv->v[which].n;
     return s->f.adv->v[which].p;
 }
+/* array `which` copied by the caller: its memory given back at once */
+void ml_fr_advise_release(ml_fr_t *s, int which) {
+    if (s->f.adv && which >= 0 && which < ADV_NVEC) vfree(&s->f.adv->v[which]);
+}
 /* the strings of affinity and late_arrival.why: *n of them; string i with *len */
 const char *ml_fr_advise_string(ml_fr_t *s, int32_t i, int64_t *len) {
     const intern_t *t = &s->f.adv->strs;

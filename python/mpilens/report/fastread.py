@@ -129,6 +129,7 @@ def _declare(lib: Any) -> None:
     lib.ml_fr_advise_site.argtypes = [_P, C.c_char_p, _I64]
     lib.ml_fr_advise_array.restype = _P
     lib.ml_fr_advise_array.argtypes = [_P, C.c_int, _PI64]
+    lib.ml_fr_advise_release.argtypes = [_P, C.c_int]
     lib.ml_fr_advise_nstrings.restype = _I64
     lib.ml_fr_advise_nstrings.argtypes = [_P]
     lib.ml_fr_advise_string.restype = _P
@@ -449,6 +450,7 @@ def advise_arrays(lib: Any, rd: _Reader, count: int) -> dict[str, Any]:
     for which, (name, dtype) in enumerate(ADVISE_ARRAYS):
         ptr = lib.ml_fr_advise_array(rd.s, which, C.byref(n))
         out[name] = _copy(ptr, n.value, dtype)
+        lib.ml_fr_advise_release(rd.s, which)  # the copy only: a lower peak
     strings = []
     for i in range(int(lib.ml_fr_advise_nstrings(rd.s))):
         p = lib.ml_fr_advise_string(rd.s, i, C.byref(n))
