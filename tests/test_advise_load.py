@@ -66,8 +66,8 @@ def test_views_hold_the_lines_values(build: Path, tmp_path: Path, name: str, np_
     path = profile(name, np_, *args)
     rows = [json.loads(x) for x in path.read_text().splitlines()[1:] if x.strip()]
     prof = advise_ranks.load(path)
-    # the reader's C fast path checked and folded the lines (report/fastread.py), and
-    # advise's own view was folded from them parsed once more (profile._load_fast)
+    # the reader's C fast path checked and folded the lines (report/fastread.py),
+    # advise's own view included (test_the_library_folds_advises_view)
     assert fastread.last_used
     assert isinstance(prof.ranks, advise_ranks.AdviseRanks) and len(prof.ranks) == np_
     for line, view in zip(rows, prof.ranks):
@@ -123,3 +123,64 @@ def test_a_field_not_folded_is_refused(build: Path) -> None:
     assert r.get("affinity") == json.loads(
         profile("imbalance", 2, "imbalance", 14, 50000).read_text().splitlines()[1]
     ).get("affinity")
+
+
+def _folded_by(path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, bool]:
+    """advise's view of path, folded by the C library (fast) or by ranks._Fold from the
+    Python reader's lines; and whether the fast path read the file."""
+    monkeypatch.setenv("MPILENS_FASTREAD", "on" if fast else "off")
+    if fast:
+        monkeypatch.delenv("MPILENS_FASTREAD")
+    fastread._lib.cache_clear()
+    try:
+        prof = advise_ranks.load(path)
+    finally:
+        fastread._lib.cache_clear()
+    return prof.ranks.folded, fastread.last_used
+
+
+def _edited(src: Path, dst: Path) -> Path:
+    """src with the values advise reads varied across ranks: affinities, a late_arrival
+    that is null / partial / complete, cpus_online absent on rank 1, a function with
+    received bytes only."""
+    header, *rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    for k, r in enumerate(rows):
+        r["affinity"] = f"0-{k % 2}"
+        r["late_arrival"] = [None, {"sampled": 7, "why": "w"},
+                             {"sampled": 3, "every": 4, "clear": 1, "why": "",
+                              "last_clear": 2, "gap_s": 0.25}][k % 3]
+        r["functions"]["MPI_Bcast"] = {"calls": 1, "time_s": 1e-6, "bytes_recv": 8 + k}
+        if k == 1:
+            r.pop("cpus_online", None)
+    dst.write_text("\n".join(json.dumps(x) for x in [header, *rows]) + "\n")
+    return dst
+
+
+@pytest.mark.parametrize("name,np_,args", CASES, ids=[c[0] for c in CASES])
+def test_the_library_folds_advises_view(build: Path, tmp_path: Path, name: str, np_: int,
+                                        args: tuple[Any, ...],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C library folds advise's view in its one pass (runtime/reader/fastread.c): no
+    line is parsed by Python, and every array equals ranks._Fold's, bit for bit; a value
+    _Fold would read differently (cpus_online 4.0: int() takes it) leaves the file to
+    the Python reader."""
+    from fastread_check import differences
+
+    src = profile(name, np_, *args)
+    for path in (src, _edited(src, tmp_path / "edited.prof")):
+        py, used = _folded_by(path, False, monkeypatch)
+        assert not used
+        with monkeypatch.context() as m:
+            m.setattr(advise_ranks._Fold, "add", lambda *a: pytest.fail("a line parsed again"))
+            fast, used = _folded_by(path, True, monkeypatch)
+        assert used
+        assert differences(vars(fast), vars(py)) == []
+    # first seen first: rank 0's affinity, rank 1's affinity and why, rank 2's why
+    assert fast.strings == ["0-0", "0-1", "w", ""][:2 + min(2, np_ - 1)]
+    assert fast.la == bytes([0, 1, 1][:np_])
+    assert fast.fbytes["MPI_Bcast"][2].tolist() == [8 + k for k in range(np_)]
+    assert fast.cpus[1] == -1 and (np_ < 3 or fast.la_int[2].tolist() == [3, 4, 1, 2])
+    float_cpus = tmp_path / "float.prof"
+    float_cpus.write_text(src.read_text().replace('"cpus_online":', '"cpus_online":4.0,"x":'))
+    got, used = _folded_by(float_cpus, True, monkeypatch)
+    assert not used and got.cpus.tolist() == [4] * np_

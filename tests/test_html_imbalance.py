@@ -40,3 +40,34 @@ def test_mean_line_is_the_mean_of_the_in_mpi_bars(prof4) -> None:
     assert line.get_linestyle() == "--"
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend[0] == line.get_label() and legend[1:] == ["in MPI", "outside MPI"]
+
+
+def test_time_per_rank_layers_are_the_functions_times(prof4) -> None:
+    """The stacked per-rank figure (one collection of rectangles per function): each
+    rank's rectangle of a function is that rank's time_s of it, stacked in the legend's
+    order, "other" the rest of mpi_s; the rectangles are 0.8 wide, centred on the rank."""
+    from matplotlib.collections import PolyCollection
+    from mpilens.report import analysis
+    from mpilens.report.html import time_per_rank_figure
+
+    _, lines = read_profile(prof4)
+    prof = load(prof4)
+    fig = time_per_rank_figure(prof, analysis.function_rows(prof))
+    [ax] = fig.axes
+    layers = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    names = [c.get_label() for c in layers]
+    assert names == [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(names) == 8 and names[-1] == "other"  # MAX_STACKED functions and the rest
+    bottom = [0.0] * len(lines)
+    for name, layer in zip(names, layers):
+        want = ([ln["mpi_s"] - sum(ln["functions"].get(n, {}).get("time_s", 0.0)
+                                   for n in names[:-1]) for ln in lines] if name == "other"
+                else [ln["functions"].get(name, {}).get("time_s", 0.0) for ln in lines])
+        rects = [p.vertices[:4] for p in layer.get_paths()]
+        assert [x for r in rects for x in (r[:, 0].min(), r[:, 0].max())] == pytest.approx(
+            [k + d for k in range(len(lines)) for d in (-0.4, 0.4)], abs=1e-12)
+        assert [r[:, 1].min() for r in rects] == pytest.approx(bottom, abs=1e-12)
+        assert [r[:, 1].max() - r[:, 1].min() for r in rects] == pytest.approx(
+            [max(0.0, w) for w in want], rel=1e-9, abs=1e-15)
+        bottom = [b + max(0.0, w) for b, w in zip(bottom, want)]
+    assert ax.get_ylim()[0] == 0.0

@@ -50,7 +50,9 @@ def model(prof: Path, work: Path) -> Path:
     """A network model for the profile's hosts (the values of tests/test_advise.py):
     advise needs one measured on the job's hosts, which a synthesized job never ran on."""
     out = work / (prof.stem + ".model.json")
-    opener = gzip.open if prof.read_bytes()[:2] == b"\x1f\x8b" else open
+    with open(prof, "rb") as f:  # two bytes: reading it all here made the children's
+        magic = f.read(2)        # peak RSS this process's (ru_maxrss is kept across exec)
+    opener = gzip.open if magic == b"\x1f\x8b" else open
     with opener(prof, "rt") as f:  # type: ignore[operator]
         header = json.loads(f.readline())
     out.write_text(json.dumps({

@@ -13,7 +13,9 @@
  * per rank its figures and per function its time and calls (RankTable), per function
  * the exact sums, the sent peers as sparse triples, call sites, communicators,
  * dropped counts; the time lines are staged per group (bin width, bins, classes) and
- * handed back every 256 lines for the numpy fold of report/timeline.py.
+ * handed back every 256 lines for the numpy fold of report/timeline.py; and, when
+ * ml_fr_advise asks for it, advise's view (advise/ranks.py: the same arrays as its
+ * Python fold), so that advise too reads the file once.
  *
  * Plain C11; no global state; every exported symbol is ml_fr_-prefixed. */
 #include <math.h>
@@ -188,6 +190,7 @@ typedef struct {
     int32_t outside[3];    /* string ids of MPI_Init, MPI_Init_thread, MPI_Finalize */
     int32_t qmark;         /* string id of "?" */
     int32_t other;         /* string id of "other" (a communicator kind) */
+    struct adv *adv;       /* advise's view (ml_fr_advise), NULL: not folded */
 } fr_t;
 
 /* ---- the scanner ---- */
@@ -371,6 +374,117 @@ static int add_u64(uint64_t *a, uint64_t b) {
 }
 static uint64_t clamp(unsigned __int128 v) { return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v; }
 
+/* ---- advise's view (advise/ranks.py, the load-time view "advise"): per rank
+ * cpus_online, affinity, late_arrival; per function with bytes the rank's bytes_sent
+ * and bytes_recv; the peers.recv triples; the call sites of the collectives advise
+ * splits by size.  Folded only when ml_fr_advise turned it on; the same arrays, in
+ * the same order, as ranks._Fold builds from the parsed lines.  A value _Fold would
+ * read differently (a float where it takes int(), a non-string affinity, ...) is
+ * refused: the Python reader reads the file. ---- */
+enum { ADV_SITE_FNS = 16, ADV_NVEC = 24 };
+enum {                     /* the arrays of ml_fr_advise_array, in its order */
+    A_CPUS, A_AFF, A_LA, A_LA_INT, A_LA_GAP, A_LA_WHY,     /* per rank */
+    A_FB_COL, A_FB_RANK, A_FB_SENT, A_FB_RECV,             /* per (rank, function) with bytes */
+    A_RV_RANK, A_RV_PEER, A_RV_MSGS, A_RV_BYTES,           /* peers.recv */
+    A_S_RANK, A_S_FI, A_S_CALLS, A_S_TIME, A_S_SENT, A_S_RECV, A_S_HLEN, /* sites */
+    A_H_SITE, A_H_BIN, A_H_COUNT                           /* the sites' non-zero bins */
+};
+static const size_t ADV_SZ[ADV_NVEC] = {8, 4, 1, 8, 8, 4, 4, 8, 8, 8, 8, 8, 8, 8,
+                                        8, 4, 8, 8, 8, 8, 4, 8, 4, 8};
+
+typedef struct adv {
+    vec_t v[ADV_NVEC];
+    intern_t strs;         /* affinity and late_arrival.why, first seen first */
+    int32_t site_sid[ADV_SITE_FNS], site_fi[ADV_SITE_FNS], nsite, nfi;
+    /* the line being read */
+    int64_t cpus;
+    int has_aff, la;
+    const char *aff_s, *why_s; size_t aff_n, why_n;
+    int64_t la_int[4];
+    double gap;
+} adv_t;
+
+static void adv_free(adv_t *a) {
+    if (!a) return;
+    for (int i = 0; i < ADV_NVEC; i++) free(a->v[i].p);
+    intern_free(&a->strs);
+    free(a);
+}
+
+static adv_t *adv_new(void) {
+    adv_t *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    for (int i = 0; i < ADV_NVEC; i++) a->v[i] = (vec_t){NULL, 0, 0, ADV_SZ[i]};
+    if (intern_init(&a->strs)) { free(a); return NULL; }
+    return a;
+}
+
+static void adv_begin(adv_t *a) {
+    a->cpus = -1;
+    a->has_aff = a->la = 0;
+    a->why_s = "";
+    a->why_n = 0;
+    memset(a->la_int, 0, sizeof a->la_int);
+    a->gap = 0.0;
+}
+
+/* an integer of 0 .. 2^63-1 (ranks._Fold's int() into a signed 64-bit array) */
+static int adv_int(cur_t *c, int64_t *out) {
+    uint64_t u;
+    if (count(c, (uint64_t)INT64_MAX, &u)) return -1;
+    *out = (int64_t)u;
+    return 0;
+}
+
+/* a finite number, as Python's float() of the parsed value */
+static int adv_float(cur_t *c, double *out) {
+    int isint, neg, big;
+    uint64_t u;
+    double d;
+    if (num(c, &isint, &u, &neg, &d, &big) || (isint && big)) return -1;
+    if (isint) d = neg && u ? -(double)u : (double)u; /* float(int): "-0" is 0.0 */
+    if (!isfinite(d)) return -1;
+    *out = d;
+    return 0;
+}
+
+static int adv_late(adv_t *a, cur_t *c) {
+    if (!peek(c, '{')) { a->la = 0; return skip(c, 2); } /* not an object: absent */
+    static const char *const K[] = {"sampled", "every", "clear", "last_clear"};
+    uint64_t seen = 0;
+    a->la = 1;
+    OBJ_BEGIN(c)
+        int b = -1;
+        for (int i = 0; i < 4; i++)
+            if (strlen(K[i]) == kn && !memcmp(ks, K[i], kn)) b = i;
+        if (b >= 0) { ONCE(b); if (adv_int(c, &a->la_int[b])) return -1; }
+        else if (KEY(ks, kn, "gap_s")) { ONCE(4); if (adv_float(c, &a->gap)) return -1; }
+        else if (KEY(ks, kn, "why")) { ONCE(5); if (str(c, &a->why_s, &a->why_n)) return -1; }
+        else if (skip(c, 3)) return -1;
+    OBJ_END(c)
+    return 0;
+}
+
+/* a rank line's key advise reads: 1 read, 0 not one of them, -1 refused */
+static int adv_key(adv_t *a, cur_t *c, const char *ks, size_t kn, uint64_t *seenp) {
+    uint64_t seen = *seenp;
+    int rc = 0;
+    if (KEY(ks, kn, "cpus_online")) { ONCE(40); rc = adv_int(c, &a->cpus) ? -1 : 1; }
+    else if (KEY(ks, kn, "affinity")) {
+        ONCE(41);
+        a->has_aff = 1;
+        rc = str(c, &a->aff_s, &a->aff_n) ? -1 : 1;
+    } else if (KEY(ks, kn, "late_arrival")) { ONCE(42); rc = adv_late(a, c) ? -1 : 1; }
+    *seenp = seen;
+    return rc;
+}
+
+static int adv_recv(adv_t *a, int64_t rank, const uint64_t e[3]) {
+    int64_t peer = (int64_t)e[0];
+    return vpush(&a->v[A_RV_RANK], &rank) || vpush(&a->v[A_RV_PEER], &peer) ||
+           vpush(&a->v[A_RV_MSGS], &e[1]) || vpush(&a->v[A_RV_BYTES], &e[2]) ? -1 : 0;
+}
+
 /* ---- one line ---- */
 typedef struct { int32_t name, col; uint64_t calls, sent, recv, p2p[4]; double time; int has_p2p[2]; } lfn_t;
 typedef struct { int32_t fn; int32_t fr_off, fr_n; uint64_t calls, sent, recv, hist[NBINS]; double time; int has_hist; } lsite_t;
@@ -485,7 +599,7 @@ static int peers(fr_t *f, cur_t *c, int64_t rank) {
                 int64_t r = rank, d = (int64_t)e[0];
                 if (vpush(&f->src, &r) || vpush(&f->dst, &d) || vpush(&f->msgs, &e[1]) ||
                     vpush(&f->nbytes, &e[2])) return -1;
-            }
+            } else if (f->adv && adv_recv(f->adv, rank, e)) return -1;
         ARR_END(c)
     OBJ_END(c)
     return 0;
@@ -700,6 +814,25 @@ static int32_t key_of(fr_t *f, int kind, const uint64_t *k, size_t n, int *fresh
     return id;
 }
 
+/* the record of key kb (of a kind: call sites, communicators, time-line groups, regions,
+ * their functions) in items: its index, a zeroed record appended when the key is new
+ * (*fresh: the caller fills it in); -1 out of memory */
+static int32_t record(fr_t *f, int kind, const uint64_t *kb, size_t kn, vec_t *items,
+                      int32_t *key, int *fresh) {
+    int unused;
+    int32_t k = key_of(f, kind, kb, kn, &unused);
+    if (k < 0) return -1;
+    int32_t *ix = &VAT(f->key_index, int32_t, k);
+    *fresh = *ix < 0;
+    if (*fresh) {
+        if (vgrow(items, items->n + 1)) return -1;
+        memset((char *)items->p + items->n * items->sz, 0, items->sz);
+        *ix = (int32_t)items->n++;
+    }
+    if (key) *key = k;
+    return *ix;
+}
+
 static int cmp_lfn(const fr_t *f, const lfn_t *a, const lfn_t *b) {
     const intern_t *t = &f->str;
     const uint32_t *ox = &VAT(t->offs, uint32_t, 2 * a->name), *oy = &VAT(t->offs, uint32_t, 2 * b->name);
@@ -778,22 +911,17 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
             kb[kn++] = off;
         }
         int fresh;
-        int32_t key = key_of(f, 0, kb, kn, &fresh);
-        if (key < 0) return -1;
-        int32_t *ix = &VAT(f->key_index, int32_t, key);
-        if (*ix < 0) {
-            site_t s;
-            memset(&s, 0, sizeof s);
-            s.key = key;
-            s.fn = o->fn;
-            s.hist_len = o->has_hist ? NBINS : 0;
-            s.rank = VINIT(int64_t);
-            s.rcalls = VINIT(uint64_t);
-            s.rtime = VINIT(double);
-            *ix = (int32_t)f->sites.n;
-            if (vpush(&f->sites, &s)) return -1;
+        int32_t key, si = record(f, 0, kb, kn, &f->sites, &key, &fresh);
+        if (si < 0) return -1;
+        site_t *s = &VAT(f->sites, site_t, si);
+        if (fresh) {
+            s->key = key;
+            s->fn = o->fn;
+            s->hist_len = o->has_hist ? NBINS : 0;
+            s->rank = VINIT(int64_t);
+            s->rcalls = VINIT(uint64_t);
+            s->rtime = VINIT(double);
         }
-        site_t *s = &VAT(f->sites, site_t, *ix);
         if (add_u64(&s->calls, o->calls) || add_u64(&s->sent, o->sent) || add_u64(&s->recv, o->recv))
             return -2;
         s->time += o->time;
@@ -857,26 +985,21 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
         kb[4] = kn - 5;
     keyed:;
         int fresh;
-        int32_t key = key_of(f, 1, kb, kn, &fresh);
-        if (key < 0) return -1;
-        int32_t *ix = &VAT(f->key_index, int32_t, key);
-        if (*ix < 0) {
-            comm_t cm;
-            memset(&cm, 0, sizeof cm);
-            cm.kind = o->kind;
-            cm.name = o->name;
-            cm.size = o->size;
-            cm.inter = o->inter;
-            cm.chain_off = (int32_t)f->chains.n;
-            cm.chain_len = (int32_t)(kn - 5);
+        int32_t ci = record(f, 1, kb, kn, &f->comms, NULL, &fresh);
+        if (ci < 0) return -1;
+        comm_t *cm = &VAT(f->comms, comm_t, ci);
+        if (fresh) {
+            cm->kind = o->kind;
+            cm->name = o->name;
+            cm->size = o->size;
+            cm->inter = o->inter;
+            cm->chain_off = (int32_t)f->chains.n;
+            cm->chain_len = (int32_t)(kn - 5);
             for (size_t j = 5; j < kn; j++) {
                 int32_t kk = (int32_t)kb[j];
                 if (vpush(&f->chains, &kk)) return -1;
             }
-            *ix = (int32_t)f->comms.n;
-            if (vpush(&f->comms, &cm)) return -1;
         }
-        comm_t *cm = &VAT(f->comms, comm_t, *ix);
         cm->records++;
         if (add_u64(&cm->calls, o->calls) || add_u64(&cm->sent, o->sent) || add_u64(&cm->recv, o->recv))
             return -2;
@@ -888,37 +1011,27 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
         lregion_t *o = &VAT(L->regions, lregion_t, i);
         uint64_t kb[2] = {(uint64_t)o->name, UINT64_MAX};
         int fresh;
-        int32_t key = key_of(f, 3, kb, 2, &fresh);
-        if (key < 0) return -1;
-        int32_t *ix = &VAT(f->key_index, int32_t, key);
-        if (*ix < 0) {
-            region_t g;
-            memset(&g, 0, sizeof g);
-            g.name = o->name;
-            g.parent = o->parent;
-            g.fns = VINIT(int32_t);
-            *ix = (int32_t)f->regions.n;
-            if (vpush(&f->regions, &g)) return -1;
-        }
-        int32_t gi = *ix;
+        int32_t gi = record(f, 3, kb, 2, &f->regions, NULL, &fresh);
+        if (gi < 0) return -1;
         region_t *g = &VAT(f->regions, region_t, gi);
+        if (fresh) {
+            g->name = o->name;
+            g->parent = o->parent;
+            g->fns = VINIT(int32_t);
+        }
         g->ranks++;
         if (add_u64(&g->entries, o->entries)) return -2;
         g->wall += o->wall;
         for (int32_t j = 0; j < o->fn_n; j++) {
             lrfn_t *r = &VAT(L->rfns, lrfn_t, o->fn_off + j);
             uint64_t kf[3] = {(uint64_t)gi, (uint64_t)r->name, UINT64_MAX - 1};
-            int32_t fk = key_of(f, 4, kf, 3, &fresh);
-            if (fk < 0) return -1;
-            int32_t *fx = &VAT(f->key_index, int32_t, fk);
-            if (*fx < 0) {
-                rfn_t z;
-                memset(&z, 0, sizeof z);
-                z.name = r->name;
-                *fx = (int32_t)f->rfns.n;
-                if (vpush(&f->rfns, &z) || vpush(&VAT(f->regions, region_t, gi).fns, fx)) return -1;
+            int32_t ai = record(f, 4, kf, 3, &f->rfns, NULL, &fresh);
+            if (ai < 0) return -1;
+            rfn_t *a = &VAT(f->rfns, rfn_t, ai);
+            if (fresh) {
+                a->name = r->name;
+                if (vpush(&g->fns, &ai)) return -1;
             }
-            rfn_t *a = &VAT(f->rfns, rfn_t, *fx);
             if (add_u64(&a->calls, r->u[0]) || add_u64(&a->sent, r->u[2]) ||
                 add_u64(&a->recv, r->u[3])) return -2;
             a->time += r->time;
@@ -935,26 +1048,21 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
         kb[2] = width;
         for (size_t j = 0; j < width; j++) kb[3 + j] = (uint64_t)VAT(L->tl_classes, int32_t, j);
         int fresh;
-        int32_t key = key_of(f, 2, kb, 3 + width, &fresh);
-        if (key < 0) return -1;
-        int32_t *ix = &VAT(f->key_index, int32_t, key);
-        if (*ix < 0) {
-            tgroup_t g;
-            memset(&g, 0, sizeof g);
-            g.bin_s = bin_s;
-            g.nb = nb;
-            g.width = (int32_t)width;
-            g.classes_off = (int32_t)f->tl_classes.n;
+        int32_t gi = record(f, 2, kb, 3 + width, &f->groups, NULL, &fresh);
+        if (gi < 0) return -1;
+        tgroup_t *g = &VAT(f->groups, tgroup_t, gi);
+        if (fresh) {
+            g->bin_s = bin_s;
+            g->nb = nb;
+            g->width = (int32_t)width;
+            g->classes_off = (int32_t)f->tl_classes.n;
             for (size_t j = 0; j < width; j++)
                 if (vpush(&f->tl_classes, &VAT(L->tl_classes, int32_t, j))) return -1;
-            g.ranks = VINIT(int64_t);
-            g.calls = VINIT(uint64_t);
-            g.time = VINIT(double);
-            g.bytes = VINIT(uint64_t);
-            *ix = (int32_t)f->groups.n;
-            if (vpush(&f->groups, &g)) return -1;
+            g->ranks = VINIT(int64_t);
+            g->calls = VINIT(uint64_t);
+            g->time = VINIT(double);
+            g->bytes = VINIT(uint64_t);
         }
-        tgroup_t *g = &VAT(f->groups, tgroup_t, *ix);
         size_t cells = (size_t)nb * width;
         if (vgrow(&g->calls, g->calls.n + cells) || vgrow(&g->time, g->time.n + cells) ||
             vgrow(&g->bytes, g->bytes.n + cells) || vpush(&g->ranks, &k)) return -1;
@@ -966,6 +1074,44 @@ static int fold_line(fr_t *f, line_t *L, int64_t k, double wall, double mpi, int
         g->bytes.n += cells;
         g->k++;
         f->staged++;
+    }
+    return 0;
+}
+
+/* advise's view of the line just folded (rank k): 0, -1 out of memory */
+static int adv_fold_line(fr_t *f, line_t *L, int64_t k) {
+    adv_t *a = f->adv;
+    vec_t *v = a->v;
+    int32_t aff = -1, why = -1;
+    uint8_t la = (uint8_t)a->la;
+    if (a->has_aff && (aff = intern(&a->strs, a->aff_s, a->aff_n, NULL)) < 0) return -1;
+    if (la && (why = intern(&a->strs, a->why_s, a->why_n, NULL)) < 0) return -1;
+    if (vpush(&v[A_CPUS], &a->cpus) || vpush(&v[A_AFF], &aff) || vpush(&v[A_LA], &la) ||
+        vgrow(&v[A_LA_INT], v[A_LA_INT].n + 4) || vpush(&v[A_LA_GAP], &a->gap) ||
+        vpush(&v[A_LA_WHY], &why)) return -1;
+    memcpy((int64_t *)v[A_LA_INT].p + v[A_LA_INT].n, a->la_int, sizeof a->la_int);
+    v[A_LA_INT].n += 4;
+    for (size_t i = 0; i < L->fns.n; i++) {
+        const lfn_t *o = &VAT(L->fns, lfn_t, i);
+        if (!o->sent && !o->recv) continue;
+        if (vpush(&v[A_FB_COL], &o->col) || vpush(&v[A_FB_RANK], &k) ||
+            vpush(&v[A_FB_SENT], &o->sent) || vpush(&v[A_FB_RECV], &o->recv)) return -1;
+    }
+    for (size_t i = 0; i < L->sites.n; i++) {
+        const lsite_t *o = &VAT(L->sites, lsite_t, i);
+        int32_t j = 0;
+        while (j < a->nsite && a->site_sid[j] != o->fn) j++;
+        if (j == a->nsite) continue; /* not a collective advise splits by size */
+        if (a->site_fi[j] < 0) a->site_fi[j] = a->nfi++;
+        int64_t site = (int64_t)v[A_S_RANK].n;
+        int32_t hlen = o->has_hist ? NBINS : -1;
+        if (vpush(&v[A_S_RANK], &k) || vpush(&v[A_S_FI], &a->site_fi[j]) ||
+            vpush(&v[A_S_CALLS], &o->calls) || vpush(&v[A_S_TIME], &o->time) ||
+            vpush(&v[A_S_SENT], &o->sent) || vpush(&v[A_S_RECV], &o->recv) ||
+            vpush(&v[A_S_HLEN], &hlen)) return -1;
+        for (int32_t b = 0; o->has_hist && b < NBINS; b++)
+            if (o->hist[b] && (vpush(&v[A_H_SITE], &site) || vpush(&v[A_H_BIN], &b) ||
+                               vpush(&v[A_H_COUNT], &o->hist[b]))) return -1;
     }
     return 0;
 }
@@ -984,7 +1130,9 @@ static int line(fr_t *f, line_t *L, const char *p, const char *e) {
     double dtime = 0.0;
     int has_dsite = 0;
     uint64_t cdrop = 0;
+    int adv = 0;
     L->mods.n = L->sites.n = L->comms.n = L->fns.n = L->regions.n = L->rfns.n = 0;
+    if (f->adv) adv_begin(f->adv);
     OBJ_BEGIN(c)
         if (KEY(ks, kn, "rank")) { ONCE(0); if (count(c, UINT64_MAX, &rank)) return -1; }
         else if (KEY(ks, kn, "wall_s")) { ONCE(1); if (timev(c, &wall)) return -1; }
@@ -1018,6 +1166,7 @@ static int line(fr_t *f, line_t *L, const char *p, const char *e) {
         } else if (KEY(ks, kn, "timeline")) { ONCE(15); if (timeline(f, c, L, &has_tl, &bin_s, &nb)) return -1; }
         else if (KEY(ks, kn, "comms")) { ONCE(16); if (comms(f, c, L)) return -1; }
         else if (KEY(ks, kn, "comms_dropped")) { ONCE(17); if (count(c, UINT64_MAX, &cdrop)) return -1; }
+        else if (f->adv && (adv = adv_key(f->adv, c, ks, kn, &seen)) != 0) { if (adv < 0) return -1; }
         else if (skip(c, 1)) return -1;
     OBJ_END(c)
     ws(c);
@@ -1028,6 +1177,7 @@ static int line(fr_t *f, line_t *L, const char *p, const char *e) {
     int rc = fold_line(f, L, f->count, wall, mpi, node, host, has_tl, bin_s, nb);
     if (rc == -1) return -3;
     if (rc) return -1;
+    if (f->adv && adv_fold_line(f, L, f->count)) return -3;
     if (has_sites) f->callsites_present = 1;
     if (has_dsite) {
         /* `if d:` in Python: an empty object adds nothing (it adds zeros either way) */
@@ -1043,7 +1193,7 @@ static int line(fr_t *f, line_t *L, const char *p, const char *e) {
 
 /* ---- the interface (fastread.py) ---- */
 /* the interface's version: fastread.py loads only a library of its own version */
-int ml_fr_version(void) { return 2; }
+int ml_fr_version(void) { return 3; }
 
 typedef struct { fr_t f; line_t L; } ml_fr_t;
 
@@ -1130,6 +1280,7 @@ void ml_fr_free(ml_fr_t *s) {
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) vfree(vs[i]);
     intern_free(&f->str);
     intern_free(&f->keys);
+    adv_free(f->adv);
     free(f->wall); free(f->mpi); free(f->top_s); free(f->node); free(f->host); free(f->top);
     free(f->calls); free(f->sent); free(f->recv); free(f->p2p);
     free(s);
@@ -1329,4 +1480,46 @@ void ml_fr_unstage(ml_fr_t *s) {
         g->ranks.n = g->calls.n = g->time.n = g->bytes.n = 0;
     }
     f->staged = 0;
+}
+
+/* ---- advise's view: the interface (fastread.py, advise/ranks.py) ---- */
+/* fold advise's view in this read: 0, -1 out of memory */
+int ml_fr_advise(ml_fr_t *s) {
+    if (!s->f.adv) s->f.adv = adv_new();
+    return s->f.adv ? 0 : -1;
+}
+/* a function whose call sites advise's view keeps: 0, -1 (too many, out of memory) */
+int ml_fr_advise_site(ml_fr_t *s, const char *name, int64_t len) {
+    adv_t *a = s->f.adv;
+    int32_t id = sid(&s->f, name, (size_t)len);
+    if (!a || id < 0 || a->nsite >= ADV_SITE_FNS) return -1;
+    a->site_sid[a->nsite] = id;
+    a->site_fi[a->nsite++] = -1;
+    return 0;
+}
+/* array `which` (A_CPUS ...) with *n items (A_LA_INT: 4 per rank) */
+void *ml_fr_advise_array(ml_fr_t *s, int which, int64_t *n) {
+    *n = 0;
+    if (!s->f.adv || which < 0 || which >= ADV_NVEC) return NULL;
+    *n = (int64_t)s->f.adv->v[which].n;
+    return s->f.adv->v[which].p;
+}
+/* array `which` copied by the caller: its memory given back at once */
+void ml_fr_advise_release(ml_fr_t *s, int which) {
+    if (s->f.adv && which >= 0 && which < ADV_NVEC) vfree(&s->f.adv->v[which]);
+}
+/* the strings of affinity and late_arrival.why: *n of them; string i with *len */
+const char *ml_fr_advise_string(ml_fr_t *s, int32_t i, int64_t *len) {
+    const intern_t *t = &s->f.adv->strs;
+    const uint32_t *o = &VAT(t->offs, uint32_t, 2 * i);
+    *len = o[1];
+    return (const char *)t->bytes.p + o[0];
+}
+int64_t ml_fr_advise_nstrings(ml_fr_t *s) { return s->f.adv ? (int64_t)s->f.adv->strs.n : 0; }
+/* the call sites' function fi (A_S_FI): its string id (ml_fr_string), -1 none */
+int32_t ml_fr_advise_site_name(ml_fr_t *s, int32_t fi) {
+    const adv_t *a = s->f.adv;
+    for (int32_t j = 0; a && j < a->nsite; j++)
+        if (a->site_fi[j] == fi) return a->site_sid[j];
+    return -1;
 }

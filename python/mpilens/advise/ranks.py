@@ -23,7 +23,7 @@ the rank lines must add it here, where it is folded once.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import compress
 from pathlib import Path
@@ -76,7 +76,15 @@ class _Record(dict):  # type: ignore[type-arg]
 
 
 class _Fold:
-    """The load-time view "advise" (an Accumulator of report.profile.FOLDS)."""
+    """The load-time view "advise" (an Accumulator of report.profile.FOLDS).  The reader's
+    C fast path folds the same arrays (runtime/reader/fastread.c, advise's view):
+    `fast_sites` asks it to, and `from_fast` makes the view of its arrays."""
+
+    fast_sites = SITE_FUNCTIONS
+
+    @staticmethod
+    def from_fast(raw: dict[str, Any]) -> Folded:
+        return Folded(raw)
 
     def __init__(self, header: dict[str, Any]) -> None:
         self.k = 0
@@ -174,54 +182,56 @@ class _Fold:
                 self.hist_count.extend([int(h[b]) for b in bins])
 
     def result(self) -> Folded:
-        return Folded(self)
+        def col(a: array, dtype: Any) -> np.ndarray:
+            return np.frombuffer(a, dtype=dtype) if len(a) else np.zeros(0, dtype)
+
+        return Folded({
+            "n": self.k, "cpus": col(self.cpus, np.int64), "aff": col(self.aff, np.int32),
+            "la": bytes(self.la), "la_int": col(self.la_int, np.int64),
+            "la_gap": col(self.la_gap, np.float64), "la_why": col(self.la_why, np.int32),
+            "strings": list(self.strings),
+            "fbytes": {name: (col(c[0], np.int64), col(c[1], np.uint64), col(c[2], np.uint64))
+                       for name, c in self.fbytes.items()},
+            "recv_rank": col(self.recv_rank, np.int64), "recv_peer": col(self.recv_peer, np.int64),
+            "recv_msgs": col(self.recv_msgs, np.uint64),
+            "recv_bytes": col(self.recv_bytes, np.uint64),
+            "site_rank": col(self.site_rank, np.int64), "site_fn": list(self.fn_names),
+            "site_fi": col(self.site_fn, np.int32), "site_calls": col(self.site_calls, np.uint64),
+            "site_time": col(self.site_time, np.float64),
+            "site_sent": col(self.site_sent, np.uint64),
+            "site_recv": col(self.site_recv, np.uint64),
+            "site_hlen": col(self.site_hlen, np.int32),
+            "hist_site": col(self.hist_site, np.int64), "hist_bin": col(self.hist_bin, np.int32),
+            "hist_count": col(self.hist_count, np.uint64)})
 
 
-def _u64(values: array) -> np.ndarray:
-    """Counts as uint64 (the runtime's counters: a value beyond refuses the line)."""
-    return np.frombuffer(values, dtype=np.uint64) if len(values) else np.zeros(0, np.uint64)
-
-
-def _starts(owner: array, n: int) -> np.ndarray:
+def _starts(owner: np.ndarray, n: int) -> np.ndarray:
     """Where each of n owners' rows start in a rank-ordered column (n + 1 offsets)."""
-    return np.searchsorted(np.frombuffer(owner, dtype=np.int64) if len(owner)
-                           else np.zeros(0, np.int64), np.arange(n + 1))
+    return np.searchsorted(owner, np.arange(n + 1))
 
 
 class Folded:
-    """The "advise" view's arrays (see the module's docstring)."""
+    """The "advise" view's arrays (see the module's docstring), from the folded columns:
+    ranks._Fold's (the Python reader) or the C library's (report/fastread.py)."""
 
-    def __init__(self, f: _Fold) -> None:
-        n = self.n = f.k
-        self.cpus = np.frombuffer(f.cpus, dtype=np.int64) if n else np.zeros(0, np.int64)
-        self.aff = np.frombuffer(f.aff, dtype=np.int32) if n else np.zeros(0, np.int32)
-        self.strings = list(f.strings)
-        self.la = bytes(f.la)
-        self.la_int = (np.frombuffer(f.la_int, dtype=np.int64).reshape(n, 4) if n
-                       else np.zeros((0, 4), np.int64))
-        self.la_gap = np.frombuffer(f.la_gap, dtype=np.float64) if n else np.zeros(0)
-        self.la_why = np.frombuffer(f.la_why, dtype=np.int32) if n else np.zeros(0, np.int32)
-        self.fbytes = {name: (np.frombuffer(c[0], dtype=np.int64), _u64(c[1]), _u64(c[2]))
-                       for name, c in f.fbytes.items()}
-        self.recv_start = _starts(f.recv_rank, n)
-        self.recv_peer = np.frombuffer(f.recv_peer, dtype=np.int64) if len(f.recv_peer) \
-            else np.zeros(0, np.int64)
-        self.recv_msgs, self.recv_bytes = _u64(f.recv_msgs), _u64(f.recv_bytes)
-        self.site_start = _starts(f.site_rank, n)
-        self.site_fn = list(f.fn_names)
-        self.site_fi = np.frombuffer(f.site_fn, dtype=np.int32) if len(f.site_fn) \
-            else np.zeros(0, np.int32)
-        self.site_calls, self.site_sent = _u64(f.site_calls), _u64(f.site_sent)
-        self.site_recv = _u64(f.site_recv)
-        self.site_time = np.frombuffer(f.site_time, dtype=np.float64) if len(f.site_time) \
-            else np.zeros(0)
-        self.site_hlen = np.frombuffer(f.site_hlen, dtype=np.int32) if len(f.site_hlen) \
-            else np.zeros(0, np.int32)
-        nsites = len(self.site_hlen)
-        self.hist_start = _starts(f.hist_site, nsites)
-        self.hist_bin = np.frombuffer(f.hist_bin, dtype=np.int32) if len(f.hist_bin) \
-            else np.zeros(0, np.int32)
-        self.hist_count = _u64(f.hist_count)
+    def __init__(self, raw: dict[str, Any]) -> None:
+        n = self.n = int(raw["n"])
+        self.cpus, self.aff = raw["cpus"], raw["aff"]
+        self.strings = raw["strings"]
+        self.la = bytes(raw["la"])
+        self.la_int = raw["la_int"].reshape(n, 4)
+        self.la_gap, self.la_why = raw["la_gap"], raw["la_why"]
+        self.fbytes = dict(sorted(raw["fbytes"].items()))  # by name, however folded
+        self.recv_start = _starts(raw["recv_rank"], n)
+        self.recv_peer, self.recv_msgs = raw["recv_peer"], raw["recv_msgs"]
+        self.recv_bytes = raw["recv_bytes"]
+        self.site_start = _starts(raw["site_rank"], n)
+        self.site_fn = raw["site_fn"]
+        self.site_fi, self.site_calls = raw["site_fi"], raw["site_calls"]
+        self.site_sent, self.site_recv = raw["site_sent"], raw["site_recv"]
+        self.site_time, self.site_hlen = raw["site_time"], raw["site_hlen"]
+        self.hist_start = _starts(raw["hist_site"], len(self.site_hlen))
+        self.hist_bin, self.hist_count = raw["hist_bin"], raw["hist_count"]
 
     def bytes_of(self, name: str, rank: int) -> tuple[int, int]:
         col = self.fbytes.get(name)
@@ -274,16 +284,8 @@ class RankView(Mapping[str, Any]):
         self.ranks, self.k = ranks, k
 
     def _has(self, key: str) -> bool:
-        f, k = self.ranks.folded, self.k
-        if key == "cpus_online":
-            return bool(f.cpus[k] >= 0)
-        if key == "affinity":
-            return bool(f.aff[k] >= 0)
-        if key == "late_arrival":
-            return bool(f.la[k])
-        if key == "node":
-            return bool(self.ranks.table.node[k] >= 0)
-        return key in RANK_KEYS
+        present = _PRESENT.get(key)
+        return bool(present(self)) if present else key in RANK_KEYS
 
     def __getitem__(self, key: str) -> Any:
         if key not in RANK_KEYS:
@@ -291,32 +293,20 @@ class RankView(Mapping[str, Any]):
                             f"(advise/ranks.py folds {sorted(RANK_KEYS)})")
         if not self._has(key):
             raise KeyError(key)
+        return _READ[key](self)
+
+    def _late(self) -> _Record:
+        f, k = self.ranks.folded, self.k
+        sampled, every, clear, last_clear = (int(v) for v in f.la_int[k])
+        return _Record(LATE_KEYS, (("sampled", sampled), ("every", every), ("clear", clear),
+                                   ("why", f.strings[int(f.la_why[k])]),
+                                   ("last_clear", last_clear), ("gap_s", float(f.la_gap[k]))))
+
+    def _peers(self) -> _Record:
         t, f, k = self.ranks.table, self.ranks.folded, self.k
-        if key == "rank":
-            return k
-        if key == "functions":
-            return _Functions(self.ranks, k)
-        if key == "wall_s":
-            return float(t.wall_s[k])
-        if key == "mpi_s":
-            return float(t.mpi_s[k])
-        if key == "host":
-            return t.hosts[int(t.host[k])]
-        if key == "node":
-            return int(t.node[k])
-        if key == "cpus_online":
-            return int(f.cpus[k])
-        if key == "affinity":
-            return f.strings[int(f.aff[k])]
-        if key == "late_arrival":
-            sampled, every, clear, last_clear = (int(v) for v in f.la_int[k])
-            return _Record(LATE_KEYS, (("sampled", sampled), ("every", every),
-                                       ("clear", clear), ("why", f.strings[int(f.la_why[k])]),
-                                       ("last_clear", last_clear),
-                                       ("gap_s", float(f.la_gap[k]))))
-        if key == "peers":
-            return _Record(PEER_KEYS, (("sent", self._sent()), ("recv", self._recv())))
-        return self._sites()  # callsites
+        return _Record(PEER_KEYS, (
+            ("sent", _triples(self.ranks.sent_start, k, t.peer_dst, t.peer_msgs, t.peer_bytes)),
+            ("recv", _triples(f.recv_start, k, f.recv_peer, f.recv_msgs, f.recv_bytes))))
 
     def get(self, key: str, default: Any = None) -> Any:
         try:
@@ -333,20 +323,6 @@ class RankView(Mapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def _sent(self) -> list[list[int]]:
-        t = self.ranks.table
-        lo, hi = self.ranks.sent_start[self.k], self.ranks.sent_start[self.k + 1]
-        return [[p, m, b] for p, m, b in zip(t.peer_dst[lo:hi].tolist(),
-                                             t.peer_msgs[lo:hi].tolist(),
-                                             t.peer_bytes[lo:hi].tolist())]
-
-    def _recv(self) -> list[list[int]]:
-        f = self.ranks.folded
-        lo, hi = f.recv_start[self.k], f.recv_start[self.k + 1]
-        return [[p, m, b] for p, m, b in zip(f.recv_peer[lo:hi].tolist(),
-                                             f.recv_msgs[lo:hi].tolist(),
-                                             f.recv_bytes[lo:hi].tolist())]
-
     def _sites(self) -> list[dict[str, Any]]:
         f = self.ranks.folded
         out = []
@@ -362,6 +338,34 @@ class RankView(Mapping[str, Any]):
                 ("time_s", float(f.site_time[s])), ("bytes_sent", int(f.site_sent[s])),
                 ("bytes_recv", int(f.site_recv[s])), ("hist", hist))))
         return out
+
+
+def _triples(start: np.ndarray, k: int, *cols: np.ndarray) -> list[list[int]]:
+    """Rank k's rows of rank-ordered columns (start: each rank's first row) as lists."""
+    lo, hi = start[k], start[k + 1]
+    return [list(row) for row in zip(*(c[lo:hi].tolist() for c in cols))]
+
+
+# per key of RANK_KEYS, its value for a rank; and, for those a line may lack, whether it has it
+_READ: dict[str, Callable[[RankView], Any]] = {
+    "rank": lambda v: v.k,
+    "functions": lambda v: _Functions(v.ranks, v.k),
+    "wall_s": lambda v: float(v.ranks.table.wall_s[v.k]),
+    "mpi_s": lambda v: float(v.ranks.table.mpi_s[v.k]),
+    "host": lambda v: v.ranks.table.hosts[int(v.ranks.table.host[v.k])],
+    "node": lambda v: int(v.ranks.table.node[v.k]),
+    "cpus_online": lambda v: int(v.ranks.folded.cpus[v.k]),
+    "affinity": lambda v: v.ranks.folded.strings[int(v.ranks.folded.aff[v.k])],
+    "late_arrival": RankView._late,
+    "peers": RankView._peers,
+    "callsites": RankView._sites,
+}
+_PRESENT: dict[str, Callable[[RankView], Any]] = {
+    "cpus_online": lambda v: v.ranks.folded.cpus[v.k] >= 0,
+    "affinity": lambda v: v.ranks.folded.aff[v.k] >= 0,
+    "late_arrival": lambda v: v.ranks.folded.la[v.k],
+    "node": lambda v: v.ranks.table.node[v.k] >= 0,
+}
 
 
 class AdviseRanks(Sequence[RankView]):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import json
 import sys
 from typing import Any
 
@@ -17,8 +16,8 @@ from ..report import (
     comms,
     conventions,
     headercheck,
+    jsonout,
     layout,
-    limits,
     nodes,
     ranks,
     regions,
@@ -202,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     data = report_data(args, prof)
     if args.format == "json":
-        json.dump(limits.strict(data), sys.stdout, indent=1, allow_nan=False)
+        jsonout.dump(data, sys.stdout)  # json.dump(limits.strict(data), indent=1)'s bytes
         sys.stdout.write("\n")
     elif args.format == "csv":
         if args.ranks and data["ranks"] is None:

@@ -15,12 +15,13 @@ import re
 import shutil
 import subprocess
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from operator import add
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
+from .jsonout import Records
 from .profile import Profile, register_fold
 
 Key = tuple[str, tuple[tuple[str, int], ...]]
@@ -165,39 +166,14 @@ def location(frame: dict[str, Any]) -> str:
     return f"{name}+{frame['offset']:#x}" + (f" ({frame['function']})" if frame["function"] else "")
 
 
-class PerRank(Sequence[dict[str, Any]]):
+class PerRank(Records):
     """A call site's calls and time per rank that had it, {"rank", "calls", "time_s"}
     made only when read (a site of 100,000 ranks keeps three arrays, not 100,000 dicts);
     equal to the list of the same dicts, and written as that list in JSON."""
 
     def __init__(self, rank: Sequence[int], calls: Sequence[int], time: Sequence[float]) -> None:
+        super().__init__(("rank", "calls", "time_s"), (rank, calls, time))
         self.rank, self.calls, self.time = rank, calls, time
-
-    def __len__(self) -> int:
-        return len(self.rank)
-
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(len(self))[i]]
-        return {"rank": self.rank[i], "calls": self.calls[i], "time_s": self.time[i]}
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for k, c, t in zip(self.rank, self.calls, self.time):
-            yield {"rank": k, "calls": c, "time_s": t}
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"PerRank({len(self)} ranks)"
 
 
 def callsite_rows(prof: Profile) -> list[dict[str, Any]]:

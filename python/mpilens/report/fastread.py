@@ -32,7 +32,7 @@ from .rankdata import RankTable
 LIB = "libmpilens_read.so"
 last_used = False  # the last load_ranks read the file (tests: the fast path was taken)
 CHUNK = 1 << 20
-VERSION = 2  # ml_fr_version() of the library this module reads
+VERSION = 3  # ml_fr_version() of the library this module reads
 OK, FLUSH, REFUSED, NOMEM = 0, 1, 2, 3
 
 _P = C.c_void_p
@@ -125,6 +125,17 @@ def _declare(lib: Any) -> None:
     lib.ml_fr_group_width.restype = C.c_int32
     lib.ml_fr_group_width.argtypes = [_P, _I64]
     lib.ml_fr_unstage.argtypes = [_P]
+    lib.ml_fr_advise.argtypes = [_P]
+    lib.ml_fr_advise_site.argtypes = [_P, C.c_char_p, _I64]
+    lib.ml_fr_advise_array.restype = _P
+    lib.ml_fr_advise_array.argtypes = [_P, C.c_int, _PI64]
+    lib.ml_fr_advise_release.argtypes = [_P, C.c_int]
+    lib.ml_fr_advise_nstrings.restype = _I64
+    lib.ml_fr_advise_nstrings.argtypes = [_P]
+    lib.ml_fr_advise_string.restype = _P
+    lib.ml_fr_advise_string.argtypes = [_P, C.c_int32, _PI64]
+    lib.ml_fr_advise_site_name.restype = C.c_int32
+    lib.ml_fr_advise_site_name.argtypes = [_P, C.c_int32]
 
 
 def _copy(ptr: Any, n: int, dtype: Any) -> np.ndarray:
@@ -171,11 +182,13 @@ def _stream(p: Path) -> Any:
     return f
 
 
-def load_ranks(path: Path, header: dict[str, Any],
-               timeline_acc: Any) -> tuple[RankTable, dict[str, Any], int] | None:
+def load_ranks(path: Path, header: dict[str, Any], timeline_acc: Any,
+               advise_sites: frozenset[str] | None = None
+               ) -> tuple[RankTable, dict[str, Any], int] | None:
     """(table, the callsites / comms / regions views, rank lines read), with the
     time lines folded into timeline_acc (timeline._Timeline); None: read the file
-    with the Python reader."""
+    with the Python reader.  advise_sites (the functions whose call sites advise
+    keeps): advise's view is folded too, as "advise" (its arrays, `advise_arrays`)."""
     global last_used
     last_used = False
     lib = _lib()
@@ -191,12 +204,16 @@ def load_ranks(path: Path, header: dict[str, Any],
             raw = name.encode("utf-8", "surrogatepass")
             if lib.ml_fr_function(rd.s, raw, len(raw)) < 0:
                 return None
+        if advise_sites is not None:
+            _advise_on(lib, rd, advise_sites)
         _feed(lib, rd, path, timeline_acc)
         count = int(lib.ml_fr_count(rd.s))
         if count != nranks:
             return None
         table = _table(lib, rd, count)
         views = {"callsites": _sites(lib, rd), **_comms(lib, rd)}
+        if advise_sites is not None:
+            views["advise"] = advise_arrays(lib, rd, count)
         last_used = True
         return table, views, count
     except _Refused:
@@ -400,3 +417,63 @@ def _regions(lib: Any, rd: _Reader) -> dict[str, dict[str, Any]]:
             a["functions"][fn] = {"calls": int(counts[0]), "time_s": t.value,
                                   "bytes_sent": int(counts[1]), "bytes_recv": int(counts[2])}
     return agg
+
+
+def _advise_on(lib: Any, rd: _Reader, sites: frozenset[str]) -> None:
+    if lib.ml_fr_advise(rd.s) < 0:
+        raise _Refused
+    for name in sorted(sites):
+        raw = name.encode("ascii")
+        if lib.ml_fr_advise_site(rd.s, raw, len(raw)) < 0:
+            raise _Refused
+
+
+# advise's arrays (ml_fr_advise_array's order): name, numpy type
+ADVISE_ARRAYS = (
+    ("cpus", np.int64), ("aff", np.int32), ("la", np.uint8), ("la_int", np.int64),
+    ("la_gap", np.float64), ("la_why", np.int32),
+    ("fb_col", np.int32), ("fb_rank", np.int64), ("fb_sent", np.uint64), ("fb_recv", np.uint64),
+    ("recv_rank", np.int64), ("recv_peer", np.int64), ("recv_msgs", np.uint64),
+    ("recv_bytes", np.uint64),
+    ("site_rank", np.int64), ("site_fi", np.int32), ("site_calls", np.uint64),
+    ("site_time", np.float64), ("site_sent", np.uint64), ("site_recv", np.uint64),
+    ("site_hlen", np.int32),
+    ("hist_site", np.int64), ("hist_bin", np.int32), ("hist_count", np.uint64))
+
+
+def advise_arrays(lib: Any, rd: _Reader, count: int) -> dict[str, Any]:
+    """advise's view as folded by the library: the arrays of ranks._Fold (numpy), its
+    strings, the call sites' function names (by index) and, per function with bytes,
+    (ranks, sent, received) in rank order."""
+    n = C.c_int64()
+    out: dict[str, Any] = {"n": count}
+    for which, (name, dtype) in enumerate(ADVISE_ARRAYS):
+        ptr = lib.ml_fr_advise_array(rd.s, which, C.byref(n))
+        out[name] = _copy(ptr, n.value, dtype)
+        lib.ml_fr_advise_release(rd.s, which)  # the copy only: a lower peak
+    strings = []
+    for i in range(int(lib.ml_fr_advise_nstrings(rd.s))):
+        p = lib.ml_fr_advise_string(rd.s, i, C.byref(n))
+        strings.append(C.string_at(p, n.value).decode("ascii"))
+    out["strings"] = strings
+    nfi = int(out["site_fi"].max()) + 1 if len(out["site_fi"]) else 0
+    out["site_fn"] = [rd.string(lib.ml_fr_advise_site_name(rd.s, i)) for i in range(nfi)]
+    tp, cp, pp = C.POINTER(C.c_double)(), C.POINTER(C.c_uint64)(), C.POINTER(C.c_uint8)()
+    sums = (C.c_uint64 * 3)()
+    tsum, order = C.c_double(), C.c_int32()
+    col, order_by = out.pop("fb_col"), None
+    fbytes = {}
+    if len(col):
+        order_by = np.argsort(col, kind="stable")  # per function, in rank order
+        col = col[order_by]
+        ranks, sent, recv = (out.pop(k)[order_by] for k in ("fb_rank", "fb_sent", "fb_recv"))
+        cuts = np.flatnonzero(np.diff(col)) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(col)]):
+            name = rd.string(lib.ml_fr_col(rd.s, int(col[lo]), C.byref(tp), C.byref(cp),
+                                           C.byref(pp), sums, C.byref(tsum), C.byref(order)))
+            fbytes[name] = (ranks[lo:hi], sent[lo:hi], recv[lo:hi])
+    else:
+        for k in ("fb_rank", "fb_sent", "fb_recv"):
+            out.pop(k)
+    out["fbytes"] = fbytes
+    return out

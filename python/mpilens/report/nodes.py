@@ -13,6 +13,7 @@ from typing import Any
 
 from ..units import fmt_bytes
 from . import spread
+from .jsonout import Records
 from .profile import Profile
 
 HEAVIEST_PAIRS = 5
@@ -43,14 +44,11 @@ def node_view(prof: Profile) -> dict[str, Any] | None:
     collectives = [{"function": name, **span0, **fn["node_span"]}
                    for name, fn in sorted(prof.functions.items()) if "node_span" in fn]
     per_rank = None
-    if prof.ranks:
+    if prof.ranks:  # one row per rank, kept as columns (jsonout.Records)
         t = prof.columns()
-        p2p = t.p2p.tolist()
-        node = t.node.tolist()
-        per_rank = [{"rank": i, "node": None if node[i] < 0 else node[i],
-                     "intra_msgs": p2p[i][0], "intra_bytes": p2p[i][1],
-                     "inter_msgs": p2p[i][2], "inter_bytes": p2p[i][3]}
-                    for i in range(t.n)]
+        node = [None if x < 0 else x for x in t.node.tolist()]
+        per_rank = Records(("rank", "node", "intra_msgs", "intra_bytes", "inter_msgs",
+                            "inter_bytes"), [range(t.n), node, *t.p2p[:, :4].T])
     return {
         "count": int(nodes.get("count", len(hosts))),
         "hosts": hosts,

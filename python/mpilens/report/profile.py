@@ -347,18 +347,23 @@ def _load_fast(p: Path, st: os.stat_result, header: dict[str, Any]) -> Profile |
     if not _FAST_FOLDS <= set(makers):
         return None
     tl = makers["timeline"](header)
-    got = fastread.load_ranks(p, header, tl)
+    # advise's view (advise/ranks.py, registered for its load): the library folds it too
+    adv = makers.get("advise")
+    adv_sites = getattr(adv, "fast_sites", None)
+    got = fastread.load_ranks(p, header, tl, advise_sites=adv_sites)
     if got is None:
         return None
     table, views, count = got
     tl.count = count
     views["timeline"] = tl.result()
+    if adv_sites is not None:
+        views["advise"] = adv.from_fast(views["advise"])  # type: ignore[union-attr]
     prof = Profile(path=p, header=header, ranks=RankLines(p, count, (st.st_size, st.st_mtime_ns)))
     prof.table = table
-    prof.folds = {name: views[name] for name in makers if name in _FAST_FOLDS}
-    # a view the library does not fold (advise's, registered for its load): folded
-    # from the lines the library has checked, parsed once more (Profile.folded)
-    for name in sorted(set(makers) - _FAST_FOLDS):
+    prof.folds = {name: views[name] for name in makers if name in views}
+    # a view the library does not fold (registered by another module): folded from the
+    # lines the library has checked, parsed once more (Profile.folded)
+    for name in sorted(set(makers) - set(views)):
         prof.folded(name)
     return prof
 

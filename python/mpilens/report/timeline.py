@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .jsonout import Rows
 from .profile import Profile, register_fold
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -181,10 +182,11 @@ def timeline(prof: Profile) -> dict[str, Any] | None:
 
 
 def as_json(tl: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The time line with its heat map as lists (JSON)."""
+    """The time line with its heat map as a sequence of lists (JSON: report/jsonout.py
+    writes its rows without making them all)."""
     if tl is None:
         return None
-    return {**tl, "mpi_fraction": np.asarray(tl["mpi_fraction"]).tolist()}
+    return {**tl, "mpi_fraction": Rows(np.asarray(tl["mpi_fraction"]))}
 
 
 def binned_fraction(frac: np.ndarray, rows: int = 256) -> tuple[np.ndarray, int]:

@@ -11,7 +11,6 @@ in rank order), and a --map-by / -ppn line when the mapping is in blocks.
 from __future__ import annotations
 
 import itertools
-import time
 
 from ...report.commpattern import matrix, pairs_of
 from ...units import fmt_bytes, fmt_time
@@ -20,7 +19,9 @@ from ..nodes import hosts_of, sent
 from .latency import p2p_functions
 
 RULE = 4
-SEARCH_SECONDS = 10.0  # the swap search stops after this long (it is about n^3)
+# the swap search stops after this many pair evaluations (a work bound, not a time:
+# the same profile gets the same advice however loaded the machine is); a few seconds
+SEARCH_PAIRS = 5_000_000
 SHOWN_LINES = 16  # rankfile lines shown in the text (all in the JSON)
 
 
@@ -29,42 +30,64 @@ def inter_bytes(pairs: dict[tuple[int, int], int], node: list[str]) -> int:
 
 
 def improve(pairs: dict[tuple[int, int], int], node: list[str],
-            seconds: float = SEARCH_SECONDS) -> tuple[list[str], bool]:
+            work: int = SEARCH_PAIRS) -> tuple[list[str], bool]:
     """Pair swaps between hosts while one lowers the inter-node bytes: the mapping, and
-    whether the search was cut short after `seconds`.  Ranks without traffic are
-    interchangeable: the lowest of each host stands for its host's."""
+    whether the search was cut short after `work` pair evaluations.  Ranks without
+    traffic are interchangeable: the lowest of each host stands for its host's.
+
+    Swapping i and j changes the inter-node bytes by
+    delta = own(i) - to(i, host j) + own(j) - to(j, host i) + 2 w(i, j), where to(i, h)
+    is i's bytes with ranks on host h and own(i) = to(i, host i) >= 0: only a pair where
+    one has traffic with the other's host can lower them.  Those pairs are the ones
+    evaluated (each once), and the best is the one a sweep over every pair finds: the
+    lowest delta, ties to the lowest (i, j)."""
     n = len(node)
     adj: list[dict[int, int]] = [{} for _ in range(n)]
     for (a, b), w in pairs.items():
         adj[a][b] = adj[b][a] = w
     node = list(node)
     busy = sorted(i for i in range(n) if adj[i])
-    deadline = time.monotonic() + seconds
+    tot = [sum(a.values()) for a in adj]  # own(i) of a rank whose traffic stays on its host
+    left = work
 
-    def to(i: int, host: str) -> int:
-        return sum(w for k, w in adj[i].items() if node[k] == host)
+    def conn(i: int) -> dict[str, int]:
+        """i's bytes per host (to(i, h))."""
+        out: dict[str, int] = {}
+        for k, w in adj[i].items():
+            out[node[k]] = out.get(node[k], 0) + w
+        return out
 
     while True:
-        if time.monotonic() > deadline:
-            return node, True
         idle: dict[str, int] = {}
         for i in range(n):
             if not adj[i]:
                 idle.setdefault(node[i], i)
         cand = sorted(busy + list(idle.values()))
+        on: dict[str, list[int]] = {}  # the candidates per host, in rank order
+        for i in cand:
+            on.setdefault(node[i], []).append(i)
+        # to(i, h) of the ranks with traffic to another host (the others: tot, on theirs)
+        left -= len(busy)
+        to = {i: c for i in busy if len(c := conn(i)) > 1 or node[i] not in c}
         best: tuple[int, int, int] | None = None
-        for x, i in enumerate(cand):
-            if time.monotonic() > deadline:  # one sweep is O(n^2): a large job stops inside it
-                return node, True
-            for j in cand[x + 1:]:
-                if node[i] == node[j]:
+        for i, ti in to.items():
+            hi = node[i]
+            own_i = ti.get(hi, 0)
+            for h in ti:
+                if h == hi:
                     continue
-                # i moves to j's host and j to i's: the edges each had at home become cut,
-                # those to the other host join; the edge i-j stays cut
-                delta = (to(i, node[i]) - to(i, node[j]) + to(j, node[j]) - to(j, node[i])
-                         + 2 * adj[i].get(j, 0))
-                if delta < 0 and (best is None or delta < best[0]):
-                    best = (delta, i, j)
+                for j in on[h]:
+                    tj = to.get(j)
+                    if tj is not None and tj.get(hi, 0) and j < i:
+                        continue  # evaluated from j's side (j also has bytes on i's host)
+                    left -= 1
+                    if left < 0:
+                        return node, True
+                    own_j, j_hi = (tj.get(h, 0), tj.get(hi, 0)) if tj is not None else (tot[j], 0)
+                    delta = own_i - ti[h] + own_j - j_hi + 2 * adj[i].get(j, 0)
+                    a, b = (i, j) if i < j else (j, i)
+                    if delta < 0 and (best is None or (delta, a, b) < best):
+                        best = (delta, a, b)
         if best is None:
             return node, False
         _, i, j = best
@@ -178,8 +201,9 @@ def find(ctx: Context) -> list[Finding]:
                                "not in the peer matrix)"),
                                *([] if ctx.model.intra else ["intra-node messages cost nothing"]),
                                "each host keeps its number of ranks",
-                               *([(f"the swap search was cut short after {SEARCH_SECONDS:g} "
-                                   f"s: a better mapping may exist")] if cut else [])]},
+                               *([(f"the swap search was cut short after {SEARCH_PAIRS:,} "
+                                   "pair evaluations: a better mapping may exist")]
+                                 if cut else [])]},
         apply={"env": {}, "launcher_args": args, "files": {"rankfile": content}},
         target=p2p_functions(ctx),
         figures={"inter_bytes_before": before, "inter_bytes_after": after,
