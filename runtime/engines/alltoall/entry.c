@@ -81,7 +81,8 @@ const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long l
 
 /* Public query (exported): how many private communicators the engine holds
  * in this process (one per group of processes while sharing, else one per
- * communicator that called MPI_Alltoall in an engine mode). */
+ * communicator set up: one that learned or ran an algorithm of the engine's
+ * own; "mpi" alone needs none). */
 __attribute__((visibility("default")))
 int mpilens_alltoall_private_comms(void)
 {
