@@ -585,7 +585,9 @@ def engine_calls(tmp_path: Path, name: str, calls: int, **env: str) -> tuple[dic
                    env=env_for(tmp_path, name, **env))
     rows = {int(m[1]): m.groups()[1:] for m in COUNT_LINE.finditer(proc.stdout)}
     assert sorted(rows) == list(range(NP)), proc.stdout
-    assert len(set(rows.values())) == 1, rows  # every rank took the same path
+    # every rank took the same path (the point-to-point counts may differ: recursive
+    # doubling's phantom ranks on a non-power of two; rank 0's is returned)
+    assert len({r[:6] + r[8:] for r in rows.values()}) == 1, rows
     row = rows[0]
     header, _ = read_profile(tmp_path / f"{name}.prof")
     [rec] = header["alltoall"]
