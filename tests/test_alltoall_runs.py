@@ -568,3 +568,70 @@ def test_mpi_kept_unless_another_is_faster_beyond_the_noise(build: Path, tmp_pat
         assert (rec["algorithm"], rec["source"]) == (want, "learned"), rec
         med = {a: statistics.median(ms) * 1e-3 for a, ms in slots.items()}
         assert rec["learned_mean_s"] == pytest.approx(med), nbytes
+
+
+# ---- issue 30: a final choice of the MPI's own algorithm costs no collective ----
+
+COUNT_LINE = re.compile(r"rank=(\d+) alltoall_user=(\d+) alltoall_other=(\d+) allreduce=(\d+) "
+                        r"comm_dup=(\d+) split=(\d+) bcast=(\d+) barrier=(\d+) p2p=(\d+) alg=(\S+)")
+COUNT_KEYS = ("alltoall_user", "alltoall_other", "allreduce", "comm_dup", "split", "bcast")
+
+
+def engine_calls(tmp_path: Path, name: str, calls: int, **env: str) -> tuple[dict, dict, str]:
+    """a2a_count on NP ranks: what the library called underneath the program's `calls`
+    Alltoalls of BYTES (counted by the program's own PMPI definitions), the same on every
+    rank (returned once, with the p2p count and the choice), and the profile's record."""
+    proc = run_mpi(NP, exe(BUILD, "a2a_count") + [str(calls), str(BYTES)],
+                   env=env_for(tmp_path, name, **env))
+    rows = {int(m[1]): m.groups()[1:] for m in COUNT_LINE.finditer(proc.stdout)}
+    assert sorted(rows) == list(range(NP)), proc.stdout
+    # every rank took the same path (the point-to-point counts may differ: recursive
+    # doubling's phantom ranks on a non-power of two; rank 0's is returned)
+    assert len({r[:6] + r[8:] for r in rows.values()}) == 1, rows
+    row = rows[0]
+    header, _ = read_profile(tmp_path / f"{name}.prof")
+    [rec] = header["alltoall"]
+    return dict(zip(COUNT_KEYS, map(int, row[:6]))), {"p2p": int(row[7]), "alg": row[8]}, rec
+
+
+def test_mpi_as_final_choice_runs_on_the_users_communicator(build: Path, tmp_path: Path) -> None:
+    # Run 1 learns (N = 1 call each of the 8 candidates, model off, no race): the engine
+    # sets itself up (one MPI_Comm_dup, one 71-integer MPI_Allreduce on the user's
+    # communicator), learns (the other algorithms' point-to-point traffic on the
+    # duplicate, "mpi"'s turn as PMPI_Alltoall on the user's communicator), agrees the
+    # learned times (one MPI_Allreduce) and keeps "mpi" (one sample cannot beat it),
+    # run on the user's communicator: 1 + 2 Alltoalls there.  Run 2 takes that final
+    # choice from the learning cache: no set-up at all, every call is the MPI's own
+    # PMPI_Alltoall on the user's communicator, as native runs it (last round's main:
+    # a Comm_dup, an Allreduce, and the 10 calls on the duplicate).
+    env = {"MPILENS_ALLTOALL_LEARN": "1"}
+    zero = dict.fromkeys(COUNT_KEYS, 0)
+    got, other, rec = engine_calls(tmp_path, "learn", 10, **env)
+    assert got == {**zero, "alltoall_user": 3, "allreduce": 2, "comm_dup": 1}
+    assert other["p2p"] > 0 and other["alg"] == "mpi"
+    assert (rec["source"], rec["algorithm"], rec["learning_calls"]) == ("learned", "mpi", 8)
+    got, other, rec = engine_calls(tmp_path, "final", 10, **env)
+    assert got == {**zero, "alltoall_user": 10}
+    assert other == {"p2p": 0, "alg": "mpi"}
+    assert (rec["source"], rec["algorithm"], rec["calls"], rec["learning_calls"]) == \
+        ("reused", "mpi", 10, 0)
+
+
+@pytest.mark.parametrize("how", ["mpi", "spread", "tuned"])
+def test_forced_or_tuned_mpi_costs_no_collective(build: Path, tmp_path: Path, how: str) -> None:
+    # Forced "mpi", and "mpi" from the tuning file: every call is PMPI_Alltoall on the
+    # user's communicator, nothing else.  Forced "spread" (the control: the counts see the
+    # engine): its set-up (a Comm_dup, an Allreduce), then point-to-point only.
+    tune = tmp_path / "tune.txt"
+    tune.write_text(f"mpilens-tuning\t1\ntestbox\t{NP}\t{NP}\t1024\t2047\tmpi\t1e-5\n")
+    env = {"MPILENS_TUNING_FILE": str(tune)} if how == "tuned" else {"MPILENS_ALLTOALL": how}
+    got, other, rec = engine_calls(tmp_path, how, 6, **env)
+    zero = dict.fromkeys(COUNT_KEYS, 0)
+    if how == "spread":
+        assert got == {**zero, "allreduce": 1, "comm_dup": 1}
+        assert other == {"p2p": 6 * (NP - 1), "alg": "spread"}  # NP - 1 Isends per call
+    else:
+        assert got == {**zero, "alltoall_user": 6}
+        assert other == {"p2p": 0, "alg": "mpi"}
+    source = {"tuned": "tuning-file"}.get(how, "forced")
+    assert (rec["source"], rec["algorithm"], rec["calls"]) == (source, other["alg"], 6)

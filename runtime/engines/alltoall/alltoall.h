@@ -263,12 +263,17 @@ typedef struct shared_dup {
     struct shared_dup *next;
 } shared_dup;
 
-/* One user communicator (attached as an MPI attribute). */
+/* One user communicator (attached as an MPI attribute).  Made without
+ * communication on the first call; its collective set-up (the agreement and
+ * the private duplicate, ml_a2a_setup) happens only when something other than
+ * the MPI's own algorithm must run or learning starts (state.c). */
 typedef struct comm_state {
-    MPI_Comm dup;
+    MPI_Comm comm;                 /* the user's communicator ("mpi" runs on it) */
+    MPI_Comm dup;                  /* MPI_COMM_NULL until set up */
     shared_dup *sd;                /* dup's sharing entry, NULL if dup is its own */
-    int P, rank, rpn;
-    int uid;                       /* agreed, unique per process (see state.c) */
+    int setup;                     /* set up (the same on every rank: agreed points) */
+    int P, rank, rpn;              /* rpn: from the world table until set up (-1: unknown) */
+    int uid;                       /* agreed, unique per process (see state.c); -1 until set up */
     signed char reuse[ML_RANGES];  /* per size range: algorithm to reuse (agreed), -1 none */
     int *wr;                       /* world ranks in comm order, NULL if unknown */
     int have_p0;                   /* p0 holds the group's zero-byte P-LogP part */
@@ -322,7 +327,14 @@ extern ml_a2a_engine_t ml_a2a;
 /* state.c */
 int ml_a2a_range_of(long long bytes);
 void ml_a2a_nodes_init(void);
-comm_state *ml_a2a_get_state(MPI_Comm comm);       /* collective on first use */
+comm_state *ml_a2a_get_state(MPI_Comm comm);       /* local: no communication */
+int ml_a2a_setup(comm_state *cs);                  /* collective over cs->comm, once */
+/* The communicator algorithm alg runs on: the MPI's own on the user's (as
+ * native runs it), the others on the private duplicate (set up). */
+static inline MPI_Comm ml_a2a_comm_for(const comm_state *cs, int alg)
+{
+    return alg == ML_A2A_MPI ? cs->comm : cs->dup;
+}
 const size_state *ml_a2a_find_size(MPI_Comm comm, long long block_bytes);
 size_state *ml_a2a_lookup(comm_state *cs, long long bytes); /* NULL: no memory */
 void ml_a2a_drain_states(void);                    /* MPI_Finalize: record and forget all */
@@ -342,6 +354,12 @@ int ml_a2a_section(ml_buf_t *b);
 int ml_a2a_adaptive(comm_state *cs, size_state *e, const void *sendbuf, int sendcount,
                     MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype);
 extern __thread int ml_a2a_learning;               /* this thread's last call learned */
+/* Runs algorithm alg on its communicator (ml_a2a_comm_for); sets
+ * ml_a2a_user_err when it failed on the user's communicator, whose error
+ * handler the MPI has then called already. */
+int ml_a2a_run(const comm_state *cs, int alg, const void *sendbuf, int sendcount,
+               MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype);
+extern __thread int ml_a2a_user_err;
 int ml_a2a_learn_block(void);                      /* calls per turn */
 int ml_a2a_block_of(const size_state *e);          /* ... of this size (1 with few calls) */
 #define ML_A2A_FEW_CALLS 10 /* calls per run at or below which learning converges in 3 runs */

@@ -46,17 +46,22 @@ int mlo_MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     }
     size_state *e = ml_a2a_lookup(cs, (long long)bytes);
     if (!e)
-        return ml_a2a_out_of_memory(cs->dup);
+        return ml_a2a_out_of_memory(comm);
     int rc;
-    if (mode >= 0) { /* forced */
+    ml_a2a_user_err = 0;
+    if (mode >= 0) { /* forced: "mpi" on comm itself, no set-up; others on the duplicate */
         e->calls++;
         e->phase = PH_RUN;
         e->alg = mode;
         e->source = SRC_FORCED;
-        rc = ml_a2a_algs[mode].run(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, cs->dup);
+        rc = mode == ML_A2A_MPI ? MPI_SUCCESS : ml_a2a_setup(cs);
+        if (rc == MPI_SUCCESS)
+            rc = ml_a2a_run(cs, mode, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
     } else
         rc = ml_a2a_adaptive(cs, e, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
-    if (rc != MPI_SUCCESS) /* as the MPI would for its own MPI_Alltoall on comm */
+    /* as the MPI would for its own MPI_Alltoall on comm (which it did, if the
+     * error came from PMPI_Alltoall on comm: its handler ran once already) */
+    if (rc != MPI_SUCCESS && !ml_a2a_user_err)
         PMPI_Comm_call_errhandler(comm, rc);
     return rc;
 }
@@ -76,7 +81,8 @@ const char *mpilens_alltoall_choice(MPI_Comm comm, long long block_bytes, long l
 
 /* Public query (exported): how many private communicators the engine holds
  * in this process (one per group of processes while sharing, else one per
- * communicator that called MPI_Alltoall in an engine mode). */
+ * communicator set up: one that learned or ran an algorithm of the engine's
+ * own; "mpi" alone needs none). */
 __attribute__((visibility("default")))
 int mpilens_alltoall_private_comms(void)
 {

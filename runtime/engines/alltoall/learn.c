@@ -40,15 +40,25 @@
 #include "alltoall.h"
 
 #define CFG ml_a2a.cfg
+#define ARGS sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype
 
 __thread int ml_a2a_learning;
+__thread int ml_a2a_user_err;
+
+int ml_a2a_run(const comm_state *cs, int alg, const void *sendbuf, int sendcount,
+               MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype)
+{
+    int rc = ml_a2a_algs[alg].run(ARGS, ml_a2a_comm_for(cs, alg));
+    ml_a2a_user_err = rc != MPI_SUCCESS && alg == ML_A2A_MPI;
+    return rc;
+}
 
 /* Learning's samples (allocated on first use, kept while a provisional
  * choice runs: cache.c saves them at MPI_Finalize). */
 int ml_a2a_learn_alloc(comm_state *cs, size_state *e)
 {
     if (!e->lr && !(e->lr = malloc(sizeof(cand_learn) * ML_A2A_NALG)))
-        return ml_a2a_out_of_memory(cs->dup);
+        return ml_a2a_out_of_memory(cs->comm);
     memset(e->lr, 0, sizeof(cand_learn) * ML_A2A_NALG);
     for (int a = 0; a < ML_A2A_NALG; a++) {
         e->lr[a].tmin = 1e300;
@@ -203,8 +213,35 @@ static void halve_field(const comm_state *cs, size_state *e)
     e->cur = -1;
 }
 
+/* Before the set-up: the tuning file's final choice, else the learning
+ * cache's, for this communicator size, ranks per node (from the world table)
+ * and block size; -1 none.  Every input is the same on every rank (the files
+ * are read by rank 0 and broadcast at MPI_Init, the world table is agreed
+ * there, a block's bytes match on all ranks), so every rank decides alike
+ * without communication.  This run's kept choices (reuse) differ between
+ * ranks and are agreed only in the set-up: not consulted here. */
+static int final_choice_unset(const comm_state *cs, const size_state *e)
+{
+    if (cs->setup || e->no_tune || cs->rpn <= 0)
+        return -1;
+    int t = ml_tune_lookup(cs->P, cs->rpn, e->bytes);
+    return t >= 0 ? t : ml_a2a_cache_choice(cs->P, cs->rpn, e->bytes);
+}
+
 static int grouping(comm_state *cs, size_state *e)
 {
+    int rc;
+    if (!cs->setup) {
+        /* the MPI's own as a final choice runs on the user's communicator:
+         * no set-up, no collective of the engine's (issue 30) */
+        if (final_choice_unset(cs, e) == ML_A2A_MPI) {
+            run_chosen(e, ml_tune_lookup(cs->P, cs->rpn, e->bytes) >= 0 ? SRC_TUNED : SRC_REUSED,
+                       ML_A2A_MPI);
+            return MPI_SUCCESS;
+        }
+        if ((rc = ml_a2a_setup(cs)) != MPI_SUCCESS)
+            return rc;
+    }
     /* this run's choice (learned on this or an earlier communicator), then the
      * tuning file's, then an earlier run's (the cache) */
     int reused = e->no_tune ? -1 : cs->reuse[ml_a2a_range_of(e->bytes)];
@@ -214,7 +251,7 @@ static int grouping(comm_state *cs, size_state *e)
         run_chosen(e, t >= 0 ? SRC_TUNED : SRC_REUSED, t >= 0 ? t : reused >= 0 ? reused : c);
         return MPI_SUCCESS;
     }
-    int rc, resumed = 0;
+    int resumed = 0;
     e->source = SRC_LEARNED;
     if (!e->no_tune && (rc = ml_a2a_cache_resume(cs, e, &resumed)) != MPI_SUCCESS)
         return rc;
@@ -626,7 +663,8 @@ int ml_a2a_agree_partial(comm_state *cs, size_state *e, double *S)
 static int check_drift(comm_state *cs, size_state *e)
 {
     double s;
-    int rc = ml_sum_exact(&e->run_sum, &s, 1, cs->dup);
+    /* not set up ("mpi" final, run on the user's communicator): on it */
+    int rc = ml_sum_exact(&e->run_sum, &s, 1, cs->setup ? cs->dup : cs->comm);
     if (rc != MPI_SUCCESS)
         return rc;
     double mean = s / cs->P / (e->run_n > 0 ? e->run_n : 1);
@@ -677,8 +715,6 @@ static int next_candidate(const size_state *e)
     return best;
 }
 
-#define ARGS sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype
-
 /* ---------------- the policy ---------------- */
 int ml_a2a_adaptive(comm_state *cs, size_state *e, const void *sendbuf, int sendcount,
                     MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype)
@@ -698,7 +734,7 @@ int ml_a2a_adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
         cand_learn *c = &e->lr[e->cur];
         int slot = c->done / b % NSLOT;
         double t0 = PMPI_Wtime();
-        rc = ml_a2a_algs[e->cand[e->cur]].run(ARGS, cs->dup);
+        rc = ml_a2a_run(cs, e->cand[e->cur], ARGS);
         double dt = PMPI_Wtime() - t0;
         c->ts[slot] += dt;
         c->tn[slot]++;
@@ -712,10 +748,10 @@ int ml_a2a_adaptive(comm_state *cs, size_state *e, const void *sendbuf, int send
         return rc == MPI_SUCCESS ? rc2 : rc;
     }
     if (CFG.check_every <= 0)             /* Running, never checked */
-        return ml_a2a_algs[e->alg].run(ARGS, cs->dup);
+        return ml_a2a_run(cs, e->alg, ARGS);
     int timed = e->run_cnt % RUN_SAMPLE == 0; /* Running, a sample of the calls timed */
     double t0 = timed ? PMPI_Wtime() : 0;
-    rc = ml_a2a_algs[e->alg].run(ARGS, cs->dup);
+    rc = ml_a2a_run(cs, e->alg, ARGS);
     if (timed) {
         e->run_sum += PMPI_Wtime() - t0;
         e->run_n++;

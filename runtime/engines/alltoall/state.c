@@ -14,7 +14,14 @@
  * communicators in one order, so calls on two such communicators are as
  * calls in sequence on one.  Under MPI_THREAD_MULTIPLE two threads may run
  * them at once: no sharing.  Equal uids on all ranks mean the same duplicate
- * (see agree()). */
+ * (see agree()).
+ *
+ * The state is made without communication on a communicator's first call;
+ * the set-up (the agreement reduction and the duplicate) waits until a
+ * candidate other than the MPI's own must run or learning starts
+ * (ml_a2a_setup), so that a run whose choice is the MPI's own, final, pays no
+ * collective of its own: "mpi" runs PMPI_Alltoall on the user's
+ * communicator, as native does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +71,8 @@ static void state_release(comm_state *cs)
         ml_a2a.live = cs->next;
     if (cs->next)
         cs->next->prev = cs->prev;
-    /* the duplicate goes with its last user */
-    int own = !cs->sd || --cs->sd->refs == 0;
+    /* the duplicate goes with its last user (none before the set-up) */
+    int own = cs->setup && (!cs->sd || --cs->sd->refs == 0);
     if (own && cs->sd) {
         shared_dup **p = &ml_a2a.shared;
         while (*p != cs->sd)
@@ -187,8 +194,9 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /* World ranks of comm's ranks in comm order (malloc'd), or NULL (a rank
- * outside MPI_COMM_WORLD, no memory).  Local. */
-static int *world_ranks(MPI_Comm comm, int P)
+ * outside MPI_COMM_WORLD: then on every rank of comm, since each sees the
+ * others' world as undefined; or no memory: *oom set).  Local. */
+static int *world_ranks(MPI_Comm comm, int P, int *oom)
 {
     MPI_Group g;
     int wsize;
@@ -196,6 +204,7 @@ static int *world_ranks(MPI_Comm comm, int P)
     PMPI_Comm_group(comm, &g);
     int *out = ml_group_world_ranks(g, P);
     PMPI_Group_free(&g);
+    *oom = out == NULL;
     for (int i = 0; out && i < P; i++)
         if (out[i] == MPI_UNDEFINED || out[i] < 0 || out[i] >= wsize) {
             free(out);
@@ -205,12 +214,15 @@ static int *world_ranks(MPI_Comm comm, int P)
 }
 
 /* Largest number of the P ranks wr (world ranks) on one node, from the world
- * table; -1 without table or ranks.  Local. */
+ * table; -1 without table or ranks (the same on every rank: the table is
+ * agreed at MPI_Init), -2 no memory.  Local. */
 static int rpn_from_table(const int *wr, int P)
 {
-    int *node = ml_a2a.world_node && wr ? malloc(sizeof(int) * (size_t)P) : NULL, best = 0;
-    if (!node)
+    if (!ml_a2a.world_node || !wr)
         return -1;
+    int *node = malloc(sizeof(int) * (size_t)P), best = 0;
+    if (!node)
+        return -2;
     for (int i = 0; i < P; i++)
         node[i] = ml_a2a.world_node[wr[i]];
     qsort(node, (size_t)P, sizeof *node, cmp_int);
@@ -251,7 +263,7 @@ _Static_assert(sizeof(ml_plogp0) % sizeof(int) == 0, "the zero-byte part is agre
 static void propose(const comm_state *cs, int share, int v[N_RED], ml_plogp0 *z0, shared_dup **sd)
 {
     int *row = v + N_HEAD;
-    v[H_RPN] = rpn_from_table(cs->wr, cs->P);
+    v[H_RPN] = cs->rpn; /* from the world table (get_state) */
     memset(z0, 0, sizeof *z0);
     v[H_P0] = ml_a2a_p0_get(cs->wr, cs->P, z0);
     memcpy(v + N_ROWS, z0, sizeof *z0); /* its bits, and their complements (min) */
@@ -338,13 +350,17 @@ static void split_rpn(comm_state *cs)
     PMPI_Allreduce(&n, &cs->rpn, 1, MPI_INT, MPI_MAX, cs->dup);
 }
 
-/* comm's state; collective over comm on first use (every rank is in the same
- * Alltoall call).  NULL: no memory on this rank (the caller aborts: the
- * collectives below would hang the others). */
+/* comm's state, made on first use without communication: the size, the rank,
+ * the world ranks and the ranks per node from the world table (-1: unknown),
+ * all computed alike on every rank.  The collective set-up (ml_a2a_setup)
+ * comes later, if ever: a communicator whose sizes all run the MPI's own
+ * algorithm as a final choice (tuning file, learning cache) or forced never
+ * pays it.  NULL: no memory on this rank (the caller aborts: the others may
+ * be about to take a path this rank cannot follow). */
 comm_state *ml_a2a_get_state(MPI_Comm comm)
 {
     void *val;
-    int flag = 0;
+    int flag = 0, oom = 0;
     if (ensure_keyval() != MPI_SUCCESS)
         return NULL;
     PMPI_Comm_get_attr(comm, ml_a2a.keyval, &val, &flag);
@@ -353,22 +369,18 @@ comm_state *ml_a2a_get_state(MPI_Comm comm)
     comm_state *cs = calloc(1, sizeof *cs);
     if (!cs)
         return NULL;
+    cs->comm = comm;
+    cs->dup = MPI_COMM_NULL;
+    cs->uid = -1; /* agree_partials takes the set-up ones only (uid >= 0) */
     PMPI_Comm_size(comm, &cs->P);
     PMPI_Comm_rank(comm, &cs->rank);
-    cs->wr = world_ranks(comm, cs->P);
-    int level = MPI_THREAD_SINGLE;
-    PMPI_Query_thread(&level);
-    int share = ml_a2a.cfg.share && cs->wr && level < MPI_THREAD_MULTIPLE;
-    int mine[N_RED], agreed[N_RED];
-    ml_plogp0 z0;
-    shared_dup *sd = NULL;
-    propose(cs, share, mine, &z0, &sd);
-    PMPI_Allreduce(mine, agreed, N_RED, MPI_INT, MPI_MAX, comm);
-    int rpn_ok = adopt(cs, agreed, &z0, sd);
-    if (!cs->sd)
-        make_dup(cs, comm, share);
-    if (!rpn_ok)
-        split_rpn(cs);
+    cs->wr = world_ranks(comm, cs->P, &oom);
+    cs->rpn = oom ? -2 : rpn_from_table(cs->wr, cs->P);
+    if (cs->rpn == -2) {
+        free(cs->wr);
+        free(cs);
+        return NULL;
+    }
     pthread_mutex_lock(&ml_a2a.lock);
     cs->next = ml_a2a.live;
     if (ml_a2a.live)
@@ -377,6 +389,40 @@ comm_state *ml_a2a_get_state(MPI_Comm comm)
     pthread_mutex_unlock(&ml_a2a.lock);
     PMPI_Comm_set_attr(comm, ml_a2a.keyval, cs);
     return cs;
+}
+
+/* The collective set-up of cs, once: one reduction on the user's
+ * communicator (see propose) and the private duplicate (shared, or made
+ * here).  Called inside an Alltoall call on cs->comm at a point every rank
+ * reaches at the same call (the decisions leading to it are computed alike
+ * on every rank), so it is ordered like any collective on comm. */
+int ml_a2a_setup(comm_state *cs)
+{
+    if (cs->setup)
+        return MPI_SUCCESS;
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    int share = ml_a2a.cfg.share && cs->wr && level < MPI_THREAD_MULTIPLE;
+    int mine[N_RED], agreed[N_RED];
+    ml_plogp0 z0;
+    shared_dup *sd = NULL;
+    propose(cs, share, mine, &z0, &sd);
+    int rc = PMPI_Allreduce(mine, agreed, N_RED, MPI_INT, MPI_MAX, cs->comm);
+    if (rc != MPI_SUCCESS) {
+        if (sd) {
+            pthread_mutex_lock(&ml_a2a.lock);
+            sd->refs--;
+            pthread_mutex_unlock(&ml_a2a.lock);
+        }
+        return rc;
+    }
+    int rpn_ok = adopt(cs, agreed, &z0, sd);
+    cs->setup = 1;
+    if (!cs->sd)
+        make_dup(cs, cs->comm, share);
+    if (!rpn_ok)
+        split_rpn(cs);
+    return MPI_SUCCESS;
 }
 
 /* ---------------- block sizes ---------------- */
