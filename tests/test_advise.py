@@ -914,6 +914,23 @@ def test_profile_records_the_machine_and_advise_sees_oversubscription(build: Pat
         assert all("oversubscribed (" in f["confidence_why"] for f in every(res))
 
 
+def test_launch_settings_leave_out_the_launchers_internals(build: Path) -> None:
+    """launch.settings holds the variables that choose transports and interfaces, not the
+    launcher's internals: Intel MPI's hydra gives every rank HYDRA_BSTRAP_* (its proxy
+    tree) and HYDRA_LAUNCH_TYPE.  Under Intel MPI they are the launcher's own; under the
+    others the test sets them (no launcher reads them) beside HYDRA_IP_VERSION, kept."""
+    env = {} if FLAVOUR == "intelmpi" else {
+        "HYDRA_BSTRAP_NODE_ID": "0", "HYDRA_BSTRAP_UPSTREAM_FD": "7",
+        "HYDRA_LAUNCH_TYPE": "2", "HYDRA_IP_VERSION": "4"}
+    header, _ = lines(profile("hydra-internals", 2, "p2p", 5, 64, env=env))
+    settings = header["launch"]["settings"]
+    assert not [k for k in settings if k.startswith("HYDRA_BSTRAP_") or
+                k == "HYDRA_LAUNCH_TYPE"], settings
+    assert settings.get("OMPI_MCA_osc") == "sm,rdma,pt2pt"  # the tests' env: still kept
+    if FLAVOUR != "intelmpi":
+        assert settings.get("HYDRA_IP_VERSION") == "4"
+
+
 def test_calls_of_very_different_sizes_are_judged_apart(build: Path, tmp_path: Path) -> None:
     """MPI_Allreduce of 8 B and of 64 KiB from two call sites, as many calls of each: rule 3
     never advises for "32 KiB buffers" (their mean) but judges each size apart, from the
