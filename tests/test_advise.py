@@ -980,3 +980,49 @@ def test_calls_of_very_different_sizes_are_judged_apart(build: Path, tmp_path: P
     assert not [f for f in every(res) if f["key"] == "collective-algorithm"
                 and f["figures"]["function"] == "MPI_Allreduce"]
     assert "MPI_Allreduce's calls have sizes from 8 B to 64 KiB" in " ".join(res["warnings"])
+
+
+def test_small_collectives_are_judged_per_size_class(build: Path, tmp_path: Path) -> None:
+    """Rule 2 judges a collective whose calls mix sizes 8x apart per size class (its call
+    sites), as rule 3 does, never on their mean.  Labelled cases, 2 ranks:
+    - 100 Allreduces of 8 B and 100 of 64 KiB per rank (mean 32 KiB, above the model's
+      4 KiB limit: judged on the mean, nothing): the 8 B class alone is found, with its
+      100 calls per rank, its fastest rank's time per call and the model's
+      T(64) / (8 T(8)); the 64 KiB class is not (above the limit);
+    - healthy: 60 of 8 B and 60 of 512 B per rank (120 calls of mean 260 B: judged on the
+      mean, a finding): neither class has the 100 calls per rank worth a code change;
+    - without call sites, the mixed function is not judged and the warning names rule 2."""
+    iters, np_ = 100, 2
+    prof = profile("mixed", np_, "mixed", iters, 65536)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    _, ranks = lines(prof)
+    per = []
+    for r in ranks:
+        sites = [c for c in r["callsites"] if c["function"] == "MPI_Allreduce"
+                 and c["bytes_sent"] == 8 * c["calls"]]
+        assert len(sites) == 1 and sites[0]["calls"] == iters
+        per.append(sites[0]["time_s"] / sites[0]["calls"])
+    t8 = L + interp(G, 8)
+    ratio = (L + interp(G, 64)) / (8 * t8)
+    f = next(x for x in every(res) if x["key"] == "latency-collectives")
+    assert list(f["figures"]["functions"]) == ["MPI_Allreduce, 8 B calls"]
+    row = f["figures"]["functions"]["MPI_Allreduce, 8 B calls"]
+    assert (row["function"], row["size_class"], row["size"], row["calls_per_rank"]) == \
+        ("MPI_Allreduce", 4, 8, iters)
+    assert row["measured_per_call_s"] == pytest.approx(min(per), rel=1e-12)
+    assert row["ratio"] == pytest.approx(ratio, rel=1e-12)
+    assert f["gain_s"] == pytest.approx(iters * min(per) * (1 - ratio), rel=1e-9)
+    assert "one MPI_Allreduce of 8 buffers" in f["change"] and "MPI_Iallreduce" in f["change"]
+
+    healthy = profile("mixed-small", np_, "mixed", 60, 512)
+    hist = lines(healthy)[0]["functions"]["MPI_Allreduce"]["hist_send"]
+    assert [b for b, c in enumerate(hist) if c] == [4, 10] and hist[4] == hist[10] == 60 * np_
+    res = advise(healthy, write_model(tmp_path / "m2.json", healthy))
+    assert not [x for x in every(res) if x["key"] == "latency-collectives"]
+
+    bare = profile("mixed-small-nosites", np_, "mixed", 60 * 2, 512,
+                   env={"MPILENS_CALLSITES": "0"})
+    res = advise(bare, write_model(tmp_path / "m3.json", bare))
+    assert not [x for x in every(res) if x["key"] == "latency-collectives"]
+    assert "MPI_Allreduce's calls have sizes from 8 B to 512 B (its send histogram): rules 2 " \
+           "and 3 do not judge them" in " ".join(res["warnings"])
