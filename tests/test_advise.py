@@ -126,6 +126,32 @@ def test_latency_bound_small_messages(build: Path, tmp_path: Path) -> None:
     assert f["basis"]["profile"] and f["basis"]["model"] and f["basis"]["assumptions"]
 
 
+def test_latency_crossover_is_not_one_sizes_spike() -> None:
+    """The latency crossover (the first size whose g(m) - g(0) reaches L + g(0)) reads
+    each g as the median of it and its neighbours'.  Labelled models (L = 0.57 us):
+    - the model of 4 nodes at 100 Mbit/s measured at a load of 300 (tests/cluster):
+      g flat at 10.3 us but for a spike of 35.4 us at 2 B and 44.4 us at 256 B, rising
+      from 16 KiB: the crossover is 16 KiB, not 2 B (rule 1 counted 8 B messages as
+      bandwidth-bound);
+    - healthy, rising from 4 KiB without spikes: 4 KiB, as without the median;
+    - only the last size reaches it: the last size (the ends are read as they are)."""
+    from mpilens.advise.netmodel import NetModel
+
+    sizes = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536]
+    flat = [10.3e-6] * len(sizes)
+
+    def model(g: list[float]) -> NetModel:
+        return NetModel("given", "x", 0.57e-6, sizes, flat, flat, g)
+
+    spiky = [*flat[:-3], 12e-6, 1.4e-3, 5.3e-3]
+    spiky[2], spiky[9] = 35.4e-6, 44.4e-6
+    assert model(spiky).latency_crossover() == 16384
+    rising = [*flat[:13], 30e-6, 60e-6, 120e-6, 480e-6]
+    assert model(rising).latency_crossover() == 4096
+    assert model([*flat[:-1], 1e-3]).latency_crossover() == 65536
+    assert model(flat).latency_crossover() is None
+
+
 def test_without_a_model_measures_here(build: Path) -> None:
     prof = profile("p2p", 2, "p2p", 3000, 64)
     res = advise(prof, None)
