@@ -56,8 +56,8 @@ def _plain(view: Any) -> dict[str, Any]:
 
 # mixed: two Allreduce call sites of different sizes (rule 3 splits by site, with their
 # hists); poll: MPI_Testany and peers.recv (rule 10); imbalance: late_arrival (rule 7)
-CASES = [("mixed", 2, ("mixed", 100, 65536)), ("poll", 3, ("poll", 100, 3000)),
-         ("imbalance", 2, ("imbalance", 14, 50000))]
+CASES = [("mixed", 2, ("mixed", 100, 65536)), ("poll", 3, ("poll", 100, 3000, 300)),
+         ("imbalance", 2, ("imbalance", 24, 50000))]
 
 
 @pytest.mark.parametrize("name,np_,args", CASES, ids=[c[0] for c in CASES])
@@ -112,7 +112,7 @@ def _stale(src: Path, tmp_path: Path) -> Any:
 
 
 def test_a_field_not_folded_is_refused(build: Path) -> None:
-    prof = advise_ranks.load(profile("imbalance", 2, "imbalance", 14, 50000))
+    prof = advise_ranks.load(profile("imbalance", 2, "imbalance", 24, 50000))
     r = prof.ranks[0]
     with pytest.raises(advise_ranks.NotFolded, match="'timeline'"):
         r.get("timeline")
@@ -121,7 +121,7 @@ def test_a_field_not_folded_is_refused(build: Path) -> None:
     with pytest.raises(advise_ranks.NotFolded, match="'threshold_s'"):
         r["late_arrival"]["threshold_s"]
     assert r.get("affinity") == json.loads(
-        profile("imbalance", 2, "imbalance", 14, 50000).read_text().splitlines()[1]
+        profile("imbalance", 2, "imbalance", 24, 50000).read_text().splitlines()[1]
     ).get("affinity")
 
 

@@ -4,13 +4,15 @@ dispatch of the alltoall/repro families, the profiler-overhead family."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
-from conftest import BUILD
+from conftest import BUILD, REPO, run_mpi
 from mpilens import paths
-from test_bench_common import check_env, cli, run_family
+from test_bench_common import check_env, cli, estimate_first, run_family
 
 
 def _one_error_line(proc, contains: str) -> None:
@@ -88,6 +90,57 @@ def test_engine_families_dispatch(family: str, module: str) -> None:
         assert proc.returncode == 0 and "usage" in proc.stdout.lower(), proc.stderr
 
 
+def test_announce_names_options_the_family_has() -> None:
+    """The expected-duration line names, per family, options that family has (io and
+    overhead have no --max-size or --iters); from 10 s on, nothing below."""
+    from contextlib import redirect_stdout
+
+    from mpilens.bench import alltoall, repro
+    from mpilens.bench.launch import SHORTEN, announce
+    from rich.console import Console
+
+    helps = {}
+    for family, module in (("alltoall", alltoall), ("repro", repro)):
+        with redirect_stdout(io.StringIO()) as text, pytest.raises(SystemExit):
+            module.main(["--help"])
+        helps[family] = text.getvalue()
+    for family, options in SHORTEN.items():
+        out = io.StringIO()
+        announce(Console(file=out, width=300), family, 12.0)
+        assert out.getvalue().startswith(f"{family}: expected duration about 12 s (") and \
+            out.getvalue().endswith(f"; {options} shorten it\n"), out.getvalue()
+        for opt in re.findall(r"--[a-z-]+", options):
+            if family in helps:  # the CLI's own options
+                assert opt in helps[family], (family, opt)
+                continue
+            src = (REPO / "bench" / "src" / f"{family}.c").read_text()
+            sizes = opt in ("--min-size", "--max-size") and "ml_opt_sizes(" in src
+            assert sizes or f'ml_opt_int("{opt[2:]}"' in src or \
+                f'ml_opt_names("{opt[2:]}"' in src or f'ml_opt_size("{opt[2:]}"' in src, \
+                (family, opt)
+        quiet = io.StringIO()
+        announce(Console(file=quiet), family, 9.99)
+        assert quiet.getvalue() == ""
+    # alltoall: every run at P ranks as long as the first's x P / its ranks, x repeat
+    assert alltoall.expected_duration(2.0, [4, 8], 3) == pytest.approx((2.0 + 4.0) * 3,
+                                                                       rel=1e-12)
+
+
+def test_repro_bench_announces_and_records_its_duration(tmp_path: Path) -> None:
+    """mpilens-bench-repro --progress sends its expected duration (MLB-ESTIMATE) before the
+    timed samples, and its JSON keeps it beside the samples' time; `mpilens bench repro`
+    takes the line (announced from 10 s on) and writes both."""
+    proc = run_mpi(2, [BUILD / "bin" / "mpilens-bench-repro", "--samples", "1", "--progress"])
+    expected = estimate_first(proc.stderr, 0)
+    doc = json.loads(proc.stdout[proc.stdout.find("{"):])
+    assert doc["expected_s"] == pytest.approx(expected, rel=1e-5) and doc["elapsed_s"] > 0
+    out = tmp_path / "repro.json"
+    got = cli(["repro", "--np", "2", "--samples", "1", "--json", str(out)], launch=False)
+    assert got.returncode == 0 and "MLB-" not in got.stderr + got.stdout, got.stderr
+    doc = json.loads(out.read_text())
+    assert doc["expected_s"] > 0 and doc["elapsed_s"] > 0 and doc["samples"] == 1
+
+
 def test_overhead_without_profiler(tmp_path: Path) -> None:
     doc = run_family(2, "overhead", ["--calls", "1000", "--blocks", "3", "--pp-calls", "50",
                                      "--rss-calls", "2000"], tmp_path)
@@ -126,6 +179,8 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     [run] = doc["runs"]
     assert (run["nranks"], run["repeat"]) == (2, 3)
+    # expected from the first run (x 3 runs of 2 ranks), the whole sweep's time beside it
+    assert doc["expected_s"] > 0 and doc["elapsed_s"] >= doc["expected_s"] / 3
     assert [r["bytes"] for r in run["results"]] == [64, 8192]
     for r in run["results"]:
         runs = r["runs"]

@@ -88,3 +88,16 @@ def check_env(doc: dict[str, Any], nranks: int, flavour: str) -> None:
     assert isinstance(env["variables"], dict)
     assert 0 < doc["clock"]["resolution_s"] < 1e-3
     assert doc["clock"]["timer"] == "MPI_Wtime"
+
+
+def estimate_first(stderr: str, progress_lines: int) -> float:
+    """A family run with --progress sent its expected duration (MLB-ESTIMATE, shown by
+    `mpilens bench` from 10 s on) before its first progress line, then exactly
+    progress_lines progress lines: the estimate's seconds (> 0)."""
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("MLB-")]
+    assert lines and lines[0].startswith("MLB-ESTIMATE "), lines
+    seconds = float(lines[0].split()[1])
+    assert seconds > 0
+    assert all(ln.startswith("MLB-PROGRESS ") for ln in lines[1:]), lines
+    assert len(lines) == 1 + progress_lines, lines
+    return seconds

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 from conftest import FLAVOUR, mpi_env, run_mpi
-from test_bench_common import bench_exe, check_env, check_stats, fnv1a, pattern, run_family
+from test_bench_common import (
+    bench_exe,
+    check_env,
+    check_stats,
+    estimate_first,
+    fnv1a,
+    pattern,
+    run_family,
+)
 
 
 def test_p2p_pair_sizes_and_osu_reference(tmp_path: Path) -> None:
@@ -75,12 +83,9 @@ def test_coll_announces_its_expected_duration_first(tmp_path: Path) -> None:
     proc = run_mpi(2, [bench_exe(), "coll", "--ops", "allreduce,bcast", "--max-size", "8",
                        "--samples", "2", "--warmup", "0", "--progress",
                        "--out", tmp_path / "c.json"], timeout=120)
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("MLB-")]
-    assert lines[0].startswith("MLB-ESTIMATE ") and float(lines[0].split()[1]) > 0
-    # 2 ops x 2 sizes (4 and 8 B)
-    assert all(ln.startswith("MLB-PROGRESS ") for ln in lines[1:]) and len(lines) == 1 + 4
+    expected = estimate_first(proc.stderr, 4)  # 2 ops x 2 sizes (4 and 8 B)
     doc = json.loads((tmp_path / "c.json").read_text())
-    assert doc["expected_s"] == pytest.approx(float(lines[0].split()[1]), rel=1e-5)
+    assert doc["expected_s"] == pytest.approx(expected, rel=1e-5)
 
 
 def _expected_checksum(partners: list[list[int]], size: int, seed: int) -> str:
@@ -170,9 +175,7 @@ def test_logp_announces_its_expected_duration_first(tmp_path: Path) -> None:
     proc = run_mpi(2, [bench_exe(), "logp", "--max-size", "4K", "--samples", "2",
                        "--iters", "2", "--train", "4", "--progress",
                        "--out", tmp_path / "l.json"], timeout=120)
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("MLB-")]
-    assert lines[0].startswith("MLB-ESTIMATE ") and float(lines[0].split()[1]) > 0
-    assert all(ln.startswith("MLB-PROGRESS ") for ln in lines[1:]) and len(lines) == 1 + 14
+    estimate_first(proc.stderr, 14)
 
 
 def test_logp_model_rules_on_chosen_medians(build: Path) -> None:

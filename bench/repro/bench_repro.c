@@ -1,8 +1,11 @@
 /* mpilens-bench-repro: native MPI_Allreduce(MPI_SUM, MPI_DOUBLE) against the
  * reproducible engine (runtime/repro), in one run, interleaved.
  *
- *   mpilens-bench-repro [--samples N]
+ *   mpilens-bench-repro [--samples N] [--progress]
  *
+ * --progress: before the timed samples, "MLB-ESTIMATE <s>" on stderr (rank 0): the
+ * expected duration of the samples, from a probe of every count (the batch sizing's
+ * own calls), as the mpilens-bench families send it.
  * Timing: for counts 1, 16, 1Ki, 1Mi doubles, N samples alternating native and
  * reproducible; a sample is the slowest rank's time for a batch of calls
  * (sized to ~20 ms of native calls, at least 3) divided by the batch size.  Accuracy: for several data sets, bits of the
@@ -81,13 +84,16 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &P);
-    int samples = 11;
+    int samples = 11, progress = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--samples") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
             samples = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--progress")) {
+            progress = 1;
         } else {
             if (rank == 0)
-                fprintf(stderr, "mpilens-bench-repro: bad argument '%s': expected --samples N (N > 0)\n", argv[i]);
+                fprintf(stderr, "mpilens-bench-repro: bad argument '%s': expected --samples N (N > 0) "
+                        "or --progress\n", argv[i]);
             MPI_Finalize();
             return 2;
         }
@@ -114,13 +120,27 @@ int main(int argc, char **argv)
     double *sn = malloc(sizeof(double) * (size_t)samples), *sr = malloc(sizeof(double) * (size_t)samples);
     for (int i = 0; i < maxn; i++)
         x[i] = 2 * urand() - 1;
+    /* the probe: per count, warm up both paths and size a batch to ~20 ms of native calls
+     * (the same on every rank); the samples then take samples x reps x (native + repro) */
+    int sized[sizeof counts / sizeof counts[0]];
+    double expected = 0;
     for (int c = 0; c < nc; c++) {
-        int n = counts[c];
-        /* warm up both paths, then size a batch to ~20 ms (same on every rank) */
-        batch(1, x, y, n, 2);
-        double t1 = batch(0, x, y, n, 3);
+        batch(1, x, y, counts[c], 2); /* the warm-up: set-up costs stay out of the probe */
+        double t1 = batch(0, x, y, counts[c], 3);
         int reps = t1 > 0.02 / 3 ? 3 : (int)(0.02 / t1);
-        reps = reps > 2000 ? 2000 : reps;
+        sized[c] = reps > 2000 ? 2000 : reps;
+        double tr = batch(1, x, y, counts[c], 3);
+        expected += (double)samples * sized[c] * (t1 + tr);
+    }
+    if (progress && rank == 0) {
+        fprintf(stderr, "MLB-ESTIMATE %.6g\n", expected);
+        fflush(stderr);
+    }
+    double t_start = MPI_Wtime();
+    for (int c = 0; c < nc; c++) {
+        int n = counts[c], reps = sized[c];
+        batch(1, x, y, n, 1); /* this count's buffers warm again after the others' */
+        batch(0, x, y, n, 1);
         for (int s = 0; s < samples; s++) {
             if (s % 2) {
                 sr[s] = batch(1, x, y, n, reps);
@@ -140,7 +160,8 @@ int main(int argc, char **argv)
         }
     }
     if (rank == 0)
-        printf("],\n \"accuracy\": [");
+        printf("],\n \"expected_s\": %.6g, \"elapsed_s\": %.6g,\n \"accuracy\": [", expected,
+               MPI_Wtime() - t_start);
 
     const char *sets[] = {"random_uniform", "mixed_magnitudes", "ill_conditioned", "published_example"};
     const int n = 1024;

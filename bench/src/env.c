@@ -42,11 +42,15 @@ long ml_rss_kib(const char *field)
 
 void ml_announce(const char *family, double expected, long long probe)
 {
+    /* the family's options that shorten it (python/mpilens/bench/launch.py SHORTEN) */
+    const char *shorten = !strcmp(family, "coll")       ? "--max-size, --samples or --ops"
+                          : !strcmp(family, "io")       ? "--size, --samples or --patterns"
+                          : !strcmp(family, "overhead") ? "--calls, --blocks or --rss-calls"
+                                                        : "--max-size, --samples or --iters";
     if (ml_progress_on) fprintf(stderr, "MLB-ESTIMATE %.6g\n", expected);
     else if (expected >= 10)
         fprintf(stderr, "%s: expected duration about %.0f s (from a probe of up to %lld B "
-                "before most of it); --max-size, --samples or --iters shorten it\n", family,
-                expected, probe);
+                "before most of it); %s shorten it\n", family, expected, probe, shorten);
     fflush(stderr);
 }
 

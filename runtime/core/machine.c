@@ -98,9 +98,15 @@ static int launcher_line(char *out, size_t cap)
     return 0;
 }
 
-/* The environment variables that choose the MPI's transports and interfaces. */
+/* The environment variables that choose the MPI's transports and interfaces.  Not the
+ * launcher's own internals: Intel MPI's hydra hands every rank HYDRA_BSTRAP_* (its
+ * proxy tree: node id, upstream fd, ...) and HYDRA_LAUNCH_TYPE, which no user sets. */
 static int transport_setting(const char *kv)
 {
+    static const char *const internals[] = {"HYDRA_BSTRAP_", "HYDRA_LAUNCH_TYPE=", NULL};
+    for (int i = 0; internals[i]; i++)
+        if (strncmp(kv, internals[i], strlen(internals[i])) == 0)
+            return 0;
     static const char *const prefixes[] = {
         "OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_mtl", "OMPI_MCA_osc", "OMPI_MCA_oob_tcp_if",
         "OMPI_MCA_rmaps", "OMPI_MCA_hwloc_base_binding", "UCX_NET_DEVICES", "UCX_TLS",

@@ -4,8 +4,11 @@
  *   advise_app p2p       ITERS SIZE      ring: per iteration MPI_Isend SIZE bytes to rank+1,
  *                                        MPI_Irecv from rank-1, MPI_Waitall (2 requests)
  *   advise_app alltoall  ITERS SIZE      ITERS MPI_Alltoall of SIZE-byte blocks (MPI_BYTE)
- *   advise_app imbalance ITERS US        per iteration the last rank sleeps US microseconds,
- *                                        then every rank calls MPI_Allreduce (1 double)
+ *   advise_app imbalance ITERS US        per iteration the last rank sleeps US microseconds
+ *                                        (or 20 x its longest MPI_Allreduce so far, the first
+ *                                        left out, when that is longer, at most 0.5 s: under
+ *                                        load its lateness stays far above the calls' own
+ *                                        time), then every rank calls MPI_Allreduce (1 double)
  *   advise_app compute   ITERS US        per iteration every rank sleeps US microseconds,
  *                                        then MPI_Allreduce (1 double)
  *   advise_app pairs     ITERS SIZE      heavy pairs (2k, 2k+1): per iteration each rank sends
@@ -23,8 +26,10 @@
  *   advise_app pipeline  ITERS US        per iteration a forward sweep (rank r: MPI_Recv 8 bytes
  *                                        from r-1, sleep US, MPI_Send to r+1) and a backward
  *                                        sweep (from r+1, to r-1): a wavefront
- *   advise_app poll      ITERS US        per iteration rank 0 posts MPI_Irecv from every other
- *                                        rank and calls MPI_Testany until all arrived; the
+ *   advise_app poll      ITERS US [MIN]  per iteration rank 0 posts MPI_Irecv from every other
+ *                                        rank and calls MPI_Testany until all arrived and at
+ *                                        least MIN times (default 0: the count does not hang on
+ *                                        how often a loaded machine lets it spin); the
  *                                        others sleep US microseconds, then MPI_Send 8 bytes
  *
  * Every received byte is checked; a wrong one stops the job with status 3. */
@@ -39,6 +44,13 @@ static void nap(double us)
 {
     struct timespec ts = {(time_t)(us / 1e6), (long)((us - 1e6 * (double)(long)(us / 1e6)) * 1e3)};
     nanosleep(&ts, NULL);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void check(int ok, const char *what, int rank)
@@ -113,11 +125,17 @@ int main(int argc, char **argv)
         free(rb);
     } else if (strcmp(mode, "imbalance") == 0 || strcmp(mode, "compute") == 0) {
         int late = strcmp(mode, "imbalance") == 0;
+        double worst = 0; /* the longest MPI_Allreduce so far but the first, s */
         for (long it = 0; it < iters; it++) {
+            double us = (double)arg;
+            if (late && 20e6 * worst > us)
+                us = 20e6 * worst < 5e5 ? 20e6 * worst : 5e5;
             if (!late || rank == size - 1)
-                nap((double)arg);
-            double x = rank + 1, y = 0;
+                nap(us);
+            double x = rank + 1, y = 0, t0 = now();
             MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            if (it > 0 && now() - t0 > worst) /* not the first: the MPI's set-up */
+                worst = now() - t0;
             check(y == size * (size + 1) / 2.0, "allreduce", rank);
         }
     } else if (strcmp(mode, "mixed") == 0) {
@@ -178,13 +196,13 @@ int main(int argc, char **argv)
             }
         }
     } else if (strcmp(mode, "poll") == 0) {
-        long *got = malloc(sizeof(long) * (size_t)size);
+        long *got = malloc(sizeof(long) * (size_t)size), least = argc > 4 ? atol(argv[4]) : 0;
         MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)size);
         for (long it = 0; it < iters; it++) {
             if (rank == 0) {
                 for (int p = 1; p < size; p++)
                     MPI_Irecv(&got[p], 1, MPI_LONG, p, 11, MPI_COMM_WORLD, &req[p - 1]);
-                for (int left = size - 1; left > 0;) {
+                for (long left = size - 1, n = 0; left > 0 || n < least; n++) {
                     int idx, flag;
                     MPI_Testany(size - 1, req, &idx, &flag, MPI_STATUS_IGNORE);
                     if (flag && idx != MPI_UNDEFINED)

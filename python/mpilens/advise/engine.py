@@ -69,18 +69,22 @@ def warnings(prof: Profile, model: netmodel.NetModel | None = None) -> list[str]
     """What makes the profile's times doubtful."""
     from .collectives import FAMILIES
     from .rules.collective import size_modes, sizes, split_by_size
+    from .rules.latency import BLOCKING
 
     out: list[str] = []
     ctx = Context(prof, model) if model is not None else None
-    for name in FAMILIES:
+    for name in [*FAMILIES, *(n for n in BLOCKING if n not in FAMILIES)]:
         f = prof.functions.get(name, {})
         modes = size_modes(f) if name != "MPI_Alltoallv" else None  # its mean (rule 3)
         if modes and ctx is not None and prof.ranks \
                 and split_by_size(ctx, name, f, sizes(name, f, prof.nranks)[1]):
-            continue  # judged per size, from the call sites (rule 3)
+            continue  # judged per size, from the call sites (rules 2 and 3)
         if modes:
+            rules = ("rules 2 and 3" if name in FAMILIES and name in BLOCKING else
+                     "rule 3" if name in FAMILIES else "rule 2")
             out.append(f"{name}'s calls have sizes from {fmt_bytes(modes[0])} to "
-                       f"{fmt_bytes(modes[1])} (its send histogram): rule 3 does not judge "
+                       f"{fmt_bytes(modes[1])} (its send histogram): {rules} "
+                       f"{'do' if rules.startswith('rules') else 'does'} not judge "
                        f"them on their mean size, nor apart (its call sites mix sizes, or "
                        f"the profile has none: MPILENS_CALLSITES)")
     if not prof.ranks:

@@ -28,6 +28,9 @@ chunks of every run, with a 95 % bootstrap interval over the chunks.  "within 5 
 only when the whole interval lies below 1.05, "not within" when it lies above,
 else "not resolved"; against native likewise "faster", "slower", "not resolved".
 --skip leaves variants out (forced algorithms, nomodel) to keep a slow sweep short.
+After its first run the sweep announces its expected duration when it is 10 s or more
+(every run at P ranks taken to last the first's time x P / the first's ranks); the JSON
+records it (expected_s) beside the whole sweep's time (elapsed_s).
 """
 
 from __future__ import annotations
@@ -36,8 +39,11 @@ import argparse
 import json
 import random
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
 
 from .. import outfile, paths
 from ..errors import UserError
@@ -281,6 +287,13 @@ def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def expected_duration(first_s: float, nps: list[int], repeat: int) -> float:
+    """The whole sweep's expected seconds from its first run (nps[0] ranks): every run at P
+    ranks taken to last first_s x P / nps[0] (each call moves P blocks per rank; an
+    assumption, stated in the announce line)."""
+    return sum(first_s * p / nps[0] for p in nps) * repeat
+
+
 def parse_race(text: str) -> str:
     """off, F, F1,F2 or F0,F1,F2 (each in (1, 1000]), as MPILENS_ALLTOALL_RACE; returned as given."""
     if text == "off":
@@ -374,14 +387,26 @@ def main(argv: list[str]) -> int:
     outfile.check_output(args.json, args.force, "--json")
     calls, learn = plan(sizes, args.calls, args.learn, parse_size(args.scale_from))
     runs = []
+    start, expected = time.monotonic(), None
     for np_ in nps:
-        run = combine([run_one(launcher_for(user_launcher, np_), sizes, calls, learn, args.chunks,
-                               args.timeout, race, args.network_model, ",".join(skip))
-                       for _ in range(args.repeat)])
+        reps = []
+        for _ in range(args.repeat):
+            t0 = time.monotonic()
+            reps.append(run_one(launcher_for(user_launcher, np_), sizes, calls, learn,
+                                args.chunks, args.timeout, race, args.network_model,
+                                ",".join(skip)))
+            if expected is None:  # the first run is the probe of the others
+                expected = expected_duration(time.monotonic() - t0, nps, args.repeat)
+                launch.announce(Console(stderr=True), "alltoall", expected,
+                                f"the first of {len(nps) * args.repeat} runs took "
+                                f"{time.monotonic() - t0:.3g} s; the others estimated from "
+                                f"it, in proportion to their ranks")
+        run = combine(reps)
         runs.append(run)
         if not args.quiet:
             print(table(run), flush=True)
-    doc = {"family": "alltoall", "mpi": paths.mpi_flavour(), "runs": runs, "summary": summary(runs)}
+    doc = {"family": "alltoall", "mpi": paths.mpi_flavour(), "runs": runs, "summary": summary(runs),
+           "expected_s": expected, "elapsed_s": time.monotonic() - start}
     if not args.quiet:
         print(json.dumps({"summary": doc["summary"]}))
     if args.json:

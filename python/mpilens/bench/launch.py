@@ -27,6 +27,11 @@ PROGRESS = "MLB-PROGRESS "
 ESTIMATE = "MLB-ESTIMATE "  # the family's expected duration, before it starts
 ANNOUNCE_S = 10.0           # durations from this long on are announced
 ERROR = "mpilens-bench: "
+# per family, the options that shorten it (the announce line names them)
+SHORTEN = {"p2p": "--max-size, --samples or --iters", "coll": "--max-size, --samples or --ops",
+           "halo": "--max-size, --samples or --iters", "logp": "--max-size, --samples or --iters",
+           "io": "--size, --samples or --patterns", "overhead": "--calls, --blocks or --rss-calls",
+           "alltoall": "--sizes, --calls, --repeat or --np", "repro": "--samples"}
 
 
 class BenchFailed(Exception):
@@ -64,18 +69,56 @@ def run_program(launcher: list[str], argv: list[str], env: dict[str, str] | None
         raise UserError(f"benchmark did not finish within {timeout} s") from None
 
 
-def announce(console: Console, family: str, line: str) -> None:
-    """Print the expected duration a family sends before starting (MLB-ESTIMATE <s>),
-    when it is ANNOUNCE_S or more: a long benchmark says so before it runs."""
+def estimate(line: str) -> float | None:
+    """The seconds of an MLB-ESTIMATE line, None if it holds none."""
     try:
-        seconds = float(line.split()[1])
+        return float(line.split()[1])
     except (IndexError, ValueError):
-        return
-    if seconds >= ANNOUNCE_S:
+        return None
+
+
+def announce(console: Console, family: str, seconds: float | None,
+             how: str = "from a probe before starting") -> None:
+    """Print a family's expected duration when it is ANNOUNCE_S or more, naming the
+    family's options that shorten it: a long benchmark says so before it runs."""
+    if seconds is not None and seconds >= ANNOUNCE_S:
         from ..units import fmt_time
-        console.print(f"{family}: expected duration about {fmt_time(seconds)} (from a probe "
-                      f"before starting); --max-size, --samples or --iters "
-                      f"shorten it", highlight=False, markup=False)
+        console.print(f"{family}: expected duration about {fmt_time(seconds)} ({how}); "
+                      f"{SHORTEN.get(family, '--samples')} shorten it",
+                      highlight=False, markup=False)
+
+
+def run_streamed(launcher: list[str], argv: list[str], family: str,
+                 timeout: float | None = None) -> tuple[subprocess.CompletedProcess[str],
+                                                        float | None]:
+    """run_program for a program that sends its expected duration (MLB-ESTIMATE <s>) on
+    stderr before its long part: announced as it comes (not after the run).  Returns the
+    finished job (stdout, the other stderr lines) and the expected seconds (None: none
+    sent)."""
+    if shutil.which(launcher[0]) is None:
+        raise UserError(f"launcher '{launcher[0]}' not found")
+    env = mpi_env.job_env(paths.mpi_flavour(), allow_root=True)
+    cmd = [*launcher, *argv]
+    expected = None
+    other: list[str] = []
+    console = Console(stderr=True)
+    with tempfile.TemporaryFile("w+") as out, mpi_env.forwarding() as fw:
+        proc = mpi_env.popen(fw, cmd, stdout=out, stderr=subprocess.PIPE, text=True, env=env)
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith(ESTIMATE):
+                expected = estimate(line)
+                announce(console, family, expected)
+            else:
+                other.append(line)
+        try:
+            rc = mpi_env.exit_status(proc.wait(timeout=timeout))
+        except subprocess.TimeoutExpired:
+            mpi_env.stop(proc)
+            raise UserError(f"benchmark did not finish within {timeout} s") from None
+        fw.raise_if_stopped(rc)
+        out.seek(0)
+        return subprocess.CompletedProcess(cmd, rc, out.read(), "".join(other)), expected
 
 
 def run_bench(launcher: list[str], family: str, options: list[str], *,
@@ -112,7 +155,7 @@ def run_bench(launcher: list[str], family: str, options: list[str], *,
             task = bar.add_task(family, total=None)
             for line in proc.stderr:
                 if line.startswith(ESTIMATE):
-                    announce(console, family, line)
+                    announce(console, family, estimate(line))
                 elif line.startswith(PROGRESS):
                     done, total = (int(v) for v in line.split()[1:3])
                     bar.update(task, completed=done, total=total)

@@ -4,7 +4,9 @@ Runs bin/mpilens-bench-repro (one job: native and reproducible calls
 interleaved) and prints its figures: per count (1, 16, 1 Ki, 1 Mi doubles) the
 median time of both and their ratio against the targets (<= 2x for counts <= 16,
 <= 4x for 1 Mi doubles on 4 ranks), then the accuracy of the native result in
-significant bits lost against the correctly rounded exact sum.
+significant bits lost against the correctly rounded exact sum.  Before the timed
+samples it announces their expected duration (from a probe of every count) when it
+is 10 s or more; the JSON records it (expected_s) beside the samples' time (elapsed_s).
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def run(np_: int, samples: int, launcher: list[str]) -> dict[str, Any]:
     exe = paths.artifact("bin/mpilens-bench-repro")
-    proc = bench_launch.run_program(bench_launch.launcher_for(launcher, np_),
-                                    [str(exe), "--samples", str(samples)])
+    # --progress: its expected duration (MLB-ESTIMATE) after a probe, announced from 10 s
+    proc, _ = bench_launch.run_streamed(bench_launch.launcher_for(launcher, np_),
+                                        [str(exe), "--samples", str(samples), "--progress"],
+                                        "repro")
     cmd = proc.args
     start = proc.stdout.find("{")
     if proc.returncode != 0 or start < 0:

@@ -175,22 +175,19 @@ def find_collectives(ctx: Context, limit: float) -> list[Finding]:
     model gives the ratio, the profile the time (as rule 3 when the algorithm is known):
     after = measured x T(k m) / (k T(m)); the stages of a tree algorithm each cost T of
     the message, so the ratio is the point-to-point one (an assumption, stated)."""
-    from .collective import transfer_per_call  # rule 3's per-call transfer time
-
     model = ctx.model
     rows = []
     measured_rows: dict[str, dict[str, Any]] = {}
     unmeasured: dict[str, str] = {}
-    for name in BLOCKING:
-        f = ctx.functions().get(name)
-        if not f or int(f.get("calls", 0)) < MIN_CALLS * ctx.nranks:
+    base: dict[str, str] = {}  # the row's name -> its function
+    classes: dict[str, int] = {}  # a size class's row -> the class
+    for name, label, f, m, got, cls in _candidates(ctx):
+        if int(f["calls"]) < MIN_CALLS * ctx.nranks or m >= limit or got is None:
             continue
-        m = call_size(name, f)
-        if m >= limit:
-            continue
-        got = transfer_per_call(ctx, name)
-        if got is None:
-            continue
+        row = f"{name}, {label}" if label else name
+        base[row] = name
+        if cls is not None:
+            classes[row] = cls
         measured, fastest = got
         per_rank = int(f["calls"]) / ctx.nranks
         ratio = model.msg(AGGREGATE * m) / (AGGREGATE * model.msg(m))
@@ -198,18 +195,18 @@ def find_collectives(ctx: Context, limit: float) -> list[Finding]:
         if ctx.measure is not None and name in OPS and tree > 0 \
                 and max(measured / tree, tree / measured) > DISAGREE:
             # the model is far off this call: the ratio measured instead (bench coll)
-            done = _measured_ratio(ctx, name, f, m)
+            done = _measured_ratio(ctx, name, f, m, row)
             if done is None:
                 continue  # measured: no saving beyond the noise (a note says so)
             if isinstance(done, str):
-                unmeasured[name] = done
+                unmeasured[row] = done
             else:
                 ratio = done["ratio"]
-                measured_rows[name] = {**done, "calls_per_rank": per_rank,
-                                       "measured_per_call_s": measured}
+                measured_rows[row] = {**done, "calls_per_rank": per_rank,
+                                      "measured_per_call_s": measured}
         if ratio >= 1:  # k m past a step of the model: one call of k buffers costs more
             continue
-        rows.append((per_rank * measured * (1 - ratio), name, m, per_rank, measured, fastest,
+        rows.append((per_rank * measured * (1 - ratio), row, m, per_rank, measured, fastest,
                      ratio))
     if not rows:
         return []
@@ -260,10 +257,10 @@ def find_collectives(ctx: Context, limit: float) -> list[Finding]:
               f"{listed}"),
         why=(f"below the crossovers a call costs mostly its fixed part: {ratio_why}; more "
              f"bandwidth (rails) would not shorten them"),
-        change=(f"aggregate: one {top[1]} of {AGGREGATE} buffers packed together instead of "
-                f"{AGGREGATE} calls (a struct or MPI_Pack), or overlap the calls with "
-                f"computation (MPI_I{top[1].removeprefix('MPI_').lower()}) or make them persistent "
-                f"({top[1]}_init, MPI-4): a code change"),
+        change=(f"aggregate: one {base[top[1]]} of {AGGREGATE} buffers packed together "
+                f"instead of {AGGREGATE} calls (a struct or MPI_Pack), or overlap the calls with "
+                f"computation (MPI_I{base[top[1]].removeprefix('MPI_').lower()}) or make them "
+                f"persistent ({base[top[1]]}_init, MPI-4): a code change"),
         gain_s=gain, gain_pct=ctx.pct(gain),
         gain_note=gain_note, gain_interval=interval,
         confidence=conf, confidence_why=conf_why,
@@ -274,13 +271,40 @@ def find_collectives(ctx: Context, limit: float) -> list[Finding]:
                                "the calls are spread evenly over the ranks",
                                "a collective's stages cost T of its buffer (tree algorithms)"]},
         figures={"functions": {n: {"size": m, "calls_per_rank": pr, "measured_per_call_s": t,
-                                   "ratio": q, "gain_s": g}
+                                   "ratio": q, "gain_s": g,
+                                   **({"function": base[n], "size_class": classes[n]}
+                                      if n in classes else {})}
                                for g, n, m, pr, t, _, q in rows},
                  "limit_bytes": limit, "aggregate": AGGREGATE,
                  **({"measured": measured_rows} if measured_rows else {})})]
 
 
-def _measured_ratio(ctx: Context, name: str, f: dict[str, Any], m: float
+def _candidates(ctx: Context) -> list[tuple[str, str, dict[str, Any], float,
+                                            tuple[float, int] | None, int | None]]:
+    """(function, label, record, size per call, (fastest rank's time per call, that rank),
+    size class) to judge: each blocking collective on its own, or, when its calls have
+    sizes SPREAD apart (rule 3's size_modes: a mean of 8 B and 64 KiB calls is no call's
+    size), each size class of its call sites on its own, as rule 3 does.  Such a function
+    whose call sites mix the sizes (or a profile without call sites) is not judged:
+    engine.warnings says so."""
+    from .collective import size_modes, sizes, split_by_size, transfer_per_call
+
+    out: list[tuple[str, str, dict[str, Any], float, tuple[float, int] | None,
+                    int | None]] = []
+    for name in BLOCKING:
+        f = ctx.functions().get(name)
+        if not f or int(f.get("calls", 0)) < MIN_CALLS * ctx.nranks:
+            continue  # no class of it has more calls
+        if not size_modes(f):
+            out.append((name, "", f, call_size(name, f), transfer_per_call(ctx, name), None))
+            continue
+        for g in split_by_size(ctx, name, f, sizes(name, f, ctx.nranks)[1]) or []:
+            out.append((name, g["label"], g["function"], g["size"], g["transfer"],
+                        g["size_class"]))
+    return out
+
+
+def _measured_ratio(ctx: Context, name: str, f: dict[str, Any], m: float, row: str = ""
                     ) -> dict[str, Any] | str | None:
     """T(k m) / (k T(m)) of the run as it ran, measured by mpilens-bench coll at m (with
     the candidates rule 3 measures there, so one run serves both) and at k m: {ratio,
@@ -312,7 +336,7 @@ def _measured_ratio(ctx: Context, name: str, f: dict[str, Any], m: float
     lo, hi = b.lo / (AGGREGATE * a.hi), b.hi / (AGGREGATE * a.lo)
     if hi >= 1:
         ctx.notes.append(
-            f"rule 2, {name}: the model is more than {DISAGREE:g} x off its time per call; "
+            f"rule 2, {row or name}: the model is more than {DISAGREE:g} x off its time per call; "
             f"measured ({label}, median per call and 95 % interval) {fmt_bytes(m)} "
             f"{fmt_time(a.median)} [{fmt_time(a.lo)} .. {fmt_time(a.hi)}], "
             f"{fmt_bytes(AGGREGATE * m)} {fmt_time(b.median)} [{fmt_time(b.lo)} .. "
