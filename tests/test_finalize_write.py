@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import BUILD, read_profile, run_mpi
+from mpilens.report import analysis
+from mpilens.report.profile import load
 from test_cli_support import EVERY, STEPS, N, example, per_rank_calls
 from test_profiler import check_header
 
@@ -94,7 +96,8 @@ def members(raw: bytes) -> list[bytes]:
 
 @pytest.mark.parametrize("np_,writer,compress", [(5, "posix", "off"), (6, "mpiio", "gzip"),
                                                  (7, "posix", "gzip")])
-def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str, compress: str) -> None:
+def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str,
+                                           compress: str) -> None:
     """Each rank writes its line at the header's length plus the sum of the lengths of the
     lines below it (the recursive-doubling scan of profile_reduce.c, P not a power of two):
     tests/progs/fin_uneven gives every rank a line of its own length (rank r: r peers
@@ -128,3 +131,8 @@ def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str
         assert [n for n in local if n in f] == local[:r]
     sizes = [len(json.dumps(ln)) for ln in lines]
     assert max(sizes) - min(sizes) > 300  # uneven: the offsets differ from multiples of one length
+    # the profiler's own finalize, rank 0: its parts within the whole, and the whole shown
+    fin = header["profiler_finalize_s"]
+    assert 0 <= fin["offsets"] <= fin["total"] and 0 <= fin["reduce"] <= fin["total"]
+    assert analysis.summary(load(out))["profiler_finalize_s"] == fin["total"]
+    assert analysis._profiler_finalize({"profiler_finalize_s": {"reduce": 0.25}}) == 0.25

@@ -17,8 +17,8 @@ count: the slowest rank's MPI_Finalize (with, without, each run and the medians;
 (VmHWM after MPI_Finalize, medians), the job's wall time, the profile's bytes and
 its profiler_finalize_s, and rank 0's time and resident memory at the end of each
 step of the profiler's finalize ("steps_s", "steps_rss_kb": MPILENS_FIN_TRACE=1, medians;
-absent with a profiler that does not print them).  On one host (oversubscribed) by default; --cluster K
-runs over the virtual cluster K (tests/cluster/vcluster up --id K first), the
+absent with a profiler that does not print them).  On one host (oversubscribed) by
+default; --cluster K runs over the virtual cluster K (tests/cluster/vcluster up --id K first), the
 ranks spread evenly over its nodes or placed by --per-node.  --lib measures another
 build's profiler (MPILENS_LIB) with this build's program: the baseline of a change.
 """
@@ -95,7 +95,7 @@ def main() -> int:
     ap.add_argument("--compress", choices=["off", "gzip"], default="off")
     ap.add_argument("--lib", default=None)
     ap.add_argument("--no-off", action="store_true",
-                    help="only the runs with the profiler (the program alone measured in another run)")
+                    help="only the runs with the profiler (the program alone measured apart)")
     a = ap.parse_args()
     build = Path(a.build).resolve()
     exe, probe = build / "bin" / "mpilens-exec", build / "tests" / "fin_probe"
@@ -143,7 +143,8 @@ def main() -> int:
         traces = [r["trace"] for r in on if r["trace"]]
         if traces:  # rank 0's steps (MPILENS_FIN_TRACE; a profiler without it prints none)
             names = [s[0] for s in traces[0]["steps"]]
-            row["steps_s"] = {n: med([t["steps"][i][1] for t in traces]) for i, n in enumerate(names)}
+            row["steps_s"] = {n: med([t["steps"][i][1] for t in traces])
+                              for i, n in enumerate(names)}
             row["steps_rss_kb"] = {n: int(statistics.median(t["steps"][i][2] for t in traces))
                                    for i, n in enumerate(names)}
         print(json.dumps(row), flush=True)
