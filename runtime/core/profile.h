@@ -5,7 +5,7 @@
  *                                  cross-rank aggregates to rank 0 (fixed-size arrays)
  *   format      profile_format.c   rank 0 the header line (with every engine's
  *                                  section), each rank its own line
- *   write       profile_write.c    MPI_Exscan offsets, one collective MPI-IO write
+ *   write       profile_write.c    offsets by an exclusive scan (ml_fin_exscan), pwrite or MPI-IO
  *                                  under a temporary name (or $TMPDIR if refused)
  *   claim name  profile_write.c    rank 0 links the file to its final name,
  *                                  never overwriting one (name, name.1, ...)

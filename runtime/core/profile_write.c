@@ -2,9 +2,10 @@
  * ml_write_profile, which runs the four steps at MPI_Finalize.
  *
  * Rank 0 creates a temporary file in the output's directory and reserves the
- * profile's size in it; each rank's text is placed by MPI_Exscan and written
- * with one collective MPI_File_write_at_all (POSIX pwrite for paths too long
- * for MPI-IO).  The ranks agree on every step's outcome, so they all take the
+ * profile's size in it; each rank's line is placed after the header by an
+ * exclusive scan of the lengths (ml_fin_exscan, recursive doubling) and written
+ * with POSIX pwrite (MPILENS_WRITE=auto up to 1,024 ranks) or one collective
+ * MPI_File_write_at_all.  The ranks agree on every step's outcome, so they all take the
  * same path: on a failure the temporary file goes and the profile is written
  * again in $TMPDIR (or /tmp), else not at all, with one line.  Rank 0 then
  * links the file to the final name, which is never overwritten (name,
@@ -103,11 +104,10 @@ void ml_output_path(char *out, size_t n)
  * large blocks) spares a parallel file system one small write per rank. */
 #define ML_POSIX_WRITE_MAX_RANKS 1024
 
-static int ml_want_mpiio; /* rank 0's choice, broadcast (ml_write_profile) */
-
-static int ml_use_mpiio(const char *tmp)
+/* MPI-IO for this temporary name: want_mpiio is rank 0's choice, broadcast (ml_write_profile) */
+static int ml_use_mpiio(int want_mpiio, const char *tmp)
 {
-    return ml_want_mpiio && strlen(tmp) < ML_MPIIO_PATH_MAX;
+    return want_mpiio && strlen(tmp) < ML_MPIIO_PATH_MAX;
 }
 
 /* Agreement: 0 on every rank if no rank failed, else 1 on every rank, with the
@@ -223,8 +223,8 @@ static int ml_write_posix(const char *tmp, const ml_buf_t *b, off_t off, char *e
 /* Collective: the profile under rank 0's temporary name tmp (created and its
  * space reserved by rank 0 first).  0 ok; else 1 on every rank, the reason in
  * err on rank 0, and nothing left at tmp. */
-static int ml_write_tmp(char *tmp, size_t n, const ml_buf_t *b, long long hlen, long long off, long long total,
-                        char *err)
+static int ml_write_tmp(char *tmp, size_t n, const ml_buf_t *b, int mpiio, long long hlen, long long off,
+                        long long total, char *err)
 {
     /* one broadcast: rank 0's outcome of the create, the header's length (every other
      * rank's text goes after it) and the temporary name */
@@ -246,7 +246,7 @@ static int ml_write_tmp(char *tmp, size_t n, const ml_buf_t *b, long long hlen, 
     snprintf(tmp, n, "%s", msg.tmp);
     if (ml_world_rank != 0) off += msg.hlen;
     err[0] = 0;
-    int failed = ml_use_mpiio(tmp) ? ml_write_mpiio(tmp, b, (MPI_Offset)off, err)
+    int failed = ml_use_mpiio(mpiio, tmp) ? ml_write_mpiio(tmp, b, (MPI_Offset)off, err)
                                    : ml_write_posix(tmp, b, (off_t)off, err);
     if (failed && ml_world_rank == 0) unlink(tmp);
     return failed;
@@ -268,11 +268,11 @@ static void ml_tmp_name(char *tmp, size_t n, const char *path, const char *stamp
  * if that fails on any rank, every rank tries again in $TMPDIR (or /tmp) under
  * path's file name.  0 ok with path and tmp naming the place written; else 1
  * on every rank.  Rank 0 prints one line on failure (errors in why). */
-static int ml_write_placed(const ml_buf_t *b, long long hlen, long long off, long long total, char *path,
-                           char *tmp, size_t n, const char *stamp, char *why, size_t nwhy)
+static int ml_write_placed(const ml_buf_t *b, int mpiio, long long hlen, long long off, long long total,
+                           char *path, char *tmp, size_t n, const char *stamp, char *why, size_t nwhy)
 {
     char err[MPI_MAX_ERROR_STRING + 1] = {0};
-    if (!ml_write_tmp(tmp, n, b, hlen, off, total, err)) return 0;
+    if (!ml_write_tmp(tmp, n, b, mpiio, hlen, off, total, err)) return 0;
     int again = 0;
     if (ml_world_rank == 0) {
         const char *td = getenv("TMPDIR");
@@ -295,7 +295,7 @@ static int ml_write_placed(const ml_buf_t *b, long long hlen, long long off, lon
     ml_bcast(&again, 1, MPI_INT, 0);
     if (!again) return 1;
     err[0] = 0;
-    if (!ml_write_tmp(tmp, n, b, hlen, off, total, err)) return 0;
+    if (!ml_write_tmp(tmp, n, b, mpiio, hlen, off, total, err)) return 0;
     if (ml_world_rank == 0) {
         size_t k = strlen(why);
         snprintf(why + k, nwhy - k, "; %s: %s", path, err[0] ? err : "MPI-IO error");
@@ -404,7 +404,6 @@ int ml_write_profile(void)
     ml_bcast(plan, 2, MPI_INT, 0);
     ml_fin_mark("plan");
     int gz = plan[0];
-    ml_want_mpiio = plan[1];
     if (ml_cfg.detail) ml_profile_rank_line(&b, &prof);        /* 2. format: the lines */
     if (gz) ml_gzip_tail(&b, 0);
     ml_fin_mark("lines");
@@ -426,7 +425,7 @@ int ml_write_profile(void)
     }
     ml_fin_mark("header");
     char why[2 * ML_PATH_BUF + 2 * MPI_MAX_ERROR_STRING] = {0};
-    int failed = ml_write_placed(&b, hlen, off, total, path, tmp, sizeof tmp, stamp, why, sizeof why); /* 3. write */
+    int failed = ml_write_placed(&b, plan[1], hlen, off, total, path, tmp, sizeof tmp, stamp, why, sizeof why); /* 3. write */
     ml_fin_mark("write");
     if (ml_world_rank == 0) {                                   /* 4. claim the name */
         if (failed) fprintf(stderr, "mpilens: profile not written: %s\n", why);
