@@ -9,10 +9,13 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from pathlib import Path
 
 import pytest
 from conftest import BUILD, read_profile, run_mpi
+from mpilens.report import analysis
+from mpilens.report.profile import load
 from test_cli_support import EVERY, STEPS, N, example, per_rank_calls
 from test_profiler import check_header
 
@@ -78,3 +81,58 @@ def test_fin_probe_reports_every_rank(tmp_path: Path) -> None:
         ring = {(r["rank"] + d) % P for d in (-2, -1, 1, 2)}  # at 4 ranks +2 and -2 are one peer
         assert set(sent) == ring
         assert sum(m for m, _ in sent.values()) == 4 * steps
+
+
+def members(raw: bytes) -> list[bytes]:
+    """Each gzip member's text, in file order; the stream must end with the last one."""
+    out = []
+    while raw:
+        d = zlib.decompressobj(31)
+        out.append(d.decompress(raw) + d.flush())
+        assert d.eof
+        raw = d.unused_data
+    return out
+
+
+@pytest.mark.parametrize("np_,writer,compress", [(5, "posix", "off"), (6, "mpiio", "gzip"),
+                                                 (7, "posix", "gzip")])
+def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str,
+                                           compress: str) -> None:
+    """Each rank writes its line at the header's length plus the sum of the lengths of the
+    lines below it (the recursive-doubling scan of profile_reduce.c, P not a power of two):
+    tests/progs/fin_uneven gives every rank a line of its own length (rank r: r peers
+    sent, P-1-r received, the first r of seven local functions).  The file is exactly
+    the header and the P lines in rank order, back to back (plain: no byte left over or
+    zero, every line whole; gzip: P + 1 members, each one whole line), and each line
+    holds its rank's exact calls and peers."""
+    out = tmp_path / "u.prof"
+    run_mpi(np_, [EXEC, BUILD / "tests" / "fin_uneven"],
+            env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_WRITE": writer,
+                 "MPILENS_COMPRESS": compress})
+    raw = out.read_bytes()
+    if compress == "gzip":
+        parts = members(raw)
+        assert all(p.endswith(b"\n") and p.count(b"\n") == 1 for p in parts)
+    else:
+        assert b"\0" not in raw and raw.endswith(b"\n")
+        parts = [ln + b"\n" for ln in raw[:-1].split(b"\n")]
+        assert sum(len(p) for p in parts) == len(raw)
+    assert len(parts) == np_ + 1
+    header, lines = json.loads(parts[0]), [json.loads(p) for p in parts[1:]]
+    check_header(header, lines, np_)
+    assert [ln["rank"] for ln in lines] == list(range(np_))
+    local = ["MPI_Get_version", "MPI_Get_processor_name", "MPI_Initialized", "MPI_Query_thread",
+             "MPI_Is_thread_main", "MPI_Get_library_version", "MPI_Wtick"]
+    for r, ln in enumerate(lines):
+        f = ln["functions"]
+        assert f.get("MPI_Send", {}).get("calls", 0) == r
+        assert f.get("MPI_Recv", {}).get("calls", 0) == np_ - 1 - r
+        assert {p: (m, b) for p, m, b in ln["peers"]["sent"]} == {q: (1, 8) for q in range(r)}
+        assert [n for n in local if n in f] == local[:r]
+    sizes = [len(json.dumps(ln)) for ln in lines]
+    assert max(sizes) - min(sizes) > 300  # uneven: the offsets differ from multiples of one length
+    # the profiler's own finalize, rank 0: its parts within the whole, and the whole shown
+    fin = header["profiler_finalize_s"]
+    assert 0 <= fin["offsets"] <= fin["total"] and 0 <= fin["reduce"] <= fin["total"]
+    assert analysis.summary(load(out))["profiler_finalize_s"] == fin["total"]
+    assert analysis._profiler_finalize({"profiler_finalize_s": {"reduce": 0.25}}) == 0.25

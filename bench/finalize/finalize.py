@@ -4,7 +4,7 @@
 
     python3 bench/finalize/finalize.py BUILD [--mpi openmpi|mpich] [--ranks 8,32,64]
         [--runs 3] [--cluster K] [--per-node a,b,...] [--steps 20] [--compress off|gzip]
-        [--lib OTHER/libmpilens.so]
+        [--lib OTHER/libmpilens.so] [--no-off]
 
 BUILD is a build directory (build/openmpi, build/mpich).  For each rank count the
 build's tests/fin_probe (tests/progs/fin_probe.c: a halo exchange with 4 ring
@@ -15,8 +15,10 @@ without it (the program alone), interleaved.  Printed as one JSON line per rank
 count: the slowest rank's MPI_Finalize (with, without, each run and the medians;
 "added_s" is the difference of the medians), rank 0's peak resident memory
 (VmHWM after MPI_Finalize, medians), the job's wall time, the profile's bytes and
-its profiler_finalize_s.  On one host (oversubscribed) by default; --cluster K
-runs over the virtual cluster K (tests/cluster/vcluster up --id K first), the
+its profiler_finalize_s, and rank 0's time and resident memory at the end of each
+step of the profiler's finalize ("steps_s", "steps_rss_kb": MPILENS_FIN_TRACE=1, medians;
+absent with a profiler that does not print them).  On one host (oversubscribed) by
+default; --cluster K runs over the virtual cluster K (tests/cluster/vcluster up --id K first), the
 ranks spread evenly over its nodes or placed by --per-node.  --lib measures another
 build's profiler (MPILENS_LIB) with this build's program: the baseline of a change.
 """
@@ -39,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 VCLUSTER = ROOT / "tests" / "cluster" / "vcluster"
 LINE = re.compile(r"^fin_probe rank=(\d+) finalize_s=([0-9.]+) hwm_kb=(-?\d+)$", re.MULTILINE)
+TRACE = re.compile(r"^mpilens-fin-trace (\{.*\})$", re.MULTILINE)
 
 
 def launcher(mpi: str, np_: int, cluster: int | None, per_node: str | None) -> list[str]:
@@ -63,8 +66,9 @@ def run(line: list[str], prog: list[str], env: dict[str, str], np_: int) -> dict
     if proc.returncode != 0 or len(got) != np_:
         raise SystemExit(f"finalize.py: the job failed ({proc.returncode}, {len(got)} of {np_} ranks "
                          f"reported): {proc.stderr.strip()[-400:]}")
+    trace = TRACE.search(proc.stderr)
     return {"fin_max": max(t for t, _ in got.values()), "fin_rank0": got[0][0], "hwm0_kb": got[0][1],
-            "wall": wall}
+            "wall": wall, "trace": json.loads(trace.group(1)) if trace else None}
 
 
 def header(path: Path) -> dict:
@@ -90,6 +94,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--compress", choices=["off", "gzip"], default="off")
     ap.add_argument("--lib", default=None)
+    ap.add_argument("--no-off", action="store_true",
+                    help="only the runs with the profiler (the program alone measured apart)")
     a = ap.parse_args()
     build = Path(a.build).resolve()
     exe, probe = build / "bin" / "mpilens-exec", build / "tests" / "fin_probe"
@@ -102,16 +108,23 @@ def main() -> int:
         on: list[dict] = []
         off: list[dict] = []
         reduce_s: list[float] = []
+        total_s: list[float] = []
         size = 0
         with tempfile.TemporaryDirectory(prefix="mpilens-fin-") as d:
             for k in range(a.runs):
                 out = Path(d) / f"p{np_}-{k}.prof"
                 on.append(run(line, [str(exe), str(probe), str(a.steps)],
                               {"MPILENS_OUTPUT": str(out), "MPILENS_COMPRESS": a.compress,
+                               "MPILENS_FIN_TRACE": "1",
                                **({"MPILENS_LIB": str(Path(a.lib).resolve())} if a.lib else {})}, np_))
-                off.append(run(line, [str(probe), str(a.steps)], {}, np_))
+                if not a.no_off:
+                    off.append(run(line, [str(probe), str(a.steps)], {}, np_))
                 size = out.stat().st_size
-                reduce_s.append(header(out).get("profiler_finalize_s", {}).get("reduce", float("nan")))
+                fin = header(out).get("profiler_finalize_s", {})
+                reduce_s.append(fin.get("reduce", float("nan")))
+                total_s.append(fin.get("total", float("nan")))
+        if not off:  # --no-off
+            off = [{"fin_max": float("nan"), "hwm0_kb": -1, "wall": float("nan")}]
         row = {
             "mpi": a.mpi, "ranks": np_, "lib": a.lib or str(build / "lib" / "libmpilens.so"), "where": f"vcluster {a.cluster}" if a.cluster is not None else "one host",
             "finalize_on_s": [round(r["fin_max"], 3) for r in on],
@@ -124,8 +137,16 @@ def main() -> int:
             "wall_on_median_s": med([r["wall"] for r in on]),
             "wall_off_median_s": med([r["wall"] for r in off]),
             "profiler_finalize_reduce_s": [round(x, 4) for x in reduce_s],
+            "profiler_finalize_total_s": [round(x, 4) for x in total_s],
             "profile_bytes": size, "bytes_per_rank": round(size / np_),
         }
+        traces = [r["trace"] for r in on if r["trace"]]
+        if traces:  # rank 0's steps (MPILENS_FIN_TRACE; a profiler without it prints none)
+            names = [s[0] for s in traces[0]["steps"]]
+            row["steps_s"] = {n: med([t["steps"][i][1] for t in traces])
+                              for i, n in enumerate(names)}
+            row["steps_rss_kb"] = {n: int(statistics.median(t["steps"][i][2] for t in traces))
+                                   for i, n in enumerate(names)}
         print(json.dumps(row), flush=True)
     return 0
 

@@ -232,10 +232,14 @@ void ml_before_finalize(void)
     ml_hot.active = 0;
     ml_thr.depth++;
     ml_flight_finalize_enter(); /* a rank waiting here for the others shows as in MPI_Finalize */
+    ml_fin_start(); /* rank 0's clock at the end of each step (profile_reduce.c) */
     if (was_active) ml_finalize_wait();
+    ml_fin_mark("barrier");
     if (was_active) ml_la_reduce(); /* late arrival per collective (late.c) */
+    ml_fin_mark("late");
     for (int i = 0; ml_engines[i]; i++)
         if (ml_engines[i]->finalize) ml_engines[i]->finalize();
+    ml_fin_mark("engines");
     int failed = was_active ? ml_write_profile() : 1;
     ml_flight_stop(!failed); /* a complete profile: the partial files go */
     ml_thr.depth--;

@@ -4,6 +4,7 @@
 
 #include "hooks.h"
 #include "late.h"
+#include "profile.h" /* ml_fin_wait */
 
 uint64_t ml_la_mask = 0;
 ML_TLS uint64_t ml_la_t0 = 0;
@@ -134,7 +135,13 @@ void ml_la_reduce(void)
     long long v[8] = {la_multi, ml_ever_paused, la_n, (long long)(la_hash() >> 1), 0, 0, -(long long)la_n,
                       -(long long)(la_hash() >> 1)};
     long long m[8];
-    if (PMPI_Allreduce(v, m, 8, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    /* non-blocking and waited for by ml_fin_wait, as the profiler's other end-of-run
+     * collectives: a blocking one polls, and with more ranks than cores the polling ranks
+     * took the time slices the others needed (docs/scale.md, 256 ranks) */
+    MPI_Request req;
+    if (PMPI_Iallreduce(v, m, 8, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD, &req) == MPI_SUCCESS)
+        ml_fin_wait(&req);
+    else {
         la_why = "the reduction failed";
         return;
     }
@@ -169,7 +176,8 @@ void ml_la_reduce(void)
     int ok = PMPI_Type_contiguous((int)sizeof *e, MPI_BYTE, &type) == MPI_SUCCESS;
     ok = ok && PMPI_Type_commit(&type) == MPI_SUCCESS;
     ok = ok && PMPI_Op_create(la_combine, 1, &op) == MPI_SUCCESS;
-    ok = ok && PMPI_Allreduce(MPI_IN_PLACE, e, la_n, type, op, MPI_COMM_WORLD) == MPI_SUCCESS;
+    ok = ok && PMPI_Iallreduce(MPI_IN_PLACE, e, la_n, type, op, MPI_COMM_WORLD, &req) == MPI_SUCCESS;
+    if (ok) ml_fin_wait(&req);
     double *t1 = ok ? malloc((size_t)la_n * sizeof *t1) : NULL;
     if (ok && t1) {
         la_sampled = la_n;

@@ -82,28 +82,35 @@ void ml_nodes_init(void)
 }
 
 /* Collective: on rank 0 the host names of the nodes, 256 bytes each in node order
- * (the name of each node's first rank, host its own name), NULL on the others.  One
- * MPI_Gatherv in which only the nodes' first ranks send: rank 0 receives nodes x 256 B
- * (and holds two arrays of world size ints for the Gatherv's counts while it runs). */
+ * (the name of each node's first rank, host its own name), NULL on the others.  Each
+ * node's first rank but rank 0 sends its name to rank 0 over the profiler's private
+ * communicator (ml_fin_comm): rank 0 receives nodes - 1 messages and hears from no
+ * other rank (an MPI_Gatherv made it receive one, empty, from every rank, which on one
+ * host cost it ~60 KB of the MPI's per-peer state per rank, docs/scale.md). */
 char *ml_nodes_host_names(const char *host)
 {
-    char *names = NULL;
-    int *cnt = NULL, *displ = NULL;
-    if (ml_world_rank == 0) {
-        names = ml_nodes_alloc((size_t)N.nnodes, 256);
-        cnt = ml_nodes_alloc((size_t)ml_world_size, sizeof *cnt);
-        displ = ml_nodes_alloc((size_t)ml_world_size, sizeof *displ);
-        for (int k = 0; k < N.nnodes; k++) {
-            cnt[N.first[k]] = 256;
-            displ[N.first[k]] = 256 * k;
+    MPI_Comm c = ml_fin_comm();
+    if (ml_world_rank != 0) {
+        if (N.first[ml_hot.my_node] == ml_world_rank) {
+            char name[256] = {0};
+            snprintf(name, sizeof name, "%s", host);
+            MPI_Request r;
+            PMPI_Isend(name, 256, MPI_CHAR, 0, 1, c, &r);
+            ml_fin_wait(&r);
         }
+        return NULL;
     }
-    int lead = N.first[ml_hot.my_node] == ml_world_rank;
-    MPI_Request r;
-    PMPI_Igatherv(host, lead ? 256 : 0, MPI_CHAR, names, cnt, displ, MPI_CHAR, 0, MPI_COMM_WORLD, &r);
-    ml_fin_wait(&r);
-    free(cnt);
-    free(displ);
+    char *names = ml_nodes_alloc((size_t)N.nnodes, 256);
+    snprintf(names, 256, "%s", host);
+    enum { BATCH = 256 }; /* receives posted at a time */
+    MPI_Request r[BATCH];
+    for (int k0 = 1; k0 < N.nnodes; k0 += BATCH) {
+        int n = N.nnodes - k0 < BATCH ? N.nnodes - k0 : BATCH;
+        for (int i = 0; i < n; i++)
+            PMPI_Irecv(names + 256 * (size_t)(k0 + i), 256, MPI_CHAR, N.first[k0 + i], 1, c, &r[i]);
+        for (int i = 0; i < n; i++) ml_fin_wait(&r[i]);
+    }
+    for (int k = 0; k < N.nnodes; k++) names[256 * (size_t)k + 255] = 0;
     return names;
 }
 

@@ -5,7 +5,7 @@
  *                                  cross-rank aggregates to rank 0 (fixed-size arrays)
  *   format      profile_format.c   rank 0 the header line (with every engine's
  *                                  section), each rank its own line
- *   write       profile_write.c    MPI_Exscan offsets, one collective MPI-IO write
+ *   write       profile_write.c    offsets by an exclusive scan (ml_fin_exscan), pwrite or MPI-IO
  *                                  under a temporary name (or $TMPDIR if refused)
  *   claim name  profile_write.c    rank 0 links the file to its final name,
  *                                  never overwriting one (name, name.1, ...)
@@ -33,7 +33,9 @@ typedef struct {
     double *rank_time_min;       /* [ML_NFUNC] per-rank total, least rank (0 if a rank never called) */
     struct { double v; int r; } *rank_time_max; /* [ML_NFUNC] per-rank total, largest and its rank */
     double wall_max, mpi_max, overhead_max;
-    double fin_reduce_s; /* the profiler's end-of-run collectives (this rank's clock) */
+    double fin_reduce_s;  /* the profiler's end-of-run collectives (this rank's clock) */
+    double fin_offsets_s; /* the exclusive scan of the line lengths */
+    double fin_total_s;   /* from the end of MPI_Finalize's barrier to the header's format */
     char *hosts;                 /* [nodes][256]: each node's host name (nodes.c) */
     char *topo;                  /* the application's process topologies (topo.c), JSON members, or NULL */
 } ml_profile_t;
@@ -59,6 +61,21 @@ double ml_now_s(void); /* CLOCK_MONOTONIC, seconds */
 /* waits for a request of the profiler's end-of-run collectives, sleeping between
  * tests (profile_reduce.c) */
 void ml_fin_wait(MPI_Request *r);
+/* The finalize steps (profile_reduce.c): ml_fin_start at MPI_Finalize's start, ml_fin_mark
+ * at the end of each step (rank 0 keeps the time, and its memory with MPILENS_FIN_TRACE);
+ * ml_fin_since(step): rank 0's seconds since that mark; ml_fin_trace prints them (rank 0,
+ * MPILENS_FIN_TRACE set). */
+void ml_fin_start(void);
+void ml_fin_mark(const char *step);
+double ml_fin_since(const char *step);
+void ml_fin_trace(void);
+/* collective: MPI_COMM_WORLD's duplicate for the profiler's point-to-point steps
+ * (made at the first call, freed by ml_fin_comm_free) */
+MPI_Comm ml_fin_comm(void);
+void ml_fin_comm_free(void);
+/* collective: the exclusive prefix sum of v by recursive doubling (ceil(log2 P) steps),
+ * and on rank 0 the sum over all ranks in *total (if total is not NULL) */
+void ml_fin_exscan(long long v, long long *excl, long long *total);
 int ml_gzip_tail(ml_buf_t *b, size_t from);
 void ml_profile_free(ml_profile_t *p);
 /* rank 0: the header line; job and created stamp from the naming step */

@@ -129,9 +129,11 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
                   ml_cfg.timing == ML_TIMING_SAMPLED ? "sampled" : "all", (int)ml_hot.sample_mask + 1,
                   ML_WARMUP_CALLS, ml_cfg.time_above_ns);
     ml_buf_printf(b, "\"overhead_sampled_ns\":%.4g,", ml_overhead_sampled_ns);
-    /* the profiler's end-of-run collectives on rank 0 (profile_reduce.c); the format and
-     * the write come after and cannot be in the file they produce */
-    ml_buf_printf(b, "\"profiler_finalize_s\":{\"reduce\":%.6g},", p->fin_reduce_s);
+    /* the profiler's end-of-run work on rank 0 (profile_reduce.c, profile_write.c): the
+     * reductions, the lines' offsets, and all of it from MPI_Finalize's barrier to this
+     * header; the write comes after and cannot be in the file it produces */
+    ml_buf_printf(b, "\"profiler_finalize_s\":{\"reduce\":%.6g,\"offsets\":%.6g,\"total\":%.6g},",
+                  p->fin_reduce_s, p->fin_offsets_s, p->fin_total_s);
     ml_buf_printf(b, "\"overhead_ns\":%.4g,\"caution_factor\":%d,\"detail\":%s,\"config\":{\"output\":",
                   p->overhead_max, ML_CAUTION_FACTOR, ml_cfg.detail ? "true" : "false");
     ml_buf_json_str(b, ml_cfg.output);

@@ -1,6 +1,6 @@
 /* Compressed profiles (docs/profile-format.md, "Compression"): each rank turns its
  * own text into one gzip member before the collective write; gzip members
- * concatenated are one valid .gz stream (RFC 1952), so the Exscan placement and
+ * concatenated are one valid .gz stream (RFC 1952), so the scan's placement and
  * the one MPI_File_write_at_all stay as they are.  Rank 0's header is a member of
  * its own: the first member decompresses to exactly the header line. */
 #define _GNU_SOURCE

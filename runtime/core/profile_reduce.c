@@ -101,25 +101,32 @@ static void *ml_zalloc(size_t n, size_t size)
  * uint64 dropped the root's own contribution when rank 0 was alone on its node (MPICH
  * 4.0.2, pmodels/mpich issue 6893); every word is still reduced elementwise, so the
  * order changes nothing but the rounding of the double sums. */
-enum { ML_PK_NF = ML_NFUNC };
-static size_t pk_nu, pk_cmin, pk_cmax, pk_tsum, pk_tmax, pk_tmin, pk_rtmin, pk_rtmax, pk_rtrank,
-    pk_mx, pk_span, pk_words;
+/* This file's state at MPI_Finalize, in one owned struct (no other mutable static):
+ * the packed buffer's layout (word offsets), the finalize steps' marks and the
+ * profiler's private communicator. */
+enum { ML_FIN_MARKS = 32 };
+static struct {
+    struct { size_t nu, cmin, cmax, tsum, tmax, tmin, rtmin, rtmax, rtrank, mx, span, words; } pk;
+    int nmark, trace;      /* marks kept; MPILENS_FIN_TRACE set (rank 0 prints them) */
+    struct { const char *step; double t; long rss_kb; } mark[ML_FIN_MARKS];
+    MPI_Comm comm;         /* MPI_COMM_WORLD's duplicate for the profiler's point-to-point steps */
+} PR = {.comm = MPI_COMM_NULL};
 
 static void pk_layout(void)
 {
     const size_t NF = ML_NFUNC;
-    pk_nu = NF + (size_t)ML_NDATA * ML_DWORDS;
-    pk_cmin = pk_nu;
-    pk_cmax = pk_cmin + NF;
-    pk_tsum = pk_cmax + NF;
-    pk_tmax = pk_tsum + NF + 2;
-    pk_tmin = pk_tmax + NF;
-    pk_rtmin = pk_tmin + NF + 2;
-    pk_rtmax = pk_rtmin + NF;
-    pk_rtrank = pk_rtmax + NF;
-    pk_mx = pk_rtrank + NF;
-    pk_span = pk_mx + 3;
-    pk_words = pk_span + (size_t)ML_NDATA * 2;
+    PR.pk.nu = NF + (size_t)ML_NDATA * ML_DWORDS;
+    PR.pk.cmin = PR.pk.nu;
+    PR.pk.cmax = PR.pk.cmin + NF;
+    PR.pk.tsum = PR.pk.cmax + NF;
+    PR.pk.tmax = PR.pk.tsum + NF + 2;
+    PR.pk.tmin = PR.pk.tmax + NF;
+    PR.pk.rtmin = PR.pk.tmin + NF + 2;
+    PR.pk.rtmax = PR.pk.rtmin + NF;
+    PR.pk.rtrank = PR.pk.rtmax + NF;
+    PR.pk.mx = PR.pk.rtrank + NF;
+    PR.pk.span = PR.pk.mx + 3;
+    PR.pk.words = PR.pk.span + (size_t)ML_NDATA * 2;
 }
 
 static double pk_getd(const uint64_t *w, size_t i) { double d; memcpy(&d, w + i, sizeof d); return d; }
@@ -130,28 +137,28 @@ static void ml_pack_op(void *in, void *inout, int *len, MPI_Datatype *type)
     (void)type;
     const size_t NF = ML_NFUNC;
     for (int e = 0; e < *len; e++) {
-        const uint64_t *a = (const uint64_t *)in + (size_t)e * pk_words;
-        uint64_t *b = (uint64_t *)inout + (size_t)e * pk_words;
-        for (size_t i = 0; i < pk_nu; i++) b[i] += a[i];
+        const uint64_t *a = (const uint64_t *)in + (size_t)e * PR.pk.words;
+        uint64_t *b = (uint64_t *)inout + (size_t)e * PR.pk.words;
+        for (size_t i = 0; i < PR.pk.nu; i++) b[i] += a[i];
         for (size_t i = 0; i < NF; i++) {
-            if (a[pk_cmin + i] < b[pk_cmin + i]) b[pk_cmin + i] = a[pk_cmin + i];
-            if (a[pk_cmax + i] > b[pk_cmax + i]) b[pk_cmax + i] = a[pk_cmax + i];
-            pk_setd(b, pk_tmax + i, fmax(pk_getd(a, pk_tmax + i), pk_getd(b, pk_tmax + i)));
-            pk_setd(b, pk_rtmin + i, fmin(pk_getd(a, pk_rtmin + i), pk_getd(b, pk_rtmin + i)));
-            double va = pk_getd(a, pk_rtmax + i), vb = pk_getd(b, pk_rtmax + i);
-            if (va > vb || (va == vb && a[pk_rtrank + i] < b[pk_rtrank + i])) {
-                pk_setd(b, pk_rtmax + i, va);
-                b[pk_rtrank + i] = a[pk_rtrank + i];
+            if (a[PR.pk.cmin + i] < b[PR.pk.cmin + i]) b[PR.pk.cmin + i] = a[PR.pk.cmin + i];
+            if (a[PR.pk.cmax + i] > b[PR.pk.cmax + i]) b[PR.pk.cmax + i] = a[PR.pk.cmax + i];
+            pk_setd(b, PR.pk.tmax + i, fmax(pk_getd(a, PR.pk.tmax + i), pk_getd(b, PR.pk.tmax + i)));
+            pk_setd(b, PR.pk.rtmin + i, fmin(pk_getd(a, PR.pk.rtmin + i), pk_getd(b, PR.pk.rtmin + i)));
+            double va = pk_getd(a, PR.pk.rtmax + i), vb = pk_getd(b, PR.pk.rtmax + i);
+            if (va > vb || (va == vb && a[PR.pk.rtrank + i] < b[PR.pk.rtrank + i])) {
+                pk_setd(b, PR.pk.rtmax + i, va);
+                b[PR.pk.rtrank + i] = a[PR.pk.rtrank + i];
             }
         }
         for (size_t i = 0; i < NF + 2; i++) {
             /* in holds the lower ranks (non-commutative op): their sum comes first */
-            pk_setd(b, pk_tsum + i, pk_getd(a, pk_tsum + i) + pk_getd(b, pk_tsum + i));
-            pk_setd(b, pk_tmin + i, fmin(pk_getd(a, pk_tmin + i), pk_getd(b, pk_tmin + i)));
+            pk_setd(b, PR.pk.tsum + i, pk_getd(a, PR.pk.tsum + i) + pk_getd(b, PR.pk.tsum + i));
+            pk_setd(b, PR.pk.tmin + i, fmin(pk_getd(a, PR.pk.tmin + i), pk_getd(b, PR.pk.tmin + i)));
         }
         for (size_t i = 0; i < 3; i++)
-            pk_setd(b, pk_mx + i, fmax(pk_getd(a, pk_mx + i), pk_getd(b, pk_mx + i)));
-        for (size_t i = pk_span; i < pk_words; i++)
+            pk_setd(b, PR.pk.mx + i, fmax(pk_getd(a, PR.pk.mx + i), pk_getd(b, PR.pk.mx + i)));
+        for (size_t i = PR.pk.span; i < PR.pk.words; i++)
             if (a[i] > b[i]) b[i] = a[i];
     }
 }
@@ -194,6 +201,112 @@ void ml_fin_wait(MPI_Request *r)
     }
 }
 
+/* ---- the finalize steps: rank 0's clock (and resident memory when traced) at the end of each ---- */
+
+static long ml_rss_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0) {
+            kb = strtol(line + n, NULL, 10);
+            break;
+        }
+    if (f) fclose(f);
+    return kb;
+}
+
+/* Starts the marks (every rank; only rank 0 keeps them).  MPILENS_FIN_TRACE=1 has rank 0
+ * also read its resident memory at each mark and print the steps (ml_fin_trace). */
+void ml_fin_start(void)
+{
+    const char *v = getenv("MPILENS_FIN_TRACE");
+    PR.trace = v && *v && strcmp(v, "0") != 0;
+    PR.nmark = 0;
+    ml_fin_mark("start");
+}
+
+void ml_fin_mark(const char *step)
+{
+    if (ml_world_rank != 0 || PR.nmark >= ML_FIN_MARKS) return;
+    PR.mark[PR.nmark].step = step;
+    PR.mark[PR.nmark].t = ml_now_s();
+    PR.mark[PR.nmark].rss_kb = PR.trace ? ml_rss_kb("VmRSS:") : -1;
+    PR.nmark++;
+}
+
+/* rank 0: seconds from the mark `from` (the latest of that name) to now; 0 if there is none */
+double ml_fin_since(const char *from)
+{
+    for (int i = PR.nmark - 1; i >= 0; i--)
+        if (strcmp(PR.mark[i].step, from) == 0) return ml_now_s() - PR.mark[i].t;
+    return 0.0;
+}
+
+/* rank 0, MPILENS_FIN_TRACE set: one line on stderr, each step's seconds (from the mark
+ * before it) and rank 0's resident memory at its end, then the peak (VmHWM). */
+void ml_fin_trace(void)
+{
+    if (ml_world_rank != 0 || !PR.trace) return;
+    char out[64 * ML_FIN_MARKS + 64];
+    size_t k = (size_t)snprintf(out, sizeof out, "mpilens-fin-trace {\"ranks\":%d,\"steps\":[", ml_world_size);
+    for (int i = 1; i < PR.nmark && k < sizeof out - 64; i++)
+        k += (size_t)snprintf(out + k, sizeof out - k, "%s[\"%s\",%.6f,%ld]", i > 1 ? "," : "", PR.mark[i].step,
+                              PR.mark[i].t - PR.mark[i - 1].t, PR.mark[i].rss_kb);
+    snprintf(out + k, sizeof out - k, "],\"hwm_kb\":%ld}\n", ml_rss_kb("VmHWM:"));
+    fputs(out, stderr);
+}
+
+/* ---- the profiler's private communicator and its point-to-point steps ---- */
+
+/* Collective (the first call): MPI_COMM_WORLD's duplicate, made by MPI_Comm_idup and
+ * waited for by ml_fin_wait, so that the profiler's messages never match the
+ * application's.  Freed by ml_fin_comm_free. */
+MPI_Comm ml_fin_comm(void)
+{
+    if (PR.comm == MPI_COMM_NULL) {
+        MPI_Request r;
+        PMPI_Comm_idup(MPI_COMM_WORLD, &PR.comm, &r);
+        ml_fin_wait(&r);
+    }
+    return PR.comm;
+}
+
+void ml_fin_comm_free(void)
+{
+    if (PR.comm != MPI_COMM_NULL) PMPI_Comm_free(&PR.comm);
+}
+
+/* Collective: the sum of v over the ranks below this one (0 on rank 0) in *excl, and on
+ * rank 0 the sum over all ranks in *total, by recursive doubling over the private
+ * communicator: ceil(log2 P) steps, in each one message each way with the rank whose
+ * number differs in that bit (MPICH's exclusive scan; Open MPI's MPI_Iexscan is a
+ * chain of P - 1 steps, rank r waiting for r - 1).  A rank's partial sum covers its
+ * aligned block of 2^k ranks; the block below it adds to the prefix.  Rank 0's blocks
+ * start at multiples of 2^k, whose partial sums are never cut short by a missing
+ * partner (P not a power of two), so its last partial sum is the total. */
+void ml_fin_exscan(long long v, long long *excl, long long *total)
+{
+    MPI_Comm c = ml_fin_comm();
+    long long partial = v, below = 0;
+    for (int mask = 1; mask > 0 && mask < ml_world_size; mask <<= 1) {
+        int peer = ml_world_rank ^ mask;
+        if (peer >= ml_world_size) continue;
+        long long got = 0, send = partial;
+        MPI_Request r[2];
+        PMPI_Irecv(&got, 1, MPI_LONG_LONG, peer, 0, c, &r[0]);
+        PMPI_Isend(&send, 1, MPI_LONG_LONG, peer, 0, c, &r[1]);
+        ml_fin_wait(&r[0]);
+        ml_fin_wait(&r[1]);
+        if (peer < ml_world_rank) below += got;
+        partial += got;
+    }
+    *excl = below;
+    if (total) *total = ml_world_rank == 0 ? partial : 0;
+}
+
 double ml_now_s(void)
 {
     struct timespec ts;
@@ -208,22 +321,23 @@ void ml_profile_reduce(ml_profile_t *p)
     memset(p, 0, sizeof *p);
     gethostname(p->host, sizeof p->host - 1);
     ml_slot_t *m = p->m = ml_merge();
+    ml_fin_mark("merge");
     p->wall = ml_ticks_to_s(ml_t_final - ml_t_init);
     p->mpi = ml_mpi_time(m);
     pk_layout();
-    const size_t NU = pk_nu;
+    const size_t NU = PR.pk.nu;
 
     /* this rank's values, laid out as the results */
-    uint64_t *w = ml_zalloc(pk_words, sizeof *w), *res = ml_zalloc(pk_words, sizeof *res);
+    uint64_t *w = ml_zalloc(PR.pk.words, sizeof *w), *res = ml_zalloc(PR.pk.words, sizeof *res);
     for (int i = 0; i < NF; i++) {
         double t = ml_est_s(&m->f[i].t);                                      /* this rank's total */
-        w[i] = w[pk_cmin + i] = w[pk_cmax + i] = m->f[i].t.calls;
-        pk_setd(w, pk_tsum + i, t);
-        pk_setd(w, pk_tmax + i, m->f[i].tmax ? ml_ticks_to_s(m->f[i].tmax) : 0); /* longest call */
-        pk_setd(w, pk_tmin + i, m->f[i].t.calls ? ml_ticks_to_s(m->f[i].tmin) : INFINITY);
-        pk_setd(w, pk_rtmin + i, t);
-        pk_setd(w, pk_rtmax + i, t);
-        w[pk_rtrank + i] = (uint64_t)ml_world_rank;
+        w[i] = w[PR.pk.cmin + i] = w[PR.pk.cmax + i] = m->f[i].t.calls;
+        pk_setd(w, PR.pk.tsum + i, t);
+        pk_setd(w, PR.pk.tmax + i, m->f[i].tmax ? ml_ticks_to_s(m->f[i].tmax) : 0); /* longest call */
+        pk_setd(w, PR.pk.tmin + i, m->f[i].t.calls ? ml_ticks_to_s(m->f[i].tmin) : INFINITY);
+        pk_setd(w, PR.pk.rtmin + i, t);
+        pk_setd(w, PR.pk.rtmax + i, t);
+        w[PR.pk.rtrank + i] = (uint64_t)ml_world_rank;
     }
     for (int i = 0; i < ND; i++) {
         uint64_t *d = w + NF + (size_t)i * ML_DWORDS;
@@ -236,21 +350,21 @@ void ml_profile_reduce(ml_profile_t *p)
         memcpy(d + ML_DW_XNODE, m->d[i].xnode, sizeof m->d[i].xnode);
         memcpy(d + ML_DW_SPAN, m->d[i].span_calls, sizeof m->d[i].span_calls);
     }
-    pk_setd(w, pk_tsum + NF, p->wall);
-    pk_setd(w, pk_tmin + NF, p->wall);
-    pk_setd(w, pk_tsum + NF + 1, p->mpi);
-    pk_setd(w, pk_tmin + NF + 1, p->mpi);
-    pk_setd(w, pk_mx + 0, p->wall);
-    pk_setd(w, pk_mx + 1, p->mpi);
-    pk_setd(w, pk_mx + 2, ml_overhead_ns);
+    pk_setd(w, PR.pk.tsum + NF, p->wall);
+    pk_setd(w, PR.pk.tmin + NF, p->wall);
+    pk_setd(w, PR.pk.tsum + NF + 1, p->mpi);
+    pk_setd(w, PR.pk.tmin + NF + 1, p->mpi);
+    pk_setd(w, PR.pk.mx + 0, p->wall);
+    pk_setd(w, PR.pk.mx + 1, p->mpi);
+    pk_setd(w, PR.pk.mx + 2, ml_overhead_ns);
     for (int i = 0; i < ND; i++) {
-        w[pk_span + 2 * (size_t)i] = m->d[i].span_max[0];
-        w[pk_span + 2 * (size_t)i + 1] = m->d[i].span_max[1];
+        w[PR.pk.span + 2 * (size_t)i] = m->d[i].span_max[0];
+        w[PR.pk.span + 2 * (size_t)i + 1] = m->d[i].span_max[1];
     }
 
     MPI_Datatype type;
     MPI_Op op;
-    PMPI_Type_contiguous((int)(pk_words * sizeof *w), MPI_BYTE, &type);
+    PMPI_Type_contiguous((int)(PR.pk.words * sizeof *w), MPI_BYTE, &type);
     PMPI_Type_commit(&type);
     PMPI_Op_create(ml_pack_op, 0, &op);
     MPI_Request req;
@@ -258,6 +372,9 @@ void ml_profile_reduce(ml_profile_t *p)
     ml_fin_wait(&req);
     PMPI_Op_free(&op);
     PMPI_Type_free(&type);
+    ml_fin_mark("reduce");
+    ml_fin_comm(); /* collective: the private communicator (the host names, the offsets) */
+    ml_fin_mark("comm");
 
     p->calls = ml_zalloc(NU, sizeof *p->calls);
     p->calls_min = ml_zalloc(NF, sizeof *p->calls_min);
@@ -269,27 +386,30 @@ void ml_profile_reduce(ml_profile_t *p)
     p->rank_time_max = ml_zalloc(NF, sizeof *p->rank_time_max);
     if (ml_world_rank == 0) {
         memcpy(p->calls, res, NU * sizeof *res);
-        memcpy(p->calls_min, res + pk_cmin, NF * sizeof *res);
-        memcpy(p->calls_max, res + pk_cmax, NF * sizeof *res);
+        memcpy(p->calls_min, res + PR.pk.cmin, NF * sizeof *res);
+        memcpy(p->calls_max, res + PR.pk.cmax, NF * sizeof *res);
         for (int i = 0; i < NF + 2; i++) {
-            p->time[i] = pk_getd(res, pk_tsum + (size_t)i);
-            p->call_min[i] = pk_getd(res, pk_tmin + (size_t)i);
+            p->time[i] = pk_getd(res, PR.pk.tsum + (size_t)i);
+            p->call_min[i] = pk_getd(res, PR.pk.tmin + (size_t)i);
         }
         for (int i = 0; i < NF; i++) {
-            p->call_max[i] = pk_getd(res, pk_tmax + (size_t)i);
-            p->rank_time_min[i] = pk_getd(res, pk_rtmin + (size_t)i);
-            p->rank_time_max[i].v = pk_getd(res, pk_rtmax + (size_t)i);
-            p->rank_time_max[i].r = (int)res[pk_rtrank + (size_t)i];
+            p->call_max[i] = pk_getd(res, PR.pk.tmax + (size_t)i);
+            p->rank_time_min[i] = pk_getd(res, PR.pk.rtmin + (size_t)i);
+            p->rank_time_max[i].v = pk_getd(res, PR.pk.rtmax + (size_t)i);
+            p->rank_time_max[i].r = (int)res[PR.pk.rtrank + (size_t)i];
         }
-        p->wall_max = pk_getd(res, pk_mx + 0);
-        p->mpi_max = pk_getd(res, pk_mx + 1);
-        p->overhead_max = pk_getd(res, pk_mx + 2);
+        p->wall_max = pk_getd(res, PR.pk.mx + 0);
+        p->mpi_max = pk_getd(res, PR.pk.mx + 1);
+        p->overhead_max = pk_getd(res, PR.pk.mx + 2);
     }
     free(w);
 
     p->hosts = ml_nodes_host_names(p->host); /* collective: one 256-byte name per node */
+    ml_fin_mark("hosts");
     p->topo = ml_topo_json(); /* collective */
-    ml_nodes_reduce(m, res + pk_span); /* collective */
+    ml_fin_mark("topologies");
+    ml_nodes_reduce(m, res + PR.pk.span); /* collective */
+    ml_fin_mark("node_matrix");
     free(res);
     p->fin_reduce_s = ml_now_s() - t0;
 }

@@ -2,9 +2,10 @@
  * ml_write_profile, which runs the four steps at MPI_Finalize.
  *
  * Rank 0 creates a temporary file in the output's directory and reserves the
- * profile's size in it; each rank's text is placed by MPI_Exscan and written
- * with one collective MPI_File_write_at_all (POSIX pwrite for paths too long
- * for MPI-IO).  The ranks agree on every step's outcome, so they all take the
+ * profile's size in it; each rank's line is placed after the header by an
+ * exclusive scan of the lengths (ml_fin_exscan, recursive doubling) and written
+ * with POSIX pwrite (MPILENS_WRITE=auto up to 1,024 ranks) or one collective
+ * MPI_File_write_at_all.  The ranks agree on every step's outcome, so they all take the
  * same path: on a failure the temporary file goes and the profile is written
  * again in $TMPDIR (or /tmp), else not at all, with one line.  Rank 0 then
  * links the file to the final name, which is never overwritten (name,
@@ -21,6 +22,8 @@
 #include <unistd.h>
 
 #include "profile.h"
+
+#define ML_PATH_BUF 4300 /* the profile's path and its temporary name */
 
 /* ---- the end-of-run collectives: non-blocking, waited for by ml_fin_wait ---- */
 
@@ -101,11 +104,10 @@ void ml_output_path(char *out, size_t n)
  * large blocks) spares a parallel file system one small write per rank. */
 #define ML_POSIX_WRITE_MAX_RANKS 1024
 
-static int ml_want_mpiio; /* rank 0's choice, broadcast (ml_write_profile) */
-
-static int ml_use_mpiio(const char *tmp)
+/* MPI-IO for this temporary name: want_mpiio is rank 0's choice, broadcast (ml_write_profile) */
+static int ml_use_mpiio(int want_mpiio, const char *tmp)
 {
-    return ml_want_mpiio && strlen(tmp) < ML_MPIIO_PATH_MAX;
+    return want_mpiio && strlen(tmp) < ML_MPIIO_PATH_MAX;
 }
 
 /* Agreement: 0 on every rank if no rank failed, else 1 on every rank, with the
@@ -221,18 +223,30 @@ static int ml_write_posix(const char *tmp, const ml_buf_t *b, off_t off, char *e
 /* Collective: the profile under rank 0's temporary name tmp (created and its
  * space reserved by rank 0 first).  0 ok; else 1 on every rank, the reason in
  * err on rank 0, and nothing left at tmp. */
-static int ml_write_tmp(char *tmp, size_t n, const ml_buf_t *b, long long off, long long total, char *err)
+static int ml_write_tmp(char *tmp, size_t n, const ml_buf_t *b, int mpiio, long long hlen, long long off,
+                        long long total, char *err)
 {
-    int e = 0;
-    if (ml_world_rank == 0) e = tmp[0] ? ml_create_reserved(tmp, total) : ENAMETOOLONG;
-    ml_bcast(&e, 1, MPI_INT, 0);
-    if (e) {
-        if (ml_world_rank == 0) snprintf(err, MPI_MAX_ERROR_STRING, "%s", strerror(e));
+    /* one broadcast: rank 0's outcome of the create, the header's length (every other
+     * rank's text goes after it) and the temporary name */
+    struct {
+        long long e, hlen;
+        char tmp[ML_PATH_BUF];
+    } msg;
+    memset(&msg, 0, sizeof msg);
+    if (ml_world_rank == 0) {
+        msg.e = tmp[0] ? ml_create_reserved(tmp, total) : ENAMETOOLONG;
+        msg.hlen = hlen;
+        snprintf(msg.tmp, sizeof msg.tmp, "%s", tmp);
+    }
+    ml_bcast(&msg, (int)sizeof msg, MPI_BYTE, 0);
+    if (msg.e) {
+        if (ml_world_rank == 0) snprintf(err, MPI_MAX_ERROR_STRING, "%s", strerror((int)msg.e));
         return 1;
     }
-    ml_bcast(tmp, (int)n, MPI_CHAR, 0);
+    snprintf(tmp, n, "%s", msg.tmp);
+    if (ml_world_rank != 0) off += msg.hlen;
     err[0] = 0;
-    int failed = ml_use_mpiio(tmp) ? ml_write_mpiio(tmp, b, (MPI_Offset)off, err)
+    int failed = ml_use_mpiio(mpiio, tmp) ? ml_write_mpiio(tmp, b, (MPI_Offset)off, err)
                                    : ml_write_posix(tmp, b, (off_t)off, err);
     if (failed && ml_world_rank == 0) unlink(tmp);
     return failed;
@@ -248,21 +262,17 @@ static void ml_tmp_name(char *tmp, size_t n, const char *path, const char *stamp
     if (k < 0 || (size_t)k >= n || k >= PATH_MAX) tmp[0] = 0;
 }
 
-/* Collective: writes the profile under a temporary name in path's directory;
+/* Collective: writes the profile under a temporary name in path's directory (b: rank 0's
+ * header of hlen bytes and its line, every other rank's line at hlen + off, off its
+ * lines' exclusive prefix sum; total: the file's size, on rank 0);
  * if that fails on any rank, every rank tries again in $TMPDIR (or /tmp) under
  * path's file name.  0 ok with path and tmp naming the place written; else 1
  * on every rank.  Rank 0 prints one line on failure (errors in why). */
-static int ml_write_placed(const ml_buf_t *b, char *path, char *tmp, size_t n, const char *stamp, char *why,
-                           size_t nwhy)
+static int ml_write_placed(const ml_buf_t *b, int mpiio, long long hlen, long long off, long long total,
+                           char *path, char *tmp, size_t n, const char *stamp, char *why, size_t nwhy)
 {
-    long long mylen = (long long)b->n, off = 0, total = 0;
-    MPI_Request r;
-    PMPI_Iexscan(&mylen, &off, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &r);
-    ml_fin_wait(&r);
-    if (ml_world_rank == 0) off = 0;
-    ml_allreduce(&mylen, &total, 1, MPI_LONG_LONG, MPI_SUM);
     char err[MPI_MAX_ERROR_STRING + 1] = {0};
-    if (!ml_write_tmp(tmp, n, b, off, total, err)) return 0;
+    if (!ml_write_tmp(tmp, n, b, mpiio, hlen, off, total, err)) return 0;
     int again = 0;
     if (ml_world_rank == 0) {
         const char *td = getenv("TMPDIR");
@@ -285,7 +295,7 @@ static int ml_write_placed(const ml_buf_t *b, char *path, char *tmp, size_t n, c
     ml_bcast(&again, 1, MPI_INT, 0);
     if (!again) return 1;
     err[0] = 0;
-    if (!ml_write_tmp(tmp, n, b, off, total, err)) return 0;
+    if (!ml_write_tmp(tmp, n, b, mpiio, hlen, off, total, err)) return 0;
     if (ml_world_rank == 0) {
         size_t k = strlen(why);
         snprintf(why + k, nwhy - k, "; %s: %s", path, err[0] ? err : "MPI-IO error");
@@ -349,23 +359,43 @@ static int ml_claim_name(const char *tmp, const char *path, const char *why)
     return 0;
 }
 
+/* rank 0: h's text followed by b's (binary: gzip members), in h */
+static void ml_buf_append(ml_buf_t *h, const ml_buf_t *b)
+{
+    if (!b->n) return;
+    if (h->n + b->n + 1 > h->cap) {
+        char *p = realloc(h->p, h->n + b->n + 1);
+        if (!p) {
+            fprintf(stderr, "mpilens: out of memory writing the profile (%zu bytes)\n", h->n + b->n + 1);
+            abort();
+        }
+        h->p = p;
+        h->cap = h->n + b->n + 1;
+    }
+    memcpy(h->p + h->n, b->p, b->n);
+    h->n += b->n;
+    h->p[h->n] = 0;
+}
+
+/* The four steps.  Each rank formats its line first; one exclusive scan of the lines'
+ * lengths (recursive doubling, ml_fin_exscan) places them; rank 0 then formats the
+ * header, which can so hold the time of every end-of-run step up to its own, and its
+ * length reaches the other ranks in the broadcast that names the temporary file. */
 int ml_write_profile(void)
 {
     ml_profile_t prof;
     ml_profile_reduce(&prof);                                   /* 1. reduce */
     ml_buf_t b = {0};
-    char path[4300] = {0}, tmp[4300] = {0}, stamp[32] = {0};
-    if (ml_world_rank == 0) {                                   /* 2. format (and name) */
+    char path[ML_PATH_BUF] = {0}, tmp[ML_PATH_BUF] = {0}, stamp[32] = {0}, iso[32] = {0}, job[128] = {0};
+    if (ml_world_rank == 0) {                                   /* the name */
         time_t now = time(NULL);
         struct tm tmv;
         gmtime_r(&now, &tmv);
-        char iso[32], job[128];
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
         strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tmv);
         ml_job_id(job, sizeof job, stamp);
         ml_expand(path, sizeof path, ml_cfg.output, job, stamp, prof.host);
         ml_tmp_name(tmp, sizeof tmp, path, stamp);
-        ml_profile_header(&b, &prof, job, iso);
     }
     /* compression (profile_gzip.c) and the way of writing: every rank follows rank 0 */
     int plan[2] = {0, 0};
@@ -375,20 +405,40 @@ int ml_write_profile(void)
                   (ml_cfg.writer == ML_WRITE_AUTO && ml_world_size > ML_POSIX_WRITE_MAX_RANKS);
     }
     ml_bcast(plan, 2, MPI_INT, 0);
+    ml_fin_mark("plan");
     int gz = plan[0];
-    ml_want_mpiio = plan[1];
+    if (ml_cfg.detail) ml_profile_rank_line(&b, &prof);        /* 2. format: the lines */
     if (gz) ml_gzip_tail(&b, 0);
-    size_t mark = b.n;
-    if (ml_cfg.detail) ml_profile_rank_line(&b, &prof);
-    if (gz) ml_gzip_tail(&b, mark);
-    char why[2 * 4300 + 2 * MPI_MAX_ERROR_STRING] = {0};
-    int failed = ml_write_placed(&b, path, tmp, sizeof tmp, stamp, why, sizeof why); /* 3. write */
+    ml_fin_mark("lines");
+    long long off = 0, total = 0, hlen = 0;
+    double t_scan = ml_now_s();
+    ml_fin_exscan((long long)b.n, &off, &total);               /* the lines' places */
+    prof.fin_offsets_s = ml_now_s() - t_scan;
+    ml_fin_mark("offsets");
+    if (ml_world_rank == 0) {                                   /* the header, rank 0's text first */
+        ml_buf_t h = {0};
+        prof.fin_total_s = ml_fin_since("barrier");
+        ml_profile_header(&h, &prof, job, iso);
+        if (gz) ml_gzip_tail(&h, 0);
+        hlen = (long long)h.n;
+        total += hlen;
+        ml_buf_append(&h, &b);
+        ml_buf_free(&b);
+        b = h;
+    }
+    ml_fin_mark("header");
+    char why[2 * ML_PATH_BUF + 2 * MPI_MAX_ERROR_STRING] = {0};
+    int failed = ml_write_placed(&b, plan[1], hlen, off, total, path, tmp, sizeof tmp, stamp, why, sizeof why); /* 3. write */
+    ml_fin_mark("write");
     if (ml_world_rank == 0) {                                   /* 4. claim the name */
         if (failed) fprintf(stderr, "mpilens: profile not written: %s\n", why);
         else failed = ml_claim_name(tmp, path, why);
     }
     ml_bcast(&failed, 1, MPI_INT, 0); /* the partial files stay unless it is named */
+    ml_fin_mark("claim");
     ml_buf_free(&b);
     ml_profile_free(&prof);
+    ml_fin_comm_free();
+    ml_fin_trace();
     return failed;
 }

@@ -216,10 +216,25 @@ char *ml_topo_json(void)
     size_t len = 0;
     char *mine = ml_topo_lines(&len);
     int n = (int)len, size = ml_world_size;
-    unsigned long long dropped = ml_topo_dropped, all_dropped = 0;
+    /* the dropped topologies and the ranks with any line, summed on every rank: without
+     * lines anywhere the gathers below (linear: rank 0 receives from every rank) are
+     * skipped on every rank */
+    unsigned long long v[2] = {ml_topo_dropped, n > 0}, sum[2] = {0, 0};
     MPI_Request req; /* the profiler's end-of-run collectives wait by ml_fin_wait (profile_reduce.c) */
-    PMPI_Ireduce(&dropped, &all_dropped, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD, &req);
+    PMPI_Iallreduce(v, sum, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &req);
     ml_fin_wait(&req);
+    unsigned long long all_dropped = sum[0];
+    if (!sum[1]) {
+        free(mine);
+        if (ml_world_rank != 0) return NULL;
+        char *out = malloc(64);
+        if (!out) {
+            fprintf(stderr, "mpilens: out of memory writing the process topologies\n");
+            abort();
+        }
+        snprintf(out, 64, "\"topologies\":[],\"topologies_dropped\":%llu", all_dropped);
+        return out;
+    }
     int *lens = ml_world_rank == 0 ? ml_topo_ints(size) : NULL;
     int *displ = ml_world_rank == 0 ? ml_topo_ints(size) : NULL;
     PMPI_Igather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);

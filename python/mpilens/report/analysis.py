@@ -44,6 +44,17 @@ def mpi_percent_per_rank(prof: Profile) -> np.ndarray | None:
     return out
 
 
+def _profiler_finalize(h: dict[str, Any]) -> float | None:
+    fin = h.get("profiler_finalize_s")
+    if not isinstance(fin, dict):
+        return None
+    for key in ("total", "reduce"):
+        v = fin.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
 def summary(prof: Profile) -> dict[str, Any]:
     """Job summary: ranks, hosts, MPI library, wall time, % of wall time in MPI."""
     h = prof.header
@@ -70,11 +81,10 @@ def summary(prof: Profile) -> dict[str, Any]:
         "mpi_s": mpi,
         "mpi_pct": mpi_pct,
         "overhead_ns": float(h.get("overhead_ns", 0.0)),
-        # the profiler's own collectives at MPI_Finalize (rank 0), when the profile has it
-        "profiler_finalize_s": (float(h["profiler_finalize_s"]["reduce"])
-                                if isinstance(h.get("profiler_finalize_s"), dict)
-                                and isinstance(h["profiler_finalize_s"].get("reduce"),
-                                               (int, float)) else None),
+        # the profiler's own work at MPI_Finalize (rank 0) before the write, when the
+        # profile has it: "total" (from MPI_Finalize's barrier to the header), else
+        # "reduce" (its end-of-run collectives; profiles of before "total")
+        "profiler_finalize_s": _profiler_finalize(h),
         "clock": h.get("clock", {}),
         "functions_called": len(prof.functions),
         "caution_functions": caution,

@@ -484,7 +484,7 @@ def render(prof: Profile) -> str:
     ]
     if s.get("profiler_finalize_s") is not None:
         banner_rows.insert(-1, ("Profiler finalize", f"{fmt_time(s['profiler_finalize_s'])} in "
-                                "its end-of-run collectives (rank 0; before the write)"))
+                                "its own work at MPI_Finalize (rank 0; before the write)"))
     banner = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in banner_rows)
     ftable = _table(
         ["function", "calls", "total", "mean", "call min/max", "% MPI", "% wall",

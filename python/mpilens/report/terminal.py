@@ -52,8 +52,8 @@ def summary_panel(s: dict[str, Any]) -> Panel:
               f"{nc} function{'s' if nc != 1 else ''} marked caution"
               + (f" ({', '.join(s['caution_functions'])})" if nc else ""))
     if s.get("profiler_finalize_s") is not None:
-        t.add_row("profiler finalize", f"{fmt_time(s['profiler_finalize_s'])} in its end-of-run "
-                  "collectives (rank 0; before the write)")
+        t.add_row("profiler finalize", f"{fmt_time(s['profiler_finalize_s'])} in its own "
+                  "work at MPI_Finalize (rank 0; before the write)")
     return Panel(t, title="mpilens report", subtitle=escape(s["profile"]), expand=False)
 
 

@@ -170,8 +170,9 @@ class _Checker:
                 self.time(f"header {key}.{s}", h[key].get(s))
         if "profiler_finalize_s" in h:
             fin = self.obj("header profiler_finalize_s", h["profiler_finalize_s"])
-            if "reduce" in fin:
-                self.time("header profiler_finalize_s.reduce", fin["reduce"])
+            for key in ("reduce", "offsets", "total"):
+                if key in fin:
+                    self.time(f"header profiler_finalize_s.{key}", fin[key])
         if "clock" in h:
             clock = self.obj("header clock", h["clock"])
             for key in ("ghz", "resolution_ns"):
