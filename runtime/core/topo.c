@@ -43,10 +43,13 @@ typedef struct {
     int *edges;          /* out-neighbours, as topology ranks */
 } ml_topo_t;
 
-static ml_topo_t ml_topos[ML_TOPO_MAX];
-static int ml_ntopo;
-static unsigned long long ml_topo_dropped;
-static pthread_mutex_t ml_topo_mu = PTHREAD_MUTEX_INITIALIZER;
+/* This file's state: the topologies kept (under mu), and how many were not. */
+static struct {
+    ml_topo_t topos[ML_TOPO_MAX];
+    int ntopo;
+    unsigned long long dropped;
+    pthread_mutex_t mu;
+} TP = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static int *ml_topo_ints(int n)
 {
@@ -138,11 +141,11 @@ void ml_topo_created(MPI_Comm comm)
     }
     if (rank == 0 && (status == MPI_CART || status == MPI_GRAPH || status == MPI_DIST_GRAPH)) {
         t.world = ml_topo_world(comm, n);
-        pthread_mutex_lock(&ml_topo_mu);
-        int keep = ml_ntopo < ML_TOPO_MAX;
-        if (keep) ml_topos[ml_ntopo++] = t;
-        else ml_topo_dropped++;
-        pthread_mutex_unlock(&ml_topo_mu);
+        pthread_mutex_lock(&TP.mu);
+        int keep = TP.ntopo < ML_TOPO_MAX;
+        if (keep) TP.topos[TP.ntopo++] = t;
+        else TP.dropped++;
+        pthread_mutex_unlock(&TP.mu);
         if (!keep) {
             free(t.dims);
             free(t.periods);
@@ -171,8 +174,8 @@ static size_t ml_topo_list(char *out, size_t k, const int *v, int n, int as_bool
 static char *ml_topo_lines(size_t *len)
 {
     size_t cap = 1, k = 0;
-    for (int i = 0; i < ml_ntopo; i++) {
-        const ml_topo_t *t = &ml_topos[i];
+    for (int i = 0; i < TP.ntopo; i++) {
+        const ml_topo_t *t = &TP.topos[i];
         cap += 128 + 12 * (size_t)(2 * t->n + 2 * t->ndims + (t->nedges > 0 ? t->nedges : 0) + 2);
     }
     char *out = malloc(cap);
@@ -181,8 +184,8 @@ static char *ml_topo_lines(size_t *len)
         abort();
     }
     out[0] = 0;
-    for (int i = 0; i < ml_ntopo; i++) {
-        const ml_topo_t *t = &ml_topos[i];
+    for (int i = 0; i < TP.ntopo; i++) {
+        const ml_topo_t *t = &TP.topos[i];
         k += (size_t)sprintf(out + k, "{\"kind\":\"%s\"", ml_topo_kind[t->kind]);
         if (t->kind == ML_TOPO_CART) {
             k += (size_t)sprintf(out + k, ",\"dims\":");
@@ -219,7 +222,7 @@ char *ml_topo_json(void)
     /* the dropped topologies and the ranks with any line, summed on every rank: without
      * lines anywhere the gathers below (linear: rank 0 receives from every rank) are
      * skipped on every rank */
-    unsigned long long v[2] = {ml_topo_dropped, n > 0}, sum[2] = {0, 0};
+    unsigned long long v[2] = {TP.dropped, n > 0}, sum[2] = {0, 0};
     MPI_Request req; /* the profiler's end-of-run collectives wait by ml_fin_wait (profile_reduce.c) */
     PMPI_Iallreduce(v, sum, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &req);
     ml_fin_wait(&req);
