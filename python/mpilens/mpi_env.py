@@ -295,6 +295,9 @@ def _pgid(pid: int) -> int:
         return -1
 
 
+Forwarder = _Forwarder  # the type of forwarding()'s value, for callers' annotations
+
+
 @contextmanager
 def forwarding() -> Iterator[_Forwarder]:
     """`with forwarding() as fw: proc = fw.popen(cmd, ...)`: signals go to proc until the

@@ -88,6 +88,20 @@ def announce(console: Console, family: str, seconds: float | None,
                       highlight=False, markup=False)
 
 
+def _finish(proc: subprocess.Popen[str], fw: mpi_env.Forwarder,
+            timeout: float | None) -> int:
+    """The job's mpirun-style exit status once it ends.  A job that outlives timeout is
+    stopped (all of it) and becomes one line of error; a signal passed on to it by fw
+    raises JobStopped."""
+    try:
+        rc = mpi_env.exit_status(proc.wait(timeout=timeout))
+    except subprocess.TimeoutExpired:
+        mpi_env.stop(proc)
+        raise UserError(f"benchmark did not finish within {timeout} s") from None
+    fw.raise_if_stopped(rc)
+    return rc
+
+
 def run_streamed(launcher: list[str], argv: list[str], family: str,
                  timeout: float | None = None) -> tuple[subprocess.CompletedProcess[str],
                                                         float | None]:
@@ -111,12 +125,7 @@ def run_streamed(launcher: list[str], argv: list[str], family: str,
                 announce(console, family, expected)
             else:
                 other.append(line)
-        try:
-            rc = mpi_env.exit_status(proc.wait(timeout=timeout))
-        except subprocess.TimeoutExpired:
-            mpi_env.stop(proc)
-            raise UserError(f"benchmark did not finish within {timeout} s") from None
-        fw.raise_if_stopped(rc)
+        rc = _finish(proc, fw, timeout)
         out.seek(0)
         return subprocess.CompletedProcess(cmd, rc, out.read(), "".join(other)), expected
 
@@ -161,12 +170,7 @@ def run_bench(launcher: list[str], family: str, options: list[str], *,
                     bar.update(task, completed=done, total=total)
                 else:
                     other.append(line)
-            try:
-                rc = mpi_env.exit_status(proc.wait(timeout=timeout))
-            except subprocess.TimeoutExpired:
-                mpi_env.stop(proc)
-                raise UserError(f"benchmark did not finish within {timeout} s") from None
-        fw.raise_if_stopped(rc)
+        rc = _finish(proc, fw, timeout)
         usage = [ln[len(ERROR):].strip() for ln in other if ln.startswith(ERROR)]
         if rc == 2 and usage:
             raise UserError(usage[0])

@@ -19,8 +19,8 @@ import sys
 from typing import Any
 
 from .. import paths
-from ..profiled import DEFAULT_OUTPUT_PLAIN
 from ..errors import UserError
+from ..profiled import DEFAULT_OUTPUT_PLAIN
 
 PREFIX = "mpilens: "
 

@@ -16,7 +16,6 @@ read by the Python reader: the same results, slower (docs/scale.md).
 from __future__ import annotations
 
 import ctypes as C
-import gzip
 import os
 import zlib
 from array import array
@@ -26,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import limits
+from . import limits, rawfile
 from .rankdata import RankTable
 
 LIB = "libmpilens_read.so"
@@ -52,7 +51,7 @@ def _candidates() -> list[Path]:
     try:
         from ..paths import runtime
         out.append(runtime().root / "lib" / LIB)
-    except Exception:  # noqa: BLE001 - no runtime found: look in the build tree
+    except Exception:  # noqa: BLE001, S110 - no runtime found: look in the build tree
         pass
     from ..paths import REPO
     out += sorted((REPO / "build").glob(f"*/lib/{LIB}"))
@@ -173,15 +172,6 @@ class _Reader:
         return s
 
 
-def _stream(p: Path) -> Any:
-    f = open(p, "rb")
-    if f.read(2) == b"\x1f\x8b":
-        f.close()
-        return gzip.open(p, "rb")
-    f.seek(0)
-    return f
-
-
 def load_ranks(path: Path, header: dict[str, Any], timeline_acc: Any,
                advise_sites: frozenset[str] | None = None
                ) -> tuple[RankTable, dict[str, Any], int] | None:
@@ -225,7 +215,7 @@ def load_ranks(path: Path, header: dict[str, Any], timeline_acc: Any,
 def _feed(lib: Any, rd: _Reader, path: Path, acc: Any) -> None:
     status = C.c_int()
     try:
-        with _stream(path) as f:
+        with rawfile.open_bytes(path) as f:
             first = f.readline(limits.MAX_LINE_BYTES + 1)  # the header: read by the caller
             if not first.endswith(b"\n"):
                 raise _Refused

@@ -18,13 +18,25 @@ import matplotlib
 import numpy as np
 
 matplotlib.use("Agg")
+import itertools
+
 import matplotlib.pyplot as plt
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from ..units import fmt_bytes, fmt_pct, fmt_time, fmt_times
-from . import (analysis, callsites, commpattern, headercheck, nodes, ranks, regions, spread,
-               timeline, waitsfor)
+from . import (
+    analysis,
+    callsites,
+    commpattern,
+    headercheck,
+    nodes,
+    ranks,
+    regions,
+    spread,
+    timeline,
+    waitsfor,
+)
 from .profile import Profile
 from .schema import CAUTION_FACTOR
 
@@ -421,15 +433,15 @@ def spread_html(prof: Profile) -> str:
     fig, ax = plt.subplots(figsize=(8, 3))
     h = s["histogram"]
     edges = h["edges_s"]
-    ax.bar(edges[:-1], h["counts"], width=[b - a for a, b in zip(edges, edges[1:])],
+    ax.bar(edges[:-1], h["counts"], width=[b - a for a, b in itertools.pairwise(edges)],
            align="edge", color="#de2d26")
     ax.set_xlabel("time in MPI per rank (s), without MPI_Init/Finalize")
     ax.set_ylabel("ranks")
     ax.set_title(f"Ranks by time in MPI ({s['ranks']:,} ranks)")
-    out = [f"<p>Time in MPI per rank: min {fmt_time(q['min'])}, 1 % {fmt_time(q['p1'])}, "
+    out = [(f"<p>Time in MPI per rank: min {fmt_time(q['min'])}, 1 % {fmt_time(q['p1'])}, "
            f"25 % {fmt_time(q['p25'])}, median {fmt_time(q['p50'])}, 75 % {fmt_time(q['p75'])}, "
            f"99 % {fmt_time(q['p99'])}, max {fmt_time(q['max'])}; mean {fmt_time(s['mean_s'])}"
-           f" (max/mean {s['imbalance']:.2f}).</p>", _png(fig, "ranks by time in MPI")]
+           f" (max/mean {s['imbalance']:.2f}).</p>"), _png(fig, "ranks by time in MPI")]
     out.append("<p>Most and least time in MPI:</p>" + _table(
         ["most: rank", "host", "in MPI", "least: rank", "host", "in MPI"],
         [[str(a["rank"]), e(a["host"]), fmt_time(a["mpi_s"]), str(b["rank"]), e(b["host"]),
@@ -483,8 +495,8 @@ def render(prof: Profile) -> str:
         ("Traffic pattern", f"{e(cp['pattern'])} ({e(cp['reason'])})"),
     ]
     if s.get("profiler_finalize_s") is not None:
-        banner_rows.insert(-1, ("Profiler finalize", f"{fmt_time(s['profiler_finalize_s'])} in "
-                                "its own work at MPI_Finalize (rank 0; before the write)"))
+        banner_rows.insert(-1, ("Profiler finalize", (f"{fmt_time(s['profiler_finalize_s'])} in "
+                                "its own work at MPI_Finalize (rank 0; before the write)")))
     banner = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in banner_rows)
     ftable = _table(
         ["function", "calls", "total", "mean", "call min/max", "% MPI", "% wall",

@@ -22,12 +22,14 @@ from typing import IO, Any, overload
 
 import numpy as np
 
+from .lazyrows import LazyRows
+
 CHUNK = 8192  # entries formatted and written at a time
 BULK = 32  # lists of at least this many numbers are formatted here
 _SPACES = re.compile(" *")
 
 
-class Records(Sequence[dict[str, Any]]):
+class Records(LazyRows):
     """Rows {key: column[i], ...} kept as columns (sequences or numpy arrays of numbers,
     or None; a numpy value is read as the Python number it holds): a row
     is made only when read; equal to the list of the same dicts, written as that list
@@ -39,15 +41,7 @@ class Records(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return len(self.columns[0]) if self.columns else 0
 
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(len(self))[i]]
+    def _row(self, i: int) -> dict[str, Any]:
         return {k: _plain(c[i]) for k, c in zip(self.keys, self.columns)}
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

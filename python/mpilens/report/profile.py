@@ -7,17 +7,17 @@ written by a newer mpilens.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol, overload
+from typing import Any, Protocol
 
 from ..errors import UserError
-from . import fastjson, fastread, limits
+from . import fastjson, fastread, limits, rawfile
+from .lazyrows import LazyRows
 from .rankdata import Folder, RankTable, fold
 from .schema import (
     ALLTOALL_KEYS,
@@ -191,7 +191,7 @@ def _parse_header(path: Path, first: str) -> dict[str, Any]:
     return header
 
 
-class RankLines(Sequence[dict[str, Any]]):
+class RankLines(LazyRows):
     """The rank lines of a loaded profile, read again from its file on demand.
 
     `load` folds every rank line into `Profile.table` and keeps none of them: the
@@ -218,46 +218,23 @@ class RankLines(Sequence[dict[str, Any]]):
                 rec = fastjson.loads(raw)
                 yield json.loads(raw) if rec is fastjson.MISS else rec
 
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    def _rows(self, idx: range) -> list[dict[str, Any]]:  # one pass over the file
+        want = set(idx)
+        got = {k: r for k, r in enumerate(self) if k in want}
+        return [got[k] for k in idx]
 
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(i, slice):
-            idx = range(self.count)[i]
-            want = set(idx)
-            got = {k: r for k, r in enumerate(self) if k in want}
-            return [got[k] for k in idx]
-        if i < 0:
-            i += self.count
-        if not 0 <= i < self.count:
-            raise IndexError(i)
+    def _row(self, i: int) -> dict[str, Any]:
         for k, r in enumerate(self):
             if k == i:
                 return r
         raise IndexError(i)  # pragma: no cover - the count was checked at load
 
 
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _open_lines(p: Path) -> IO[bytes]:
-    """The profile's bytes, decompressed when it is gzip (one or more members)."""
-    f = open(p, "rb")
-    if f.read(2) == GZIP_MAGIC:
-        f.close()
-        return gzip.open(p, "rb")
-    f.seek(0)
-    return f
-
-
 def _lines(p: Path) -> Iterator[tuple[int, bytes]]:
     """(line number, line) of the file, within the reader's limits (limits.py: no line
     longer than MAX_LINE_BYTES is read whole, control characters in strings made
     visible; nesting is bounded where the line is parsed); gzip errors become one line."""
-    with _open_lines(p) as f:
+    with rawfile.open_bytes(p) as f:
         try:
             n = 0
             while raw := f.readline(limits.MAX_LINE_BYTES + 1):

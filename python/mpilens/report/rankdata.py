@@ -11,8 +11,9 @@ arrays hold them as uint64 (the runtime's counters).
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ _U64 = 2**64 - 1
 
 
 def _u64(v: int) -> int:
-    return v if v <= _U64 else _U64
+    return v if v <= _U64 else _U64  # noqa: FURB136 - per value: no call of min()
 
 
 @dataclass

@@ -64,7 +64,7 @@ def rank_spread(prof: Profile, k: int = TOP_K) -> dict[str, Any] | None:
         out_idx = out_idx[np.argsort(-score[out_idx], kind="stable")]
         outliers = [{**r, "score": float(score[r["rank"]])}
                     for r in _ranked(t, out_idx[:k], v)]
-        n_out = int(len(out_idx))
+        n_out = len(out_idx)
         n_high = int(np.count_nonzero(v[out_idx] > med))
     else:
         outliers, n_out, n_high = [], 0, 0

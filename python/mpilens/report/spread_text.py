@@ -116,8 +116,8 @@ def node_matrix_lines(prof: Profile) -> list[str]:
                    "the job had more than 256 nodes: the profile holds no node matrix "
                    "and has no rank lines to sum it from")
             return [f"Node matrix: none ({why})."]
-        out = [f"Node matrix from the rank lines ({len(pairs):,} node pairs with traffic, "
-               "the other cells 0), point-to-point sent, most bytes first:",
+        out = [(f"Node matrix from the rank lines ({len(pairs):,} node pairs with traffic, "
+               "the other cells 0), point-to-point sent, most bytes first:"),
                f"{'from':>6} {'to':>6} {'messages':>14} {'bytes':>12}  hosts"]
         out += [f"{p['from']:>6} {p['to']:>6} {p['messages']:>14,} {fmt_bytes(p['bytes']):>12}"
                 f"  {p['from_host']} -> {p['to_host']}" for p in pairs]

@@ -138,7 +138,6 @@ def fit(dims: list[int], pairs: dict[tuple[int, int], int] | Arrays, total: int,
     `index` maps a world rank to its grid rank (None: the same number); `periods` the
     application's periodicity (None: inferred from wrap-around offsets).  Vectorised
     over the pairs (numpy): a, b's coordinates, the offset per dimension."""
-    nd = len(dims)
     a, b, v = _arrays(pairs) if isinstance(pairs, dict) else pairs
     if index is not None:
         top = max(max(index) if index else 0, int(a.max()) if len(a) else 0,

@@ -398,7 +398,7 @@ class _Plan:
     """Where the values of one key set lie (a function entry, a call site): cached, so a
     rank line's entries are checked with a few C-level gathers instead of key by key."""
 
-    __slots__ = ("counts", "times", "lists", "list_keys", "full")
+    __slots__ = ("counts", "full", "list_keys", "lists", "times")
 
     def __init__(self, keys: tuple[str, ...], counts: tuple[str, ...], times: tuple[str, ...],
                  lists: tuple[str, ...], required: tuple[str, ...] = ()) -> None:

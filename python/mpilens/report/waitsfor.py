@@ -260,11 +260,11 @@ def _need_p2p(r: int, obj: dict[str, Any], kind: str, posted: _Posted, sh: _Shar
     out: list[dict[str, Any]] = []
     if kind in ("send", "sendrecv"):
         d = obj.get("dest")
-        if isinstance(d, int) and 0 <= d < n and d != r:
-            if not posted.recv_matches(d, r, ck, obj.get("tag", ANY_TAG)):
-                out.append({"any": False, "ranks": [d],
-                            "certain": ck is not None and d not in sh.untracked,
-                            "what": f"a matching receive on rank {d}"})
+        if (isinstance(d, int) and 0 <= d < n and d != r
+                and not posted.recv_matches(d, r, ck, obj.get("tag", ANY_TAG))):
+            out.append({"any": False, "ranks": [d],
+                        "certain": ck is not None and d not in sh.untracked,
+                        "what": f"a matching receive on rank {d}"})
     if kind in ("recv", "sendrecv"):
         s = obj.get("source")
         tag = obj.get("recv_tag" if kind == "sendrecv" else "tag", ANY_TAG)
