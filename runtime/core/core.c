@@ -22,14 +22,15 @@ ml_hot_t ml_hot = {.cs_depth = 1, .cm_max = 32, .cm_epoch = 1};
 uint64_t ml_t_init = 0, ml_t_final = 0;
 int ml_wrapped_c = ML_NWRAP_C, ml_wrapped_f = ML_NWRAP_F;
 
-/* The slots (one per thread up to MPILENS_MAX_THREADS, then one shared), under mu. */
+/* The slots (one per thread up to MPILENS_MAX_THREADS, then one shared), under mu;
+ * shared_mu: the shared slot's lock (ml_shared_lock, below). */
 static struct {
-    pthread_mutex_t mu;
+    pthread_mutex_t mu, shared_mu;
     ml_slot_t *head;       /* every slot, newest first (merged at MPI_Finalize); the slot iterator */
     ml_slot_t *overflow;   /* the shared slot once MPILENS_MAX_THREADS is reached */
     int n;                 /* slots made */
     uint32_t nshared;      /* threads given the shared slot */
-} SL = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} SL = {.mu = PTHREAD_MUTEX_INITIALIZER, .shared_mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP};
 
 /* The slot iterator (ml.h): a slot is published complete (release), so a
  * walk on another thread (the flight recorder's dump) sees its tables. */
@@ -74,9 +75,8 @@ ml_slot_t *ml_slot_attach(void)
  * pure spin lock made 4 threads on 2 oversubscribed cores 40x slower than
  * without mpilens: a waiter spun out its time slice while the holder was
  * descheduled.  Only threads beyond MPILENS_MAX_THREADS ever take it. */
-static pthread_mutex_t ml_shared_mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
-void ml_shared_lock(void) { pthread_mutex_lock(&ml_shared_mu); }
-void ml_shared_unlock(void) { pthread_mutex_unlock(&ml_shared_mu); }
+void ml_shared_lock(void) { pthread_mutex_lock(&SL.shared_mu); }
+void ml_shared_unlock(void) { pthread_mutex_unlock(&SL.shared_mu); }
 
 __attribute__((visibility("default"))) size_t mpilens_record_bytes(void)
 {

@@ -35,6 +35,7 @@ static struct {
     ml_slot_t m;                 /* this rank's records merged (peers allocated at start) */
     ml_buf_t b;                  /* the text */
     char host[256], job[128], cmd[2048], lib[256];
+    char head[1 << 15];          /* ml_dump_is_mine's first line of a file */
     int seq;                     /* dumps written */
 } DM;
 ML_TLS int ml_in_dump = 0;
@@ -262,10 +263,10 @@ static int ml_write_all(int fd, const char *p, size_t n)
  * job id and this pid (another job with the same MPILENS_OUTPUT keeps its files). */
 int ml_dump_is_mine(const char *path)
 {
-    static char head[1 << 15];
+    char *head = DM.head;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return 0;
-    ssize_t k = read(fd, head, sizeof head - 1);
+    ssize_t k = read(fd, head, sizeof DM.head - 1);
     close(fd);
     if (k <= 0) return 0;
     head[k] = 0;
