@@ -51,6 +51,27 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 _STRAY = pytest.StashKey[set]()
 
+# Tests marked `reader_only` exercise the Python readers alone on a canonical profile
+# (fuzzing: the same corpus whatever the MPI that made the profile), so one MPI's run
+# covers them.  .ci/run sets MPILENS_TEST_READER_ONLY_DONE=1 for its second and third
+# MPI; a plain `make test` (any MPI) runs them.
+READER_ONLY_DONE = os.environ.get("MPILENS_TEST_READER_ONLY_DONE") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "reader_only: the Python readers alone, "
+                            "MPI-independent (skipped when MPILENS_TEST_READER_ONLY_DONE=1)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not READER_ONLY_DONE:
+        return
+    skip = pytest.mark.skip(reason="MPI-independent reader test, already run under this CI "
+                            "run's first MPI (MPILENS_TEST_READER_ONLY_DONE=1, .ci/run)")
+    for item in items:
+        if "reader_only" in item.keywords:
+            item.add_marker(skip)
+
 
 def launcher(np_: int) -> list[str]:
     """The launcher command line for np_ ranks, oversubscribed, runnable as root

@@ -194,6 +194,7 @@ def check_commands(label: str, path: Path, original: Path, html: Path, with_html
     return True
 
 
+@pytest.mark.reader_only
 def test_corrupted_profiles_give_a_report_or_one_line(original: Path, tmp_path: Path) -> None:
     text = original.read_text()
     path, html = tmp_path / "m.prof", tmp_path / "m.html"
@@ -443,6 +444,7 @@ def _fuzz_loop(label: str, seed: int, raw: bytes, write: Callable[[bytes], None]
     return counts
 
 
+@pytest.mark.reader_only
 def test_random_fuzz_complete_profiles(original: Path, tmp_path: Path) -> None:
     path = tmp_path / "r.prof"  # (html is drawn by the boundary tests: too slow to fuzz)
     counts = _fuzz_loop("complete", FUZZ_SEED, original.read_bytes(), path.write_bytes,
@@ -482,6 +484,7 @@ def partial_dir(build, tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.reader_only
 def test_random_fuzz_partial_profiles(partial_dir: Path, tmp_path: Path) -> None:
     d = tmp_path / "job.prof.partial"
     d.mkdir()
