@@ -18,9 +18,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
-from mpilens import mpi_env as _menv  # noqa: E402
-from mpilens import paths  # noqa: E402
-from mpilens.errors import UserError  # noqa: E402
+from mpilens import mpi_env as _menv
+from mpilens import paths
+from mpilens.errors import UserError
 
 FLAVOUR = paths.mpi_flavour()
 try:  # make test sets MPILENS_PREFIX to build/<mpi>

@@ -243,7 +243,7 @@ def test_dumps_while_sites_are_added(build, tmp_path):
     proc = run_mpi(1, [EXEC, PROGS / "callsite_dump_thread", tmp_path / "storm.prof.partial"],
                    env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_CALLSITES": "2",
                         "MPILENS_CALLSITE_SLOTS": "65536"})
-    dumps = int(re.search(r"^dumps (\d+)$", proc.stdout, re.M).group(1))
+    dumps = int(re.search(r"^dumps (\d+)$", proc.stdout, re.MULTILINE).group(1))
     assert dumps >= 2, proc.stdout
     _, (r,) = read_profile(out)
     assert r["functions"]["MPI_Comm_rank"]["calls"] == 40000

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from conftest import REPO, read_profile, run_mpi
-
 from mpilens.report import profile, schema
 
 SCHEMA = json.loads((REPO / "schema" / "profile.json").read_text())

@@ -83,7 +83,7 @@ def run_depth(exe: Path, lib: Path, launch: list[str], depth: int, calls: int, t
     env.update(extra_env)
     cmd = launch + ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--compress-strings=no",
                     f"--callgrind-out-file={outdir}/cg.%p", str(exe), str(calls)]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if r.returncode != 0:
         fail(f"depth {depth}: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
     got = dumps(outdir)
@@ -138,7 +138,8 @@ def main() -> int:
         exe = tmp / "instr_ops"
         fp = "-fomit-frame-pointer" if a.omit_frame_pointer else "-fno-omit-frame-pointer"
         r = subprocess.run([MPICC[a.mpi], "-O2", "-g", fp,
-                            str(HERE / "instr_ops.c"), "-o", str(exe)], capture_output=True, text=True)
+                            str(HERE / "instr_ops.c"), "-o", str(exe)],
+                           capture_output=True, text=True, check=False)
         if r.returncode != 0:
             fail(f"compiling instr_ops.c failed:\n{r.stderr}")
         res: dict[str, dict] = {}

@@ -38,7 +38,7 @@ import os
 import random
 import sys
 import zlib
-from typing import Any, BinaryIO
+from typing import Any
 
 FACTORS = (0.8, 0.9, 1.0, 1.1, 1.25)
 OUTLIER = 3.0
@@ -47,7 +47,8 @@ TIME_KEYS = ("time_s", "time_min_s", "time_max_s")
 
 
 def read(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
+    with open(path, "rb") as raw:
+        opener = gzip.open if raw.read(2) == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
         lines = [ln for ln in f.read().split("\n") if ln.strip()]
     header = json.loads(lines[0])
@@ -166,7 +167,6 @@ def main(argv: list[str] | None = None) -> int:
             variants[(r, k)] = (js + ("," + rest_js if rest_js else ""), funcs,
                                 line["wall_s"] * k, line["mpi_s"] * k)
     agg = Agg()
-    out: BinaryIO = open(a.out, "wb")
     body: list[bytes] = []
     for i in range(n):
         r = i % p0
@@ -194,17 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     if "nodes" in h:
         h["nodes"] = {"count": nnodes}  # the matrix of the real job does not apply
     head = (json.dumps(h, separators=(",", ":")) + "\n").encode()
-    if a.gzip:
-        def member(b: bytes) -> bytes:
-            c = zlib.compressobj(6, zlib.DEFLATED, 31)
-            return c.compress(b) + c.flush()
-        out.write(member(head))
-        for b in body:
-            out.write(member(b))
-    else:
-        out.write(head)
-        out.writelines(body)
-    out.close()
+    with open(a.out, "wb") as out:
+        if a.gzip:
+            def member(b: bytes) -> bytes:
+                c = zlib.compressobj(6, zlib.DEFLATED, 31)
+                return c.compress(b) + c.flush()
+            out.write(member(head))
+            out.writelines(member(b) for b in body)
+        else:
+            out.write(head)
+            out.writelines(body)
     print(json.dumps({"ranks": n, "from_ranks": p0, "bytes": os.path.getsize(a.out),
                       "out": a.out}))
     return 0
