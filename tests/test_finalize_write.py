@@ -94,25 +94,36 @@ def members(raw: bytes) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("np_,writer,compress", [(5, "posix", "off"), (6, "mpiio", "gzip"),
-                                                 (7, "posix", "gzip")])
+@pytest.mark.parametrize("np_,writer,compress,group", [
+    (5, "posix", "off", 2), (6, "mpiio", "gzip", None), (7, "posix", "gzip", 1),
+    (5, "mpiio", "gzip", 2), (5, "posix", "gzip", 2), (5, "mpiio", "gzip", 4)])
 def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str,
-                                           compress: str) -> None:
+                                           compress: str, group: int | None) -> None:
     """Each rank writes its line at the header's length plus the sum of the lengths of the
     lines below it (the recursive-doubling scan of profile_reduce.c, P not a power of two):
     tests/progs/fin_uneven gives every rank a line of its own length (rank r: r peers
     sent, P-1-r received, the first r of seven local functions).  The file is exactly
     the header and the P lines in rank order, back to back (plain: no byte left over or
-    zero, every line whole; gzip: P + 1 members, each one whole line), and each line
-    holds its rank's exact calls and peers."""
+    zero, every line whole, MPILENS_COMPRESS_GROUP changing nothing; gzip: the header's
+    member, then one member per block of MPILENS_COMPRESS_GROUP consecutive ranks, the
+    last one shorter (5 ranks in 2s: 2, 2, 1; in 4s: 4, 1; the default 16: all of them),
+    each holding its ranks' whole lines; 1: one member per line, as before grouping), and
+    each line holds its rank's exact calls and peers."""
     out = tmp_path / "u.prof"
-    run_mpi(np_, [EXEC, BUILD / "tests" / "fin_uneven"],
-            env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_WRITE": writer,
-                 "MPILENS_COMPRESS": compress})
+    env = {"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_WRITE": writer,
+           "MPILENS_COMPRESS": compress}
+    if group is not None:
+        env["MPILENS_COMPRESS_GROUP"] = str(group)
+    run_mpi(np_, [EXEC, BUILD / "tests" / "fin_uneven"], env=env)
     raw = out.read_bytes()
     if compress == "gzip":
-        parts = members(raw)
-        assert all(p.endswith(b"\n") and p.count(b"\n") == 1 for p in parts)
+        g = group or 16
+        blocks = [min(g, np_ - k) for k in range(0, np_, g)]
+        packed = members(raw)
+        assert [p.count(b"\n") for p in packed] == [1, *blocks]
+        assert all(p.endswith(b"\n") for p in packed)
+        assert gzip.decompress(raw) == b"".join(packed)  # one stream for gunzip and zcat
+        parts = [ln + b"\n" for p in packed for ln in p[:-1].split(b"\n")]
     else:
         assert b"\0" not in raw and raw.endswith(b"\n")
         parts = [ln + b"\n" for ln in raw[:-1].split(b"\n")]
