@@ -147,3 +147,30 @@ def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str
     assert 0 <= fin["offsets"] <= fin["total"] and 0 <= fin["reduce"] <= fin["total"]
     assert analysis.summary(load(out))["profiler_finalize_s"] == fin["total"]
     assert analysis._profiler_finalize({"profiler_finalize_s": {"reduce": 0.25}}) == 0.25
+
+
+@pytest.mark.parametrize("fail_rank,written", [(2, False), (1, True)])
+def test_zlib_failure_on_a_block_leader_writes_nothing(tmp_path: Path, fail_rank: int,
+                                                       written: bool) -> None:
+    """tests/progs/fin_zfail is fin_uneven whose zlib deflateInit2_ fails on rank
+    FIN_ZFAIL_RANK.  5 ranks in blocks of 2 (MPILENS_COMPRESS_GROUP=2): rank 2 is its
+    block's first rank, which compresses ranks 2 and 3's lines; it fails, every rank
+    agrees (through the lines' scan), nothing lands under the final name or as a
+    temporary file, rank 0 says so in one line, and the job's exit status stays 0.
+    Rank 1 compresses nothing (its line goes to rank 0): the same failure there is
+    never reached, and the profile is whole."""
+    out = tmp_path / "z.prof.gz"
+    proc = run_mpi(5, [EXEC, BUILD / "tests" / "fin_zfail"],
+                   env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1",
+                        "MPILENS_COMPRESS_GROUP": "2", "FIN_ZFAIL_RANK": str(fail_rank)})
+    assert proc.returncode == 0
+    if not written:
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+        assert [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")] == \
+            [f"mpilens: profile not written: {out}: gzip compression (zlib) failed on 1 rank"]
+        return
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]
+    assert [p.count(b"\n") for p in members(out.read_bytes())] == [1, 2, 2, 1]
+    header, lines = read_profile(out)
+    check_header(header, lines, 5)
+    assert [ln["functions"].get("MPI_Send", {}).get("calls", 0) for ln in lines] == [0, 1, 2, 3, 4]
