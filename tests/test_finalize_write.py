@@ -94,9 +94,16 @@ def members(raw: bytes) -> list[bytes]:
     return out
 
 
+def gz_member(text: bytes) -> bytes:
+    """text as one gzip member at level 9, as runtime/core/profile_gzip.c writes it (the
+    same zlib: its output does not depend on how the input is cut)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return c.compress(text) + c.flush()
+
+
 @pytest.mark.parametrize("np_,writer,compress,group", [
     (5, "posix", "off", 2), (6, "mpiio", "gzip", None), (7, "posix", "gzip", 1),
-    (5, "mpiio", "gzip", 2), (5, "posix", "gzip", 2), (5, "mpiio", "gzip", 4)])
+    (5, "mpiio", "gzip", 2), (5, "posix", "gzip", 4)])
 def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str,
                                            compress: str, group: int | None) -> None:
     """Each rank writes its line at the header's length plus the sum of the lengths of the
@@ -123,6 +130,7 @@ def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str
         assert [p.count(b"\n") for p in packed] == [1, *blocks]
         assert all(p.endswith(b"\n") for p in packed)
         assert gzip.decompress(raw) == b"".join(packed)  # one stream for gunzip and zcat
+        assert b"".join(gz_member(p) for p in packed) == raw  # each zlib's member of its lines
         parts = [ln + b"\n" for p in packed for ln in p[:-1].split(b"\n")]
     else:
         assert b"\0" not in raw and raw.endswith(b"\n")
@@ -174,3 +182,31 @@ def test_zlib_failure_on_a_block_leader_writes_nothing(tmp_path: Path, fail_rank
     header, lines = read_profile(out)
     check_header(header, lines, 5)
     assert [ln["functions"].get("MPI_Send", {}).get("calls", 0) for ln in lines] == [0, 1, 2, 3, 4]
+
+
+
+def test_long_lines_are_compressed_by_their_own_rank(tmp_path: Path) -> None:
+    """tests/progs/fin_wide: ranks 1 and 3 call MPI_Comm_rank from 512 call sites,
+    which makes their lines ~90 KB, above the 64 KB that a block's first rank takes
+    plain.  5 ranks in blocks of 4: rank 0 compresses ranks 0 and 2 (each the start of a
+    member, as ranks 1 and 3 end the member before them), ranks 1 and 3 their own lines,
+    rank 4 its own (the next block): header + 5 members, in rank order (without wide
+    lines: header, ranks 0-3, rank 4, test_uneven_lines_at_their_prefix_sums).  Every
+    member is byte for byte zlib's level-9 member of its lines."""
+    wide = "13"
+    out = tmp_path / "w.prof.gz"
+    run_mpi(5, [EXEC, BUILD / "tests" / "fin_wide"],
+            env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_COMPRESS_GROUP": "4",
+                 "MPILENS_CALLSITE_SLOTS": "1024", "FIN_WIDE_RANKS": wide})
+    raw = out.read_bytes()
+    packed = members(raw)
+    assert [p.count(b"\n") for p in packed] == [1, 1, 1, 1, 1, 1]
+    assert b"".join(gz_member(p) for p in packed) == raw
+    header, lines = read_profile(out)
+    check_header(header, lines, 5)
+    sizes = [len(json.dumps(ln, separators=(",", ":"))) for ln in lines]
+    for r, ln in enumerate(lines):
+        assert ln["rank"] == r
+        n = 512 if wide and str(r) in wide else 0
+        assert ln["functions"]["MPI_Comm_rank"]["calls"] == n + 1
+        assert len(ln["callsites"]) >= n + 1 and (sizes[r] > 64 * 1024) == (n > 0)

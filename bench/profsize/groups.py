@@ -9,10 +9,16 @@ whole). Groups: every top-level key, and inside `functions` the histograms
 (hist_send/hist_recv), node_span, p2p_intra/inter_node; inside `timeline` each of
 calls/time_s/bytes.
 
-  bench/profsize/groups.py PROFILE... [--json OUT]
+  bench/profsize/groups.py PROFILE... [--json OUT] [--blocks 1,2,4,8,16,32,64]
 
 Prints per profile the mean over rank lines: plain bytes, compressed bytes, and each
-group's plain and marginal compressed bytes. Reads nothing but the files given.
+group's plain and marginal compressed bytes. --blocks: the rank lines compressed in
+blocks of G consecutive ranks as the runtime does with MPILENS_COMPRESS_GROUP=G (one
+gzip member per block, level 9, the lines streamed in rank order; zlib's output does
+not depend on how the input is cut, so this is byte for byte the runtime's member),
+for each G: bytes per rank, and what the block's first rank spends: CPU seconds of
+its largest block (best of 3) and the bytes it holds (its largest line plus the
+largest member). Reads nothing but the files given.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import copy
 import gzip
 import json
 import sys
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -84,6 +91,26 @@ SUBGROUPS: dict[str, Callable[[dict[str, Any]], None]] = {
 }
 
 
+def block_sizes(lines: list[bytes], g: int) -> dict[str, float]:
+    """The rank lines (each with its newline) in blocks of g consecutive lines, each
+    block one gzip member streamed line by line (Z_NO_FLUSH, then Z_FINISH), as
+    runtime/core/profile_gzip.c's ml_gzip_block: bytes per rank, the leader's CPU
+    seconds for its most expensive block (best of 3) and its bytes held."""
+    total, cpu, held = 0, 0.0, 0
+    for k in range(0, len(lines), g):
+        block = lines[k:k + g]
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.process_time()
+            c = zlib.compressobj(9, zlib.DEFLATED, 15 + 16, 8)
+            out = b"".join(c.compress(ln) for ln in block) + c.flush()
+            best = min(best, time.process_time() - t0)
+        total += len(out)
+        cpu = max(cpu, best)
+        held = max(held, max(len(ln) for ln in block) + len(out))
+    return {"bytes_per_rank": total / len(lines), "leader_cpu_s": cpu, "leader_bytes": held}
+
+
 def measure(line: str) -> dict[str, tuple[int, int]]:
     """group -> (plain bytes, marginal compressed bytes); "line" the whole."""
     r = json.loads(line)
@@ -105,12 +132,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("profiles", nargs="+", type=Path)
     ap.add_argument("--json", type=Path, help="write the figures here too")
+    ap.add_argument("--blocks", default="", help="comma-separated block sizes G (see above)")
+    ap.add_argument("--no-keys", action="store_true", help="skip the key groups (--blocks only)")
     args = ap.parse_args()
+    blocks = [int(g) for g in args.blocks.split(",") if g.strip()]
     report: dict[str, Any] = {}
     for p in args.profiles:
         lines = lines_of(p)
         head = json.loads(lines[0])
-        ranks = [measure(ln) for ln in lines[1:] if ln.strip()]
+        raw = [(ln + "\n").encode() for ln in lines[1:] if ln.strip()]
+        ranks = [measure(ln) for ln in lines[1:] if ln.strip()] if not args.no_keys else \
+            [{"line": (len(ln), gz_len(ln.decode()[:-1]))} for ln in raw]
         keys = list(dict.fromkeys(k for m in ranks for k in m))
         mean = {k: (sum(m.get(k, (0, 0))[0] for m in ranks) / len(ranks),
                     sum(m.get(k, (0, 0))[1] for m in ranks) / len(ranks)) for k in keys}
@@ -118,16 +150,21 @@ def main() -> int:
         print(f"{p}: {len(ranks)} ranks, {head.get('command', '')[:60]}")
         members = member_sizes(p)
         if members:
-            print(f"  as written: header {members[0]} B, rank lines {sum(members[1:])} B, "
-                  f"{sum(members[1:]) / max(1, len(members) - 1):.0f} B per rank")
+            print(f"  as written: header {members[0]} B, rank lines {sum(members[1:])} B in "
+                  f"{len(members) - 1} members, {sum(members[1:]) / max(1, len(ranks)):.0f} B per rank")
         print(f"  rank line: {mean['line'][0]:.0f} B plain, {whole:.0f} B compressed "
               f"(min {min(m['line'][1] for m in ranks)}, max {max(m['line'][1] for m in ranks)})")
         for k in sorted(keys[1:], key=lambda k: -mean[k][1]):
             print(f"  {k:36s} {mean[k][0]:8.0f} B plain {mean[k][1]:7.0f} B compressed "
                   f"({100 * mean[k][1] / whole:4.1f} %)")
+        by_block = {g: block_sizes(raw, g) for g in blocks}
+        for g, v in by_block.items():
+            print(f"  blocks of {g:5d}: {v['bytes_per_rank']:7.0f} B per rank, leader "
+                  f"{1e3 * v['leader_cpu_s']:8.3f} ms CPU, {v['leader_bytes']:9d} B held")
         report[str(p)] = {"nranks": len(ranks), "groups": mean,
                           "header_gz": gz_len(lines[0]), "header_plain": len(lines[0]) + 1,
-                          "members_as_written": members}
+                          "members_as_written": members,
+                          "blocks": {str(g): v for g, v in by_block.items()}}
     if args.json:
         args.json.write_text("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}"
                                                  for k, v in report.items()) + "\n}\n")

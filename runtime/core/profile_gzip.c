@@ -115,24 +115,63 @@ static int ml_gz_feed(z_stream *z, ml_buf_t *out, const char *p, size_t n, int f
     return 0;
 }
 
+/* A line longer than this is compressed by its own rank into a member of its own, in
+ * parallel with the others, and the block's first rank only copies it: zlib's window
+ * is 32 KB, so such a line gains little from the line before it (HPCC's 60 KB lines:
+ * 3 % in blocks of 4, bench/profsize), while level 9 costs about 0.15 s per MB of a
+ * line of peers, which a leader would otherwise spend G times in a row. */
+#define ML_GZ_OWN_LINE (64 * 1024)
+
+/* The leader's stream: the member being built (in_cur bytes of text so far) and the
+ * block's output. */
+typedef struct {
+    z_stream z;
+    ml_buf_t out;
+    size_t in_cur, in_all;
+    int ok, inited;
+} ml_gz_block_t;
+
+/* ends the member being built (if it holds any text) and starts the next */
+static void ml_gz_cut(ml_gz_block_t *g)
+{
+    if (!g->ok || !g->in_cur) return;
+    g->ok = ml_gz_feed(&g->z, &g->out, "", 0, Z_FINISH) == 0 && deflateReset(&g->z) == Z_OK;
+    g->in_cur = 0;
+}
+
+/* a plain line (with its newline) into the block: a long one as a member of its own */
+static void ml_gz_line(ml_gz_block_t *g, const char *p, size_t n)
+{
+    if (!n) return;
+    g->in_all += n;
+    if (n > ML_GZ_OWN_LINE) ml_gz_cut(g);
+    if (g->ok) g->ok = ml_gz_feed(&g->z, &g->out, p, n, Z_NO_FLUSH) == 0;
+    g->in_cur += n;
+    if (n > ML_GZ_OWN_LINE) ml_gz_cut(g);
+}
+
 /* Collective over the profiler's private communicator, in blocks of `group`
  * consecutive ranks: every rank of a block but its first sends its text (b) to the
  * first, the block's leader, and is left with none; the leader compresses its own
  * text and then each other rank's, in rank order, as it arrives (one line held at a
  * time: receive, deflate with Z_NO_FLUSH, reuse the buffer; Z_FINISH after the last)
- * into ONE gzip member, which replaces its text in b.  A block with no text at all
- * gives no member (as ml_gzip_tail).  Consecutive ranks' lines repeat the same keys,
- * functions, call sites and similar numbers, which one member's window sees and a
- * member per line cannot.  group 1: ml_gzip_tail on each rank's own text.  0 ok; -1
- * on a leader whose zlib failed (it still receives every line of its block, and b is
- * then empty): the caller makes every rank agree not to write the file. */
+ * into ONE gzip member, which replaces its text in b.  Consecutive ranks' lines repeat
+ * the same keys, functions, call sites and similar numbers, which one member's window
+ * sees and a member per line cannot.  A line longer than ML_GZ_OWN_LINE is
+ * compressed by its own rank (as with group 1) and sent compressed: the leader ends
+ * the member before it and copies it (a plain line if that rank's zlib failed).  A
+ * block with no text at all gives no member (as ml_gzip_tail).  group 1:
+ * ml_gzip_tail on each rank's own text.  0 ok; -1 on a leader whose zlib failed (it
+ * still receives every line of its block, and b is then empty): the caller makes
+ * every rank agree not to write the file. */
 int ml_gzip_block(ml_buf_t *b, int group)
 {
     if (group <= 1) return ml_gzip_tail(b, 0);
     MPI_Comm c = ml_fin_comm();
     int lead = ml_world_rank - ml_world_rank % group;
-    if (lead != ml_world_rank) { /* a member: its length, then its text in pieces */
+    if (lead != ml_world_rank) { /* a member: its length (< 0: compressed), then its text in pieces */
         long long len = (long long)b->n;
+        if (b->n > ML_GZ_OWN_LINE && ml_gzip_tail(b, 0) == 0) len = -(long long)b->n;
         MPI_Request r;
         PMPI_Isend(&len, 1, MPI_LONG_LONG, lead, ML_GZ_TAG_LEN, c, &r);
         ml_fin_wait(&r);
@@ -146,13 +185,10 @@ int ml_gzip_block(ml_buf_t *b, int group)
         return 0;
     }
     int last = lead + group < ml_world_size ? lead + group : ml_world_size;
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    int ok = deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
-    int inited = ok;
-    ml_buf_t out = {0};
-    size_t in = b->n;
-    if (ok && b->n) ok = ml_gz_feed(&z, &out, b->p, b->n, Z_NO_FLUSH) == 0;
+    ml_gz_block_t g;
+    memset(&g, 0, sizeof g);
+    g.ok = g.inited = deflateInit2(&g.z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+    ml_gz_line(&g, b->p, b->n);
     ml_buf_free(b);
     char *line = NULL;
     size_t cap = 0;
@@ -161,32 +197,45 @@ int ml_gzip_block(ml_buf_t *b, int group)
         MPI_Request r;
         PMPI_Irecv(&len, 1, MPI_LONG_LONG, src, ML_GZ_TAG_LEN, c, &r);
         ml_fin_wait(&r);
-        if ((size_t)len > cap) {
-            free(line);
-            cap = (size_t)len;
-            line = malloc(cap);
-            if (!line) {
-                fprintf(stderr, "mpilens: out of memory receiving rank %d's profile line (%lld bytes)\n", src, len);
-                abort();
+        size_t n = (size_t)(len < 0 ? -len : len);
+        char *to;
+        if (len < 0) { /* a member already: after the one being built, copied as it is */
+            ml_gz_cut(&g);
+            ml_gz_room(&g.out, n + 1);
+            to = g.out.p + g.out.n;
+        } else {
+            if (n > cap) {
+                free(line);
+                cap = n;
+                line = malloc(cap);
+                if (!line) {
+                    fprintf(stderr, "mpilens: out of memory receiving rank %d's profile line (%zu bytes)\n", src, n);
+                    abort();
+                }
             }
+            to = line;
         }
-        for (size_t done = 0; done < (size_t)len;) {
-            size_t piece = (size_t)len - done > ML_GZ_PIECE ? ML_GZ_PIECE : (size_t)len - done;
-            PMPI_Irecv(line + done, (int)piece, MPI_CHAR, src, ML_GZ_TAG_TEXT, c, &r);
+        for (size_t done = 0; done < n;) {
+            size_t piece = n - done > ML_GZ_PIECE ? ML_GZ_PIECE : n - done;
+            PMPI_Irecv(to + done, (int)piece, MPI_CHAR, src, ML_GZ_TAG_TEXT, c, &r);
             ml_fin_wait(&r);
             done += piece;
         }
-        if (ok && len) ok = ml_gz_feed(&z, &out, line, (size_t)len, Z_NO_FLUSH) == 0;
-        in += (size_t)len;
+        if (len < 0) {
+            g.out.n += n;
+            g.in_all += n;
+        } else {
+            ml_gz_line(&g, line, n);
+        }
     }
     free(line);
-    if (ok && in) ok = ml_gz_feed(&z, &out, "", 0, Z_FINISH) == 0;
-    if (inited) deflateEnd(&z);
-    if (!ok || !in) {
-        ml_buf_free(&out);
-        return ok ? 0 : -1;
+    ml_gz_cut(&g);
+    if (g.inited) deflateEnd(&g.z);
+    if (!g.ok || !g.in_all) {
+        ml_buf_free(&g.out);
+        return g.ok ? 0 : -1;
     }
-    out.p[out.n] = 0;
-    *b = out;
+    g.out.p[g.out.n] = 0;
+    *b = g.out;
     return 0;
 }
