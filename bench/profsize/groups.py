@@ -18,7 +18,10 @@ gzip member per block, level 9, the lines streamed in rank order; zlib's output 
 not depend on how the input is cut, so this is byte for byte the runtime's member),
 for each G: bytes per rank, and what the block's first rank spends: CPU seconds of
 its largest block (best of 3) and the bytes it holds (its largest line plus the
-largest member). Reads nothing but the files given.
+largest member; --own-line changes the runtime's 64 KB). --peers N first gives every rank line N synthetic peers sent to and
+N received from (ranks r+1.. and r-1.. of 100,000, 10-15 messages and 800 B-800 KB
+each, seeded): a rank with many peers, whose line is about N x 36 B. Reads nothing
+but the files given.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import argparse
 import copy
 import gzip
 import json
+import random
 import sys
 import time
 import zlib
@@ -91,24 +95,69 @@ SUBGROUPS: dict[str, Callable[[dict[str, Any]], None]] = {
 }
 
 
-def block_sizes(lines: list[bytes], g: int) -> dict[str, float]:
-    """The rank lines (each with its newline) in blocks of g consecutive lines, each
-    block one gzip member streamed line by line (Z_NO_FLUSH, then Z_FINISH), as
-    runtime/core/profile_gzip.c's ml_gzip_block: bytes per rank, the leader's CPU
-    seconds for its most expensive block (best of 3) and its bytes held."""
+def widen(line: str, n: int) -> str:
+    """line with n synthetic peers each way (--peers)."""
+    r = json.loads(line)
+    rng = random.Random(r.get("rank", 0))
+    rank = int(r.get("rank", 0))
+
+    def peers(sign: int) -> list[list[int]]:
+        return [[(rank + sign * k) % 100000, 10 + rng.randint(0, 5), 8 * rng.randint(100, 100000)]
+                for k in range(1, n + 1)]
+    r["peers"] = {"sent": peers(1), "recv": peers(-1)}
+    return dump(r)
+
+
+OWN_LINE = 64 * 1024  # runtime/core/profile_gzip.c ML_GZ_OWN_LINE
+
+
+def block_members(block: list[bytes], own_line: int = OWN_LINE) -> tuple[list[bytes], list[bytes]]:
+    """A block's lines as the runtime cuts them into members: a line over OWN_LINE a
+    member of its own (compressed by its rank), runs of the others one member each
+    (compressed by the block's first rank).  (members of the leader, members of their
+    own ranks), each member's text."""
+    lead: list[bytes] = []
+    own: list[bytes] = []
+    run: list[bytes] = []
+    for ln in block:
+        if len(ln) > own_line:
+            if run:
+                lead.append(b"".join(run))
+                run = []
+            own.append(ln)
+        else:
+            run.append(ln)
+    if run:
+        lead.append(b"".join(run))
+    return lead, own
+
+
+def block_sizes(lines: list[bytes], g: int, own_line: int = OWN_LINE) -> dict[str, float]:
+    """The rank lines (each with its newline) in blocks of g consecutive lines as
+    runtime/core/profile_gzip.c's ml_gzip_block cuts them (block_members), each member
+    at level 9: bytes per rank, the leader's CPU seconds for its most expensive block
+    (best of 3; the lines over OWN_LINE are their own ranks' work) and its bytes held
+    (its largest plain line plus the block's output)."""
     total, cpu, held = 0, 0.0, 0
     for k in range(0, len(lines), g):
         block = lines[k:k + g]
+        lead, own = block_members(block, own_line)
         best = float("inf")
         for _ in range(3):
             t0 = time.process_time()
-            c = zlib.compressobj(9, zlib.DEFLATED, 15 + 16, 8)
-            out = b"".join(c.compress(ln) for ln in block) + c.flush()
+            outs = [gz_bytes(m) for m in lead]
             best = min(best, time.process_time() - t0)
-        total += len(out)
+        out = sum(len(o) for o in outs) + sum(len(gz_bytes(m)) for m in own)
+        total += out
         cpu = max(cpu, best)
-        held = max(held, max(len(ln) for ln in block) + len(out))
+        held = max(held, max((len(ln) for ln in block if len(ln) <= own_line), default=0) + out)
     return {"bytes_per_rank": total / len(lines), "leader_cpu_s": cpu, "leader_bytes": held}
+
+
+def gz_bytes(text: bytes) -> bytes:
+    """text as one gzip member at level 9 (the same bytes however the input is cut)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, 15 + 16, 8)
+    return c.compress(text) + c.flush()
 
 
 def measure(line: str) -> dict[str, tuple[int, int]]:
@@ -134,11 +183,17 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the figures here too")
     ap.add_argument("--blocks", default="", help="comma-separated block sizes G (see above)")
     ap.add_argument("--no-keys", action="store_true", help="skip the key groups (--blocks only)")
+    ap.add_argument("--peers", type=int, default=0, help="N synthetic peers per line (see above)")
+    ap.add_argument("--own-line", type=int, default=OWN_LINE,
+                    help="--blocks: lines longer than this are compressed by their own rank "
+                         "(the runtime's 65536; larger: what the leader would do without that rule)")
     args = ap.parse_args()
     blocks = [int(g) for g in args.blocks.split(",") if g.strip()]
     report: dict[str, Any] = {}
     for p in args.profiles:
         lines = lines_of(p)
+        if args.peers:
+            lines = lines[:1] + [widen(ln, args.peers) for ln in lines[1:] if ln.strip()]
         head = json.loads(lines[0])
         raw = [(ln + "\n").encode() for ln in lines[1:] if ln.strip()]
         ranks = [measure(ln) for ln in lines[1:] if ln.strip()] if not args.no_keys else \
@@ -157,7 +212,7 @@ def main() -> int:
         for k in sorted(keys[1:], key=lambda k: -mean[k][1]):
             print(f"  {k:36s} {mean[k][0]:8.0f} B plain {mean[k][1]:7.0f} B compressed "
                   f"({100 * mean[k][1] / whole:4.1f} %)")
-        by_block = {g: block_sizes(raw, g) for g in blocks}
+        by_block = {g: block_sizes(raw, g, args.own_line) for g in blocks}
         for g, v in by_block.items():
             print(f"  blocks of {g:5d}: {v['bytes_per_rank']:7.0f} B per rank, leader "
                   f"{1e3 * v['leader_cpu_s']:8.3f} ms CPU, {v['leader_bytes']:9d} B held")

@@ -142,7 +142,8 @@ static const ml_setting core_settings[] = {
      .help = "compressed profiles: the lines of each block of this many consecutive ranks "
              "become one gzip member, compressed by the block's first rank (the others send it "
              "their lines at MPI_Finalize), which lets zlib find what neighbouring ranks' lines "
-             "repeat; 1: one member per rank line (docs/profile-format.md, Compression)"},
+             "repeat; a line over 64 KB is compressed by its own rank; 1: one member per rank "
+             "line (docs/profile-format.md, Compression)"},
     {.key = "write", .type = ML_SET_CHOICE, .def = "auto", .choices = write_choices,
      .out = &ml_cfg.writer, .accepted = "auto, posix or mpiio",
      .help = "how the ranks write their lines into the profile: posix, each rank with pwrite at "
