@@ -24,8 +24,10 @@
 #include "profile.h"
 
 #define ML_PATH_BUF 4300 /* the profile's path and its temporary name */
-/* a rank whose compression failed: its term of the lines' scan (the lengths stay below 2^50) */
-#define ML_GZ_FAILED (1LL << 50)
+/* a rank whose compression failed: its term of the lines' scan.  The lines' lengths sum
+ * to less than 2^44 (16 TiB), and fewer than 2^19 failing ranks add less than 2^63 - 2^44: the
+ * sum never overflows. */
+#define ML_GZ_FAILED (1LL << 44)
 
 /* ---- the end-of-run collectives: non-blocking, waited for by ml_fin_wait ---- */
 
