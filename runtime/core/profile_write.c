@@ -432,7 +432,7 @@ int ml_write_profile(void)
     /* the lines' places; a rank whose compression failed adds ML_GZ_FAILED instead of
      * its length, which rank 0 finds in the total (no extra collective) */
     ml_fin_exscan(zbad ? ML_GZ_FAILED : (long long)b.n, &off, &total);
-    if (ml_world_rank == 0) {
+    if (ml_world_rank == 0 && gz) { /* (a plain profile's total is its size, whatever it is) */
         zfail = total / ML_GZ_FAILED;
         total %= ML_GZ_FAILED;
     }
