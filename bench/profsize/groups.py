@@ -18,7 +18,9 @@ gzip member per block, level 9, the lines streamed in rank order; zlib's output 
 not depend on how the input is cut, so this is byte for byte the runtime's member),
 for each G: bytes per rank, and what the block's first rank spends: CPU seconds of
 its largest block (best of 3) and the bytes it holds (its largest line plus the
-largest member; --own-line changes the runtime's 64 KB). --peers N first gives every rank line N synthetic peers sent to and
+largest member; --own-line changes the runtime's 64 KB). --block-keys G: each key
+group's marginal bytes per rank when the lines are compressed in blocks of G (what
+is left to shrink under MPILENS_COMPRESS_GROUP=G). --peers N first gives every rank line N synthetic peers sent to and
 N received from (ranks r+1.. and r-1.. of 100,000, 10-15 messages and 800 B-800 KB
 each, seeded): a rank with many peers, whose line is about N x 36 B. Reads nothing
 but the files given.
@@ -160,6 +162,27 @@ def gz_bytes(text: bytes) -> bytes:
     return c.compress(text) + c.flush()
 
 
+def block_keys(lines: list[str], g: int) -> dict[str, float]:
+    """group -> marginal compressed bytes per rank with the lines in blocks of g;
+    "line" the whole."""
+    rows = [json.loads(ln) for ln in lines]
+
+    def size(rs: list[dict[str, Any]]) -> float:
+        raw = [(dump(r) + "\n").encode() for r in rs]
+        return block_sizes(raw, g)["bytes_per_rank"]
+
+    whole = size(rows)
+    out = {"line": whole}
+    for k in dict.fromkeys(k for r in rows for k in r):
+        out[k] = whole - size([{kk: vv for kk, vv in r.items() if kk != k} for r in rows])
+    for name, drop in SUBGROUPS.items():
+        rs = copy.deepcopy(rows)
+        for r in rs:
+            drop(r)
+        out[name] = whole - size(rs)
+    return out
+
+
 def measure(line: str) -> dict[str, tuple[int, int]]:
     """group -> (plain bytes, marginal compressed bytes); "line" the whole."""
     r = json.loads(line)
@@ -183,6 +206,8 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the figures here too")
     ap.add_argument("--blocks", default="", help="comma-separated block sizes G (see above)")
     ap.add_argument("--no-keys", action="store_true", help="skip the key groups (--blocks only)")
+    ap.add_argument("--block-keys", type=int, default=0, metavar="G",
+                    help="key groups' marginal bytes per rank in blocks of G (see above)")
     ap.add_argument("--peers", type=int, default=0, help="N synthetic peers per line (see above)")
     ap.add_argument("--own-line", type=int, default=OWN_LINE,
                     help="--blocks: lines longer than this are compressed by their own rank "
@@ -216,7 +241,13 @@ def main() -> int:
         for g, v in by_block.items():
             print(f"  blocks of {g:5d}: {v['bytes_per_rank']:7.0f} B per rank, leader "
                   f"{1e3 * v['leader_cpu_s']:8.3f} ms CPU, {v['leader_bytes']:9d} B held")
-        report[str(p)] = {"nranks": len(ranks), "groups": mean,
+        bk = block_keys([ln for ln in lines[1:] if ln.strip()], args.block_keys) \
+            if args.block_keys else {}
+        if bk:
+            print(f"  in blocks of {args.block_keys}: {bk['line']:.0f} B per rank; "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in sorted(bk.items(), key=lambda kv: -kv[1])
+                              if k != "line" and v >= 20))
+        report[str(p)] = {"nranks": len(ranks), "groups": mean, "block_keys": bk,
                           "header_gz": gz_len(lines[0]), "header_plain": len(lines[0]) + 1,
                           "members_as_written": members,
                           "blocks": {str(g): v for g, v in by_block.items()}}
