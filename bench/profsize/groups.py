@@ -2,14 +2,16 @@
 """What the bytes of a compressed rank line are spent on (issue 29, bytes per rank).
 
 For each rank line of each profile given (plain or gzip-compressed), the line is
-compressed alone as the runtime does it (zlib level 9, one gzip member per rank line:
-runtime/core/profile_gzip.c), then again without each key group; a group's cost is
+compressed alone as the runtime does with MPILENS_COMPRESS_GROUP=1 (zlib level 9,
+one gzip member per rank line: runtime/core/profile_gzip.c; the default groups 16
+ranks' lines in one member: --blocks, --block-keys), then again without each key group; a group's cost is
 the difference (its marginal compressed bytes, so the groups need not add up to the
 whole). Groups: every top-level key, and inside `functions` the histograms
 (hist_send/hist_recv), node_span, p2p_intra/inter_node; inside `timeline` each of
 calls/time_s/bytes.
 
   bench/profsize/groups.py PROFILE... [--json OUT] [--blocks 1,2,4,8,16,32,64]
+      [--block-keys G] [--no-keys] [--peers N] [--own-line BYTES]
 
 Prints per profile the mean over rank lines: plain bytes, compressed bytes, and each
 group's plain and marginal compressed bytes. --blocks: the rank lines compressed in
