@@ -72,7 +72,8 @@ def test_library_default_is_compressed(build: Path, tmp_path: Path) -> None:
     prof = _job(build, tmp_path / "default")
     raw = prof.read_bytes()
     parts = _members(raw)
-    assert len(parts) == 1 + NP and raw[:2] == b"\x1f\x8b"  # the header, one per rank
+    # the header, then one member for the block of MPILENS_COMPRESS_GROUP (16) ranks
+    assert len(parts) == 2 and raw[:2] == b"\x1f\x8b" and parts[1].count(b"\n") == NP
     header, ranks = read_profile(prof)
     assert prof.name == f"mpilens-{header['job_id']}.prof.gz"
     assert gzip.decompress(raw) == b"".join(parts)
@@ -91,7 +92,7 @@ def test_library_default_is_compressed(build: Path, tmp_path: Path) -> None:
             env={"MPILENS_QUIET": "1", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
     taken = prof.with_name(f"mpilens-{header['job_id']}.prof.1.gz")
     assert sorted(p.name for p in prof.parent.iterdir()) == sorted([prof.name, taken.name])
-    assert len(_members(taken.read_bytes())) == 1 + NP and read_profile(prof) == (header, ranks)
+    assert len(_members(taken.read_bytes())) == 2 and read_profile(prof) == (header, ranks)
 
 
 def test_compress_off_gives_the_plain_default_name(build: Path, tmp_path: Path) -> None:

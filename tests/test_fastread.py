@@ -33,7 +33,9 @@ def real(build) -> Path:
 
 
 def _gzip_lines(src: Path, dst: Path) -> Path:
-    """One gzip member per line, as the runtime writes a compressed profile."""
+    """One gzip member per line, as the runtime writes a compressed profile with
+    MPILENS_COMPRESS_GROUP=1 (its default, blocks of 16 lines per member, is read by
+    the same gzip stream: tests/test_scale.py)."""
     dst.write_bytes(b"".join(gzip.compress(ln) for ln in src.read_bytes().splitlines(True)))
     return dst
 

@@ -94,25 +94,44 @@ def members(raw: bytes) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("np_,writer,compress", [(5, "posix", "off"), (6, "mpiio", "gzip"),
-                                                 (7, "posix", "gzip")])
+def gz_member(text: bytes) -> bytes:
+    """text as one gzip member at level 9, as runtime/core/profile_gzip.c writes it (the
+    same zlib: its output does not depend on how the input is cut)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return c.compress(text) + c.flush()
+
+
+@pytest.mark.parametrize("np_,writer,compress,group", [
+    (5, "posix", "off", 2), (6, "mpiio", "gzip", None), (7, "posix", "gzip", 1),
+    (5, "mpiio", "gzip", 2), (5, "posix", "gzip", 4)])
 def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str,
-                                           compress: str) -> None:
+                                           compress: str, group: int | None) -> None:
     """Each rank writes its line at the header's length plus the sum of the lengths of the
     lines below it (the recursive-doubling scan of profile_reduce.c, P not a power of two):
     tests/progs/fin_uneven gives every rank a line of its own length (rank r: r peers
     sent, P-1-r received, the first r of seven local functions).  The file is exactly
     the header and the P lines in rank order, back to back (plain: no byte left over or
-    zero, every line whole; gzip: P + 1 members, each one whole line), and each line
-    holds its rank's exact calls and peers."""
+    zero, every line whole, MPILENS_COMPRESS_GROUP changing nothing; gzip: the header's
+    member, then one member per block of MPILENS_COMPRESS_GROUP consecutive ranks, the
+    last one shorter (5 ranks in 2s: 2, 2, 1; in 4s: 4, 1; the default 16: all of them),
+    each holding its ranks' whole lines; 1: one member per line, as before grouping), and
+    each line holds its rank's exact calls and peers."""
     out = tmp_path / "u.prof"
-    run_mpi(np_, [EXEC, BUILD / "tests" / "fin_uneven"],
-            env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_WRITE": writer,
-                 "MPILENS_COMPRESS": compress})
+    env = {"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_WRITE": writer,
+           "MPILENS_COMPRESS": compress}
+    if group is not None:
+        env["MPILENS_COMPRESS_GROUP"] = str(group)
+    run_mpi(np_, [EXEC, BUILD / "tests" / "fin_uneven"], env=env)
     raw = out.read_bytes()
     if compress == "gzip":
-        parts = members(raw)
-        assert all(p.endswith(b"\n") and p.count(b"\n") == 1 for p in parts)
+        g = group or 16
+        blocks = [min(g, np_ - k) for k in range(0, np_, g)]
+        packed = members(raw)
+        assert [p.count(b"\n") for p in packed] == [1, *blocks]
+        assert all(p.endswith(b"\n") for p in packed)
+        assert gzip.decompress(raw) == b"".join(packed)  # one stream for gunzip and zcat
+        assert b"".join(gz_member(p) for p in packed) == raw  # each zlib's member of its lines
+        parts = [ln + b"\n" for p in packed for ln in p[:-1].split(b"\n")]
     else:
         assert b"\0" not in raw and raw.endswith(b"\n")
         parts = [ln + b"\n" for ln in raw[:-1].split(b"\n")]
@@ -136,3 +155,58 @@ def test_uneven_lines_at_their_prefix_sums(tmp_path: Path, np_: int, writer: str
     assert 0 <= fin["offsets"] <= fin["total"] and 0 <= fin["reduce"] <= fin["total"]
     assert analysis.summary(load(out))["profiler_finalize_s"] == fin["total"]
     assert analysis._profiler_finalize({"profiler_finalize_s": {"reduce": 0.25}}) == 0.25
+
+
+@pytest.mark.parametrize("fail_rank,written", [(2, False), (1, True)])
+def test_zlib_failure_on_a_block_leader_writes_nothing(tmp_path: Path, fail_rank: int,
+                                                       written: bool) -> None:
+    """tests/progs/fin_zfail is fin_uneven whose zlib deflateInit2_ fails on rank
+    FIN_ZFAIL_RANK.  5 ranks in blocks of 2 (MPILENS_COMPRESS_GROUP=2): rank 2 is its
+    block's first rank, which compresses ranks 2 and 3's lines; it fails, every rank
+    agrees (through the lines' scan), nothing lands under the final name or as a
+    temporary file, rank 0 says so in one line, and the job's exit status stays 0.
+    Rank 1 compresses nothing (its line goes to rank 0): the same failure there is
+    never reached, and the profile is whole."""
+    out = tmp_path / "z.prof.gz"
+    proc = run_mpi(5, [EXEC, BUILD / "tests" / "fin_zfail"],
+                   env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1",
+                        "MPILENS_COMPRESS_GROUP": "2", "FIN_ZFAIL_RANK": str(fail_rank)})
+    assert proc.returncode == 0
+    if not written:
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+        assert [ln for ln in proc.stderr.splitlines() if ln.startswith("mpilens:")] == \
+            [f"mpilens: profile not written: {out}: gzip compression (zlib) failed on 1 rank"]
+        return
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]
+    assert [p.count(b"\n") for p in members(out.read_bytes())] == [1, 2, 2, 1]
+    header, lines = read_profile(out)
+    check_header(header, lines, 5)
+    assert [ln["functions"].get("MPI_Send", {}).get("calls", 0) for ln in lines] == [0, 1, 2, 3, 4]
+
+
+
+def test_long_lines_are_compressed_by_their_own_rank(tmp_path: Path) -> None:
+    """tests/progs/fin_wide: ranks 1 and 3 call MPI_Comm_rank from 512 call sites,
+    which makes their lines ~90 KB, above the 64 KB that a block's first rank takes
+    plain.  5 ranks in blocks of 4: rank 0 compresses ranks 0 and 2 (each the start of a
+    member, as ranks 1 and 3 end the member before them), ranks 1 and 3 their own lines,
+    rank 4 its own (the next block): header + 5 members, in rank order (without wide
+    lines: header, ranks 0-3, rank 4, test_uneven_lines_at_their_prefix_sums).  Every
+    member is byte for byte zlib's level-9 member of its lines."""
+    wide = "13"
+    out = tmp_path / "w.prof.gz"
+    run_mpi(5, [EXEC, BUILD / "tests" / "fin_wide"],
+            env={"MPILENS_OUTPUT": str(out), "MPILENS_QUIET": "1", "MPILENS_COMPRESS_GROUP": "4",
+                 "MPILENS_CALLSITE_SLOTS": "1024", "FIN_WIDE_RANKS": wide})
+    raw = out.read_bytes()
+    packed = members(raw)
+    assert [p.count(b"\n") for p in packed] == [1, 1, 1, 1, 1, 1]
+    assert b"".join(gz_member(p) for p in packed) == raw
+    header, lines = read_profile(out)
+    check_header(header, lines, 5)
+    sizes = [len(json.dumps(ln, separators=(",", ":"))) for ln in lines]
+    for r, ln in enumerate(lines):
+        assert ln["rank"] == r
+        n = 512 if wide and str(r) in wide else 0
+        assert ln["functions"]["MPI_Comm_rank"]["calls"] == n + 1
+        assert len(ln["callsites"]) >= n + 1 and (sizes[r] > 64 * 1024) == (n > 0)

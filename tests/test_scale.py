@@ -1,5 +1,5 @@
-"""Profiles at scale (issue 29, docs/scale.md): compressed profiles (one gzip member per
-rank and one for the header) read as the plain ones; the header's totals equal the
+"""Profiles at scale (issue 29, docs/scale.md): compressed profiles (one gzip member for
+the header, one per block of MPILENS_COMPRESS_GROUP ranks) read as the plain ones; the header's totals equal the
 sums of the rank lines, and the report says so when they do not; the spread over
 ranks and nodes with exact figures on a synthesized 10,000-rank profile whose
 per-rank values are known; sparse traffic and heat maps binned to <= 256 cells."""
@@ -51,15 +51,15 @@ def test_compressed_profile_is_one_gzip_stream(gz_and_plain) -> None:
     gz, plain, forced = gz_and_plain
     raw = gz.read_bytes()
     parts = members(raw)
-    # the header, then one member per rank, each one whole line
-    assert len(parts) == 1 + P
-    assert all(p.endswith(b"\n") and p.count(b"\n") == 1 for p in parts)
+    # the header, then one member for the block of MPILENS_COMPRESS_GROUP (16) ranks
+    assert len(parts) == 2 and parts[0].count(b"\n") == 1 and parts[1].count(b"\n") == P
+    assert all(p.endswith(b"\n") for p in parts)
     header = json.loads(parts[0])
     assert header["format"] == "mpilens-profile" and header["nranks"] == P
-    assert [json.loads(p)["rank"] for p in parts[1:]] == list(range(P))
+    assert [json.loads(ln)["rank"] for ln in parts[1].splitlines()] == list(range(P))
     assert gzip.decompress(raw) == b"".join(parts)  # what gunzip and zcat read
     assert plain.read_bytes()[:2] != b"\x1f\x8b"      # auto: a name without .gz stays plain
-    assert len(members(forced.read_bytes())) == 1 + P  # MPILENS_COMPRESS=gzip
+    assert len(members(forced.read_bytes())) == 2  # MPILENS_COMPRESS=gzip
 
 
 def test_compressed_and_plain_read_the_same(gz_and_plain, tmp_path) -> None:

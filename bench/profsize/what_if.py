@@ -2,7 +2,8 @@
 """What other rank-line encodings would weigh, compressed (issue 29, bytes per rank).
 
 Each rank line of each profile given is re-encoded as a candidate format would write
-it, compressed alone as the runtime does (zlib level 9, one gzip member per line), and
+it, compressed alone as the runtime does with MPILENS_COMPRESS_GROUP=1 (zlib level 9,
+one gzip member per line; the default's blocks of 16: groups.py --blocks), and
 the mean compressed bytes per rank printed next to the line as written. Nothing here
 is a format mpilens reads: it sizes the candidates before anyone changes the format.
 

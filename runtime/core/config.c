@@ -133,10 +133,17 @@ static const ml_setting core_settings[] = {
      .help = "per-rank lines in the profile; off keeps only the cross-rank aggregates of the header"},
     {.key = "compress", .type = ML_SET_CHOICE, .def = "auto", .choices = compress_choices,
      .out = &ml_cfg.compress, .accepted = "auto, gzip or off",
-     .help = "gzip: the profile is gzip-compressed (each rank compresses its own line; the file "
+     .help = "gzip: the profile is gzip-compressed (in blocks of MPILENS_COMPRESS_GROUP ranks; the file "
              "is one .gz stream that gunzip, zcat and mpilens read); off: plain JSON Lines; "
              "auto: gzip when the output path ends in .gz (the default output does; off with no "
              "output given: the plain default name mpilens-%j.prof)"},
+    {.key = "compress_group", .type = ML_SET_INT, .def = "16", .lo = 1, .hi = 65536,
+     .out = &ml_cfg.compress_group, .accepted = "an integer from 1 to 65536",
+     .help = "compressed profiles: the lines of each block of this many consecutive ranks "
+             "become one gzip member, compressed by the block's first rank (the others send it "
+             "their lines at MPI_Finalize), which lets zlib find what neighbouring ranks' lines "
+             "repeat; a line over 64 KB is compressed by its own rank; 1: one member per rank "
+             "line (docs/profile-format.md, Compression)"},
     {.key = "write", .type = ML_SET_CHOICE, .def = "auto", .choices = write_choices,
      .out = &ml_cfg.writer, .accepted = "auto, posix or mpiio",
      .help = "how the ranks write their lines into the profile: posix, each rank with pwrite at "

@@ -695,6 +695,7 @@ enum { ML_WRITE_AUTO, ML_WRITE_POSIX, ML_WRITE_MPIIO };
 typedef struct {
     const char *output, *include, *exclude, *config; /* include/exclude NULL: unset */
     int detail, profile, timing, clock, max_threads, max_requests, quiet, compress, writer;
+    int compress_group; /* MPILENS_COMPRESS_GROUP: consecutive ranks whose lines share one gzip member */
     int time_above_ns; /* MPILENS_TIME_ABOVE_NS: sampled timing times every call of a function slower than this */
 } ml_core_cfg_t;
 extern ml_core_cfg_t ml_cfg;

@@ -77,6 +77,10 @@ void ml_fin_comm_free(void);
  * and on rank 0 the sum over all ranks in *total (if total is not NULL) */
 void ml_fin_exscan(long long v, long long *excl, long long *total);
 int ml_gzip_tail(ml_buf_t *b, size_t from);
+/* collective, in blocks of `group` consecutive ranks: the block's lines in one gzip
+ * member at its first rank, the others' text sent there and emptied (profile_gzip.c);
+ * 0 ok, -1 on a leader whose zlib failed */
+int ml_gzip_block(ml_buf_t *b, int group);
 void ml_profile_free(ml_profile_t *p);
 /* rank 0: the header line; job and created stamp from the naming step */
 void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, const char *iso);

@@ -24,6 +24,10 @@
 #include "profile.h"
 
 #define ML_PATH_BUF 4300 /* the profile's path and its temporary name */
+/* a rank whose compression failed: its term of the lines' scan.  The lines' lengths sum
+ * to less than 2^44 (16 TiB), and fewer than 2^19 failing ranks add less than 2^63 - 2^44: the
+ * sum never overflows. */
+#define ML_GZ_FAILED (1LL << 44)
 
 /* ---- the end-of-run collectives: non-blocking, waited for by ml_fin_wait ---- */
 
@@ -222,9 +226,10 @@ static int ml_write_posix(const char *tmp, const ml_buf_t *b, off_t off, char *e
 
 /* Collective: the profile under rank 0's temporary name tmp (created and its
  * space reserved by rank 0 first).  0 ok; else 1 on every rank, the reason in
- * err on rank 0, and nothing left at tmp. */
+ * err on rank 0, and nothing left at tmp; 2 on every rank (nothing created) when
+ * rank 0 says `refuse` (the compression failed on some rank: no place would help). */
 static int ml_write_tmp(char *tmp, size_t n, const ml_buf_t *b, int mpiio, long long hlen, long long off,
-                        long long total, char *err)
+                        long long total, int refuse, char *err)
 {
     /* one broadcast: rank 0's outcome of the create, the header's length (every other
      * rank's text goes after it) and the temporary name */
@@ -234,11 +239,12 @@ static int ml_write_tmp(char *tmp, size_t n, const ml_buf_t *b, int mpiio, long 
     } msg;
     memset(&msg, 0, sizeof msg);
     if (ml_world_rank == 0) {
-        msg.e = tmp[0] ? ml_create_reserved(tmp, total) : ENAMETOOLONG;
+        msg.e = refuse ? -1 : tmp[0] ? ml_create_reserved(tmp, total) : ENAMETOOLONG;
         msg.hlen = hlen;
         snprintf(msg.tmp, sizeof msg.tmp, "%s", tmp);
     }
     ml_bcast(&msg, (int)sizeof msg, MPI_BYTE, 0);
+    if (msg.e == -1) return 2;
     if (msg.e) {
         if (ml_world_rank == 0) snprintf(err, MPI_MAX_ERROR_STRING, "%s", strerror((int)msg.e));
         return 1;
@@ -267,12 +273,21 @@ static void ml_tmp_name(char *tmp, size_t n, const char *path, const char *stamp
  * lines' exclusive prefix sum; total: the file's size, on rank 0);
  * if that fails on any rank, every rank tries again in $TMPDIR (or /tmp) under
  * path's file name.  0 ok with path and tmp naming the place written; else 1
- * on every rank.  Rank 0 prints one line on failure (errors in why). */
+ * on every rank.  Rank 0 prints one line on failure (errors in why).  zfail (rank
+ * 0): the ranks whose compression failed (nothing is written then). */
 static int ml_write_placed(const ml_buf_t *b, int mpiio, long long hlen, long long off, long long total,
-                           char *path, char *tmp, size_t n, const char *stamp, char *why, size_t nwhy)
+                           long long zfail, char *path, char *tmp, size_t n, const char *stamp, char *why,
+                           size_t nwhy)
 {
     char err[MPI_MAX_ERROR_STRING + 1] = {0};
-    if (!ml_write_tmp(tmp, n, b, mpiio, hlen, off, total, err)) return 0;
+    int rc = ml_write_tmp(tmp, n, b, mpiio, hlen, off, total, zfail > 0, err);
+    if (rc == 0) return 0;
+    if (rc == 2) {
+        if (ml_world_rank == 0)
+            snprintf(why, nwhy, "%s: gzip compression (zlib) failed on %lld rank%s", path, zfail,
+                     zfail == 1 ? "" : "s");
+        return 1;
+    }
     int again = 0;
     if (ml_world_rank == 0) {
         const char *td = getenv("TMPDIR");
@@ -295,7 +310,7 @@ static int ml_write_placed(const ml_buf_t *b, int mpiio, long long hlen, long lo
     ml_bcast(&again, 1, MPI_INT, 0);
     if (!again) return 1;
     err[0] = 0;
-    if (!ml_write_tmp(tmp, n, b, mpiio, hlen, off, total, err)) return 0;
+    if (!ml_write_tmp(tmp, n, b, mpiio, hlen, off, total, 0, err)) return 0;
     if (ml_world_rank == 0) {
         size_t k = strlen(why);
         snprintf(why + k, nwhy - k, "; %s: %s", path, err[0] ? err : "MPI-IO error");
@@ -397,29 +412,37 @@ int ml_write_profile(void)
         ml_expand(path, sizeof path, ml_cfg.output, job, stamp, prof.host);
         ml_tmp_name(tmp, sizeof tmp, path, stamp);
     }
-    /* compression (profile_gzip.c) and the way of writing: every rank follows rank 0 */
-    int plan[2] = {0, 0};
+    /* compression (profile_gzip.c), its block of ranks and the way of writing: every
+     * rank follows rank 0 */
+    int plan[3] = {0, 0, 1};
     if (ml_world_rank == 0) {
         plan[0] = ml_profile_compressed(path);
         plan[1] = ml_cfg.writer == ML_WRITE_MPIIO ||
                   (ml_cfg.writer == ML_WRITE_AUTO && ml_world_size > ML_POSIX_WRITE_MAX_RANKS);
+        plan[2] = ml_cfg.detail ? ml_cfg.compress_group : 1;
     }
-    ml_bcast(plan, 2, MPI_INT, 0);
+    ml_bcast(plan, 3, MPI_INT, 0);
     ml_fin_mark("plan");
     int gz = plan[0];
     if (ml_cfg.detail) ml_profile_rank_line(&b, &prof);        /* 2. format: the lines */
-    if (gz) ml_gzip_tail(&b, 0);
+    int zbad = gz && ml_gzip_block(&b, plan[2]) != 0;          /* a block's lines: one member */
     ml_fin_mark("lines");
-    long long off = 0, total = 0, hlen = 0;
+    long long off = 0, total = 0, hlen = 0, zfail = 0;
     double t_scan = ml_now_s();
-    ml_fin_exscan((long long)b.n, &off, &total);               /* the lines' places */
+    /* the lines' places; a rank whose compression failed adds ML_GZ_FAILED instead of
+     * its length, which rank 0 finds in the total (no extra collective) */
+    ml_fin_exscan(zbad ? ML_GZ_FAILED : (long long)b.n, &off, &total);
+    if (ml_world_rank == 0 && gz) { /* (a plain profile's total is its size, whatever it is) */
+        zfail = total / ML_GZ_FAILED;
+        total %= ML_GZ_FAILED;
+    }
     prof.fin_offsets_s = ml_now_s() - t_scan;
     ml_fin_mark("offsets");
     if (ml_world_rank == 0) {                                   /* the header, rank 0's text first */
         ml_buf_t h = {0};
         prof.fin_total_s = ml_fin_since("barrier");
         ml_profile_header(&h, &prof, job, iso);
-        if (gz) ml_gzip_tail(&h, 0);
+        if (gz && ml_gzip_tail(&h, 0) != 0) zfail++;
         hlen = (long long)h.n;
         total += hlen;
         ml_buf_append(&h, &b);
@@ -428,7 +451,8 @@ int ml_write_profile(void)
     }
     ml_fin_mark("header");
     char why[2 * ML_PATH_BUF + 2 * MPI_MAX_ERROR_STRING] = {0};
-    int failed = ml_write_placed(&b, plan[1], hlen, off, total, path, tmp, sizeof tmp, stamp, why, sizeof why); /* 3. write */
+    int failed = ml_write_placed(&b, plan[1], hlen, off, total, zfail, path, tmp, sizeof tmp, stamp, why,
+                                 sizeof why); /* 3. write */
     ml_fin_mark("write");
     if (ml_world_rank == 0) {                                   /* 4. claim the name */
         if (failed) fprintf(stderr, "mpilens: profile not written: %s\n", why);
