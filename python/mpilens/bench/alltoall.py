@@ -48,7 +48,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 from .. import outfile, paths
 from ..errors import UserError
 from . import launch
