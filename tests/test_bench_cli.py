@@ -179,8 +179,14 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     [run] = doc["runs"]
     assert (run["nranks"], run["repeat"]) == (2, 3)
-    # expected from the first run (x 3 runs of 2 ranks), the whole sweep's time beside it
-    assert doc["expected_s"] > 0 and doc["elapsed_s"] >= doc["expected_s"] / 3
+    # expected from the first run's probe (x 3 runs of 2 ranks), and from the first run's
+    # own time, the whole sweep's time beside them
+    probe = doc["probe"]
+    assert probe["factor"] == 3
+    assert probe["expected_s"] == pytest.approx(
+        _probe_expected(probe, [40, 40], [2, 2], {"pair_barrier"}, nomodel=True), rel=1e-6)
+    assert doc["expected_s"] == pytest.approx(3 * probe["expected_s"], rel=1e-12)
+    assert doc["expected_first_run_s"] > 0 and doc["elapsed_s"] >= doc["expected_first_run_s"] / 3
     assert [r["bytes"] for r in run["results"]] == [64, 8192]
     for r in run["results"]:
         runs = r["runs"]
@@ -239,6 +245,47 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
         assert s["per_run"][key] == [sum(bool(r["runs"][i]["targets"][key.replace(
             "_within_5pct", "_ok").replace("_within_10pct", "_ok")]) for r in run["results"])
             for i in range(3)]
+
+
+def _probe_expected(probe: dict, calls: list[int], learn: list[int], skip: set[str],
+                    nomodel: bool) -> float:
+    """The job's expected seconds from the probe's times, computed here: per size, the
+    calls x (native twice + each forced algorithm run) + per adaptive variant
+    min(calls, 8 x learn) at the eight algorithms' mean and the rest at the fastest."""
+    total = 0.0
+    for k, (n, learn_k) in enumerate(zip(calls, learn, strict=True)):
+        t = {a: v[k] for a, v in probe["forced_s"].items()}
+        assert len(t) == 8 and min(t.values()) > 0
+        lc = min(n, 8 * learn_k)
+        adaptive = lc * sum(t.values()) / 8 + (n - lc) * min(t.values())
+        total += n * (2 * probe["native_s"][k] + sum(v for a, v in t.items() if a not in skip))
+        total += adaptive * (2 if nomodel else 1)
+    return total
+
+
+def test_alltoall_bench_probe_sends_its_expected_duration() -> None:
+    """mpilens-bench-alltoall --progress X probes every size (native and the eight
+    algorithms, once each after an untimed call) and sends X x its expected seconds
+    (MLB-ESTIMATE) on stderr before the timed part; the JSON keeps the probe's times, from
+    which the estimate is recomputed here."""
+    proc = run_mpi(2, [BUILD / "bin" / "mpilens-bench-alltoall", "--sizes", "64,4K",
+                       "--calls", "30,12", "--learn", "3,1", "--chunks", "2",
+                       "--skip", "nomodel,ring", "--progress", "1000"])
+    assert proc.returncode == 0, proc.stderr
+    expected = estimate_first(proc.stderr, 0)
+    doc = json.loads(proc.stdout[proc.stdout.find("{"):])
+    probe = doc["probe"]
+    assert probe["factor"] == 1000 and len(probe["native_s"]) == 2
+    assert expected == pytest.approx(1000 * probe["expected_s"], rel=1e-5)
+    assert probe["expected_s"] == pytest.approx(
+        _probe_expected(probe, [30, 12], [3, 1], {"ring"}, nomodel=False), rel=1e-6)
+    assert [r["bytes"] for r in doc["results"]] == [64, 4096]
+    assert "ring" not in doc["results"][0]["forced_s"]
+    # without --progress: no probe, no estimate
+    quiet = run_mpi(2, [BUILD / "bin" / "mpilens-bench-alltoall", "--sizes", "64",
+                        "--calls", "4", "--learn", "1", "--chunks", "1", "--skip", "nomodel"])
+    assert quiet.returncode == 0 and "MLB-" not in quiet.stderr, quiet.stderr
+    assert "probe" not in json.loads(quiet.stdout[quiet.stdout.find("{"):])
 
 
 def test_alltoall_bench_interval_verdicts() -> None:

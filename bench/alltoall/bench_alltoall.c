@@ -39,6 +39,17 @@
  * MPILENS_NETWORK_MODEL set: the adaptive variants' Grouping predicts from that
  * network model file (`mpilens bench logp --model`) instead of measuring.
  *
+ * --progress X: before the timed part, a quick first measurement per size (the probe):
+ * on a communicator of its own (the variants' communicators stay fresh), two calls of
+ * native and of each of the eight algorithms forced, the second one timed (the first
+ * pays the set-up and the first contacts), max over ranks.  Rank 0 then sends the
+ * expected seconds on stderr, "MLB-ESTIMATE <s>", before the timed part: X times this
+ * job's (X: the CLI's factor for the whole sweep, its runs and rank counts), where the
+ * job's is, per size, N x (native twice + each forced algorithm that runs) plus, per
+ * adaptive variant, min(N, 8 L) learning calls at the eight algorithms' mean and the
+ * rest at the fastest (an upper bound: the race drops candidates early).  The probe's
+ * times and the estimate are in the JSON ("probe").
+ *
  * --tune FILE: instead of timing, learn every size with all eight candidates
  * (no model pruning: offline, thoroughness beats cost) on MPI_COMM_WORLD and
  * merge the choices into the tuning file FILE and the learning cache
@@ -98,6 +109,75 @@ static void die(int rank, const char *msg)
     exit(2);
 }
 
+/* --progress X (see the head comment): time the second of two calls of native and
+ * of each algorithm forced per size on a communicator of its own (max over ranks),
+ * print them and the expected seconds as "probe" (rank 0, stdout) and send
+ * "MLB-ESTIMATE <X x expected>" on stderr. */
+static void probe(int P, int rank, int ns, const long *sizes, int nc, const long *calls,
+                  int nl, const long *learn, int chunks, const int *skip,
+                  const double *race, double factor)
+{
+    enum { NP = ML_A2A_NALG + 1 }; /* native, then the eight algorithms */
+    static double t[MAXS][NP];
+    MPI_Comm pc;
+    PMPI_Comm_dup(MPI_COMM_WORLD, &pc);
+    for (int k = 0; k < ns; k++) {
+        long B = sizes[k];
+        char *sb = calloc((size_t)B * P + 1, 1), *rb = malloc((size_t)B * P + 1);
+        if (!sb || !rb)
+            die(rank, "out of memory");
+        for (int v = 0; v < NP; v++) {
+            if (v > 0)
+                ml_a2a_set_config(v - 1, (int)learn[nl == 1 ? 0 : k], 0, 1000, 0.5, race);
+            PMPI_Barrier(MPI_COMM_WORLD);
+            for (int i = 0; i < 2; i++) {
+                double t0 = PMPI_Wtime();
+                if (v == 0)
+                    PMPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, pc);
+                else
+                    mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, pc);
+                t[k][v] = PMPI_Wtime() - t0;
+            }
+        }
+        free(sb);
+        free(rb);
+    }
+    PMPI_Comm_free(&pc);
+    PMPI_Allreduce(MPI_IN_PLACE, t, MAXS * NP, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double job = 0;
+    for (int k = 0; k < ns; k++) {
+        long N = calls[nc == 1 ? 0 : k], L = learn[nl == 1 ? 0 : k];
+        if (N < chunks)
+            N = chunks;
+        double run = 2 * t[k][0], best = t[k][1], mean = 0;
+        for (int a = 1; a < NP; a++) {
+            if (!skip[a])
+                run += t[k][a];
+            best = t[k][a] < best ? t[k][a] : best;
+            mean += t[k][a] / ML_A2A_NALG;
+        }
+        long lc = 8 * L < N ? 8 * L : N;
+        double adaptive = (double)lc * mean + (double)(N - lc) * best;
+        job += (double)N * run + adaptive * (skip[V_NOMODEL] ? 1 : 2);
+    }
+    if (rank == 0) {
+        printf("\"probe\":{\"factor\":%.9g,\"expected_s\":%.9g,\"native_s\":[", factor, job);
+        for (int k = 0; k < ns; k++)
+            printf("%s%.9g", k ? "," : "", t[k][0]);
+        printf("],\"forced_s\":{");
+        for (int a = 0; a < ML_A2A_NALG; a++) {
+            printf("%s\"%s\":[", a ? "," : "", ml_a2a_names[a]);
+            for (int k = 0; k < ns; k++)
+                printf("%s%.9g", k ? "," : "", t[k][a + 1]);
+            printf("]");
+        }
+        printf("}},");
+        fflush(stdout);
+        fprintf(stderr, "MLB-ESTIMATE %.6g\n", factor * job);
+        fflush(stderr);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -106,6 +186,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     long sizes[MAXS], calls[MAXS], learn[MAXS];
     int ns = 0, nc = 0, nl = 0, chunks = 10;
+    double progress = 0; /* --progress X: probe and send the expected duration x X */
     const char *tune = NULL;
     int skip[NV] = {0};
     double race[ML_A2A_RACE_POINTS];
@@ -113,7 +194,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
-            die(rank, "option without a value (options: --sizes, --calls, --learn, --chunks, --race, --tune)");
+            die(rank, "option without a value (options: --sizes, --calls, --learn, --chunks, --race, --skip, --progress, --tune)");
         if (!strcmp(argv[i], "--sizes"))
             ns = parse_list(v, sizes, MAXS);
         else if (!strcmp(argv[i], "--calls"))
@@ -122,6 +203,12 @@ int main(int argc, char **argv)
             nl = parse_list(v, learn, MAXS);
         else if (!strcmp(argv[i], "--chunks"))
             chunks = atoi(v);
+        else if (!strcmp(argv[i], "--progress")) {
+            char *end;
+            progress = strtod(v, &end);
+            if (*end || !(progress > 0 && progress < 1e6))
+                die(rank, "--progress needs a factor in (0, 1e6)");
+        }
         else if (!strcmp(argv[i], "--race")) {
             if (ml_a2a_parse_race(v, race))
                 die(rank, "--race needs off, a factor F, F1,F2 or F0,F1,F2, each in (1, 1000]");
@@ -139,7 +226,7 @@ int main(int argc, char **argv)
                     die(rank, "--skip takes forced algorithm names and nomodel");
             }
         } else
-            die(rank, "unknown option (accepted: --sizes, --calls, --learn, --chunks, --race, --skip, --tune)");
+            die(rank, "unknown option (accepted: --sizes, --calls, --learn, --chunks, --race, --skip, --progress, --tune)");
         i++;
     }
     if (ns <= 0 || nc <= 0 || nl <= 0 || chunks < 1)
@@ -206,7 +293,11 @@ int main(int argc, char **argv)
         return 0;
     }
     if (rank == 0)
-        printf("{\"nranks\":%d,\"results\":[", P);
+        printf("{\"nranks\":%d,", P);
+    if (progress > 0)
+        probe(P, rank, ns, sizes, nc, calls, nl, learn, chunks, skip, race, progress);
+    if (rank == 0)
+        printf("\"results\":[");
     for (int k = 0; k < ns; k++) {
         long B = sizes[k], N = calls[nc == 1 ? 0 : k], L = learn[nl == 1 ? 0 : k];
         if (N < chunks)

@@ -12,8 +12,10 @@ under mpilens-exec (same profiler overhead for all).  Per job: the iterations' w
 time (slowest rank, printed by fft2d) and the time in MPI_Alltoall (profile, mean over
 ranks).  --repeat R does the whole sequence R times, each with a fresh cache; the
 ratios per run are the medians over the sequences (one 8-call job is at the mercy of this
-machine's noise).  Prints one JSON document on stdout (sequences, medians per run, run 1
-against run RUNS) and a table on stderr.  docs/alltoall.md, "Learning cache", gives figures.
+machine's noise).  Native runs twice per round (native_aa: a second, identical job), the
+A/A control: its ratio to native, with its interval, is the noise floor of the others.
+Prints one JSON document on stdout (sequences, medians per run, run 1 against run RUNS)
+and a table on stderr.  docs/alltoall.md, "Learning cache", gives figures.
 
 Intervals (`after_choice`): over every round in which adaptive started from a final
 choice (source reused: runs 4 and later, once few-calls mode has decided), adaptive's
@@ -74,10 +76,12 @@ def sequence(launcher: list[str], args: argparse.Namespace, variants: list[str],
             k = (r - 1 + seq) % len(variants)
             res: dict[str, dict[str, Any]] = {}
             for v in variants[k:] + variants[:k]:
-                env = {"MPILENS_ALLTOALL": v, "MPILENS_ALLTOALL_CACHE": str(cache)}
+                mode = "native" if v == "native_aa" else v
+                env = {"MPILENS_ALLTOALL": mode, "MPILENS_ALLTOALL_CACHE": str(cache)}
                 res[v] = job(launcher, args.n, args.iters, env, Path(tmp) / f"{v}.prof")
             a = res["adaptive"]
             rounds.append({"run": r, "adaptive": a, "native": res["native"],
+                           "native_aa": res["native_aa"],
                            "forced": {x: res[x] for x in args.algos}})
             print(f"seq {seq} run {r:2}: adaptive {a['time_s'] * 1e3:7.2f} ms "
                   f"(alltoall {a['alltoall_s'] * 1e3:6.2f} ms, {a.get('source')}, "
@@ -107,7 +111,7 @@ def main() -> int:
         raise SystemExit(f"fft_runs: --skip {args.skip}: expected names of {', '.join(ALGOS)}, "
                          "leaving at least one")
     args.algos = [x for x in ALGOS if x not in skip]
-    variants = ["adaptive", "native"] + args.algos
+    variants = ["adaptive", "native", "native_aa"] + args.algos
     sequences = []
     for seq in range(1, args.repeat + 1):
         rounds, final = sequence(launcher, args, variants, seq)
@@ -141,6 +145,12 @@ def main() -> int:
         ivs[k] = ratio_interval([(r["adaptive"][what],
                                   (r["native"] if k.endswith("native") else r["forced"][best])[what])
                                  for r in after])
+    # the A/A control: native's second job of the same round over native, in the rounds
+    # after the choice and in all rounds: how far two identical jobs land apart
+    every = [r for sq in sequences for r in sq["rounds"]]
+    for name, rs in (("aa_alltoall_after", after), ("aa_alltoall_all", every)):
+        ivs[name] = ratio_interval([(r["native_aa"]["alltoall_s"], r["native"]["alltoall_s"])
+                                    for r in rs])
     ivs["alltoall_within_5pct"] = verdict(ivs["alltoall_over_best_forced"], 1.05, "within 5 %",
                                           "not within 5 %")
     ivs["alltoall_vs_native"] = verdict(ivs["alltoall_over_native"], 1.0, "faster", "slower")
@@ -160,7 +170,7 @@ def main() -> int:
               f"alltoall {x['alltoall_over_native']:.3f}; adaptive/best forced time "
               f"{x['time_over_best_forced']:.3f} alltoall {x['alltoall_over_best_forced']:.3f}; "
               f"{x['sources']} {x['algorithms']}", file=sys.stderr)
-    for k in keys:
+    for k in (*keys, "aa_alltoall_after", "aa_alltoall_all"):
         iv = ivs[k]
         if iv:
             print(f"after the choice ({ivs['rounds']} rounds, {ivs['choices']}): {k} "

@@ -28,9 +28,14 @@ chunks of every run, with a 95 % bootstrap interval over the chunks.  "within 5 
 only when the whole interval lies below 1.05, "not within" when it lies above,
 else "not resolved"; against native likewise "faster", "slower", "not resolved".
 --skip leaves variants out (forced algorithms, nomodel) to keep a slow sweep short.
-After its first run the sweep announces its expected duration when it is 10 s or more
-(every run at P ranks taken to last the first's time x P / the first's ranks); the JSON
-records it (expected_s) beside the whole sweep's time (elapsed_s).
+Before its timed part the first run makes a quick first measurement (the probe: per
+size, one call of native and of each algorithm forced, after one untimed) and the sweep
+announces its expected duration when it is 10 s or more: per size the calls times every
+variant's probed time (adaptive: its learning calls at the algorithms' mean, the rest at
+the fastest), for every run (a run at P ranks taken to last the first's x P / the first's
+ranks).  The JSON records it (expected_s, and the probe's times under probe) beside the
+whole sweep's time (elapsed_s) and the estimate the first run's own time gives
+(expected_first_run_s).
 """
 
 from __future__ import annotations
@@ -42,8 +47,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from .. import outfile, paths
 from ..errors import UserError
@@ -222,13 +225,20 @@ def table(run: dict[str, Any]) -> str:
 
 def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list[int],
             chunks: int, timeout: float | None, race: str,
-            network_model: Path | None = None, skip: str = "") -> dict[str, Any]:
+            network_model: Path | None = None, skip: str = "",
+            progress: float | None = None) -> dict[str, Any]:
+    """One job; progress: probe first and announce the expected duration x progress (the
+    whole sweep's, in runs like this one) before the timed part."""
     exe = paths.artifact("bin/mpilens-bench-alltoall")
     argv = [str(exe), "--sizes", ",".join(map(str, sizes)),
             "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),
             "--chunks", str(chunks), "--race", race, *(["--skip", skip] if skip else [])]
     model = str(network_model) if network_model else None
-    proc = launch.run_program(launcher, argv, {"MPILENS_NETWORK_MODEL": model}, timeout)
+    if progress:
+        proc, _ = launch.run_streamed(launcher, [*argv, "--progress", f"{progress:.9g}"],
+                                      "alltoall", timeout, {"MPILENS_NETWORK_MODEL": model})
+    else:
+        proc = launch.run_program(launcher, argv, {"MPILENS_NETWORK_MODEL": model}, timeout)
     for line in proc.stderr.splitlines():
         if line.startswith(("mpilens-bench-alltoall: ", "mpilens: ")):
             raise UserError(line.split(": ", 1)[1])
@@ -287,11 +297,15 @@ def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def sweep_factor(nps: list[int], repeat: int) -> float:
+    """The whole sweep in runs like the first (nps[0] ranks): a run at P ranks taken to last
+    P / nps[0] of the first's (each call moves P blocks per rank; an assumption)."""
+    return sum(p / nps[0] for p in nps) * repeat
+
+
 def expected_duration(first_s: float, nps: list[int], repeat: int) -> float:
-    """The whole sweep's expected seconds from its first run (nps[0] ranks): every run at P
-    ranks taken to last first_s x P / nps[0] (each call moves P blocks per rank; an
-    assumption, stated in the announce line)."""
-    return sum(first_s * p / nps[0] for p in nps) * repeat
+    """The whole sweep's expected seconds from its first run's time."""
+    return first_s * sweep_factor(nps, repeat)
 
 
 def parse_race(text: str) -> str:
@@ -387,26 +401,26 @@ def main(argv: list[str]) -> int:
     outfile.check_output(args.json, args.force, "--json")
     calls, learn = plan(sizes, args.calls, args.learn, parse_size(args.scale_from))
     runs = []
-    start, expected = time.monotonic(), None
+    start, first, probe = time.monotonic(), None, None
+    factor = sweep_factor(nps, args.repeat)
     for np_ in nps:
         reps = []
         for _ in range(args.repeat):
             t0 = time.monotonic()
             reps.append(run_one(launcher_for(user_launcher, np_), sizes, calls, learn,
                                 args.chunks, args.timeout, race, args.network_model,
-                                ",".join(skip)))
-            if expected is None:  # the first run is the probe of the others
-                expected = expected_duration(time.monotonic() - t0, nps, args.repeat)
-                launch.announce(Console(stderr=True), "alltoall", expected,
-                                f"the first of {len(nps) * args.repeat} runs took "
-                                f"{time.monotonic() - t0:.3g} s; the others estimated from "
-                                f"it, in proportion to their ranks")
+                                ",".join(skip), None if first is not None else factor))
+            if first is None:  # the first run's probe announced the expected duration
+                first = expected_duration(time.monotonic() - t0, nps, args.repeat)
+                probe = reps[-1].pop("probe", None)
         run = combine(reps)
         runs.append(run)
         if not args.quiet:
             print(table(run), flush=True)
     doc = {"family": "alltoall", "mpi": paths.mpi_flavour(), "runs": runs, "summary": summary(runs),
-           "expected_s": expected, "elapsed_s": time.monotonic() - start}
+           "expected_s": probe["expected_s"] * factor if probe else None,
+           "expected_first_run_s": first, "probe": probe,
+           "elapsed_s": time.monotonic() - start}
     if not args.quiet:
         print(json.dumps({"summary": doc["summary"]}))
     if args.json:

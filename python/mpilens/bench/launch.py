@@ -103,15 +103,20 @@ def _finish(proc: subprocess.Popen[str], fw: mpi_env.Forwarder,
 
 
 def run_streamed(launcher: list[str], argv: list[str], family: str,
-                 timeout: float | None = None) -> tuple[subprocess.CompletedProcess[str],
-                                                        float | None]:
+                 timeout: float | None = None, extra_env: dict[str, str | None] | None = None
+                 ) -> tuple[subprocess.CompletedProcess[str], float | None]:
     """run_program for a program that sends its expected duration (MLB-ESTIMATE <s>) on
     stderr before its long part: announced as it comes (not after the run).  Returns the
     finished job (stdout, the other stderr lines) and the expected seconds (None: none
-    sent)."""
+    sent).  extra_env: variables to set (None value: unset), as run_program's env."""
     if shutil.which(launcher[0]) is None:
         raise UserError(f"launcher '{launcher[0]}' not found")
     env = mpi_env.job_env(paths.mpi_flavour(), allow_root=True)
+    for k, v in (extra_env or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
     cmd = [*launcher, *argv]
     expected = None
     other: list[str] = []
