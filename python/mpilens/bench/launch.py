@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +51,24 @@ def launcher_for(user: list[str], np_: int) -> list[str]:
     return [a.replace("{np}", str(np_)) for a in user]
 
 
+def _job_env(extra: Mapping[str, str | None] | None) -> dict[str, str]:
+    """The selected MPI's job environment with extra's variables set (None: unset)."""
+    env = mpi_env.job_env(paths.mpi_flavour(), allow_root=True)
+    for k, v in (extra or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
 def run_program(launcher: list[str], argv: list[str], env: dict[str, str] | None = None,
                 timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     """Run a benchmark program under a launcher line, output captured, signals passed
     on (a stopped job raises JobStopped); env: variables to set (None value: unset)."""
     if shutil.which(launcher[0]) is None:
         raise UserError(f"launcher '{launcher[0]}' not found")
-    job_env = mpi_env.job_env(paths.mpi_flavour(), allow_root=True)
-    for k, v in (env or {}).items():
-        if v is None:
-            job_env.pop(k, None)
-        else:
-            job_env[k] = v
+    job_env = _job_env(env)
     try:
         return mpi_env.run_job([*launcher, *argv], env=job_env, timeout=timeout,
                                stop_raises=True, capture_output=True, text=True)
@@ -111,12 +118,7 @@ def run_streamed(launcher: list[str], argv: list[str], family: str,
     sent).  extra_env: variables to set (None value: unset), as run_program's env."""
     if shutil.which(launcher[0]) is None:
         raise UserError(f"launcher '{launcher[0]}' not found")
-    env = mpi_env.job_env(paths.mpi_flavour(), allow_root=True)
-    for k, v in (extra_env or {}).items():
-        if v is None:
-            env.pop(k, None)
-        else:
-            env[k] = v
+    env = _job_env(extra_env)
     cmd = [*launcher, *argv]
     expected = None
     other: list[str] = []
