@@ -14,7 +14,7 @@ it back to relative gains (1 - e^-x, monotonic): when the change has no effect, 
 pair's two runs are exchangeable, so x_i is symmetric about 0 (swapping the runs
 negates it) and the signed-rank interval's error is exact; the relative gain d_i is
 not (a run twice as slow is -100 %, one twice as fast +50 %), which made a change
-without effect come out "refuted" more often than the stated level (8.5 % instead of
+without effect come out "refuted" more often than the stated level (8.6 % instead of
 <= 5 % with 7 pairs of lognormal noise, sigma 1).  With 5 pairs the interval is
 [min, max] on either scale.
 """
