@@ -4,9 +4,10 @@ measured gain (docs/advise.md, Checking advice).
 
 The job runs as it is (the baseline, so that both meet the same machine) and with the
 change, alternately, --runs times each.  The verdict rests on the functions the change
-acts on (the finding's `target`): their time per call in each pair of runs (a baseline,
-the changed run after it) gives a relative gain, and the signed-rank interval of those
-gains (stats.py) decides: confirmed, refuted or not resolved.  Beside it, not used for
+acts on (the finding's `target`, without the polls when others remain: `targets`):
+their time per call in each pair of runs (a baseline, the changed run after it) gives
+a relative gain, and the signed-rank interval of those pairs' log ratios (stats.py)
+decides: confirmed, refuted or not resolved.  Beside it, not used for
 the verdict, the pair whose difference of mean wall time per rank is the median is
 compared by `mpilens diff` (report/comparison.py).  Environment changes are set for the
 launcher (MPILENS_* through the profiler's settings, which Open MPI's ranks get with
