@@ -631,6 +631,36 @@ def test_rails_for_large_inter_node_messages_not_small_ones(build: Path, tmp_pat
     assert one(res, "latency")["figures"]["small_messages"] == 4 * 200
 
 
+# per-rank host names need UTS namespaces (root); CI runs as root, so this runs there
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
+def test_rails_count_large_messages_inside_a_flow_of_small_ones(build: Path,
+                                                               tmp_path: Path) -> None:
+    """A flow whose mean size is below the crossover but which carries large messages
+    among small ones (HPCC's b_eff: 8 B and 2 MB to the same peer): its large messages
+    are counted from its bytes (rule 1 took the flow at its mean size: no finding)."""
+    rr = ["node0", "node1", "node0", "node1"]
+    iters, size, small = 40, 65536, 16
+    # per iteration one 64 KiB and 16 x 8 B Sendrecv with the partner (the other node):
+    # the flow's mean (64 KiB + 128 B) / 17 = 3,863 B is below the crossover (4096 B)
+    prof = as_nodes("pairs-mix", rr, "pairs", iters, size, small)
+    res = advise(prof, write_model(tmp_path / "m.json", prof))
+    f = one(res, "rails")
+    # the senders' sizes: 160 messages of 64 KiB (the class's lower bound, which the
+    # function's mean is below), the rest 8 B: 4 x (40 x 16 + 1) messages, 8 B each; a
+    # flow of 680 messages and 40 x 64 KiB + 640 x 8 B holds k = 40 of 64 KiB exactly
+    assert f["figures"]["split_sizes"] == [8.0, 65536.0]
+    assert f["figures"]["split_messages"] == 4 * iters
+    assert (f["figures"]["messages"], f["figures"]["inter_messages"], f["figures"]["bytes"]) \
+        == (4 * iters, 4 * iters * (1 + small), 4 * iters * size)
+    assert_gain(res, f, 4 * iters * (G[3] - G[0]) / 4 / 2)
+    # healthy: the same exchange with the pairs on one node each: only the one 8 B
+    # message per rank crosses nodes, no large one (k = 0), no rails finding
+    blocks = as_nodes("pairs-mix-blocks", ["node0", "node0", "node1", "node1"], "pairs",
+                      iters, size, small)
+    assert not [x for x in every(advise(blocks, write_model(tmp_path / "m2.json", blocks)))
+                if x["key"] == "rails"]
+
+
 # ------------------------------------------------------------ rule 6: shared memory
 
 

@@ -308,6 +308,40 @@ def _scaled(src: Path, dst: Path, factor: float) -> Path:
     return dst
 
 
+def _edited(src: Path, dst: Path, calls: dict[str, float], times: dict[str, float]) -> Path:
+    """The profile with the named functions' calls and time_s multiplied (header and rank
+    lines)."""
+    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    for row in rows:
+        for name, f in row["functions"].items():
+            f["calls"] = round(f["calls"] * calls.get(name, 1))
+            f["time_s"] *= times.get(name, 1.0)
+    dst.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dst
+
+
+def test_check_decides_without_the_polls(build: Path, tmp_path: Path) -> None:
+    """A poll's calls follow how long the job waits (HPCC: 96,000 .. 650,000 MPI_Iprobe
+    from one run to the next): --check decides on the targeted functions without
+    MPI_Test*/MPI_Iprobe, unless only those are targeted.  Here the changed run halves
+    every function's time and, waiting less, polls a fifth as often: the gain is exactly
+    50 %, where the set's time per call with the polls says it got slower."""
+    from mpilens.advise import check as checking
+
+    src = profile("poll", 3, "poll", 100, 3000, 300)  # test_advise.py's polling loop
+    base = load(str(src))
+    assert {"MPI_Irecv", "MPI_Send", "MPI_Testany"} <= set(base.functions)
+    finding = {"target": ["MPI_Irecv", "MPI_Send", "MPI_Testany"]}
+    assert checking.targets(finding, base) == ["MPI_Irecv", "MPI_Send"]
+    assert checking.targets({"target": ["MPI_Testany"]}, base) == ["MPI_Testany"]
+    changed = load(str(_edited(src, tmp_path / "c.prof", {"MPI_Testany": 0.2},
+                               {"MPI_Irecv": 0.5, "MPI_Send": 0.5, "MPI_Testany": 0.5})))
+    names = checking.targets(finding, base)
+    assert checking.relative_gains([(base, changed)], names) == [pytest.approx(0.5, rel=1e-9)]
+    everything = ["MPI_Irecv", "MPI_Send", "MPI_Testany"]
+    assert checking.relative_gains([(base, changed)], everything)[0] < 0
+
+
 @pytest.mark.parametrize("case", ["large", "none"])
 def test_check_verdict_on_given_per_call_times(build: Path, tmp_path: Path, case: str) -> None:
     """--check's judge (check.py) on runs whose MPI_Alltoall time per call is given: a

@@ -6,6 +6,7 @@ given, the expected intervals computed here by enumeration."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 from mpilens.advise import stats
@@ -95,3 +96,44 @@ def test_too_few_pairs_are_not_resolved() -> None:
     assert (v.verdict, v.exit_status, v.interval) == ("not resolved", 3, None)
     assert "5 are needed" in v.reason
     assert stats.decide([0.9], predicted=0.5).verdict == "not resolved"
+
+
+def _swapped(gains: list[float]) -> list[float]:
+    """The gains with each pair's two runs swapped: (c - b) / c = -d / (1 - d)."""
+    return [-d / (1 - d) for d in gains]
+
+
+@pytest.mark.parametrize("ratios", [
+    [0.5, 0.55, 0.6, 0.4, 0.45, 0.7, 0.52],           # ~2x faster: confirmed
+    [0.14, 0.15, 2.7, 3.0, 3.3, 3.7, 4.1],            # mixed, heavy tails
+    [0.98, 1.03, 0.99, 1.01, 0.96, 1.5, 0.9, 1.02],   # noise around 1, 8 pairs
+])
+def test_swapping_the_runs_mirrors_the_verdict(ratios: list[float]) -> None:
+    """Under no effect a pair (baseline b, changed c) and its swap (c, b) are equally
+    likely; the verdict must treat them alike: the swapped sample's interval is the
+    mirror image (ratio c/b -> b/c) and confirmed <-> refuted (slower).  The relative
+    gain (b - c) / b is not symmetric (twice as slow -100 %, twice as fast +50 %): on
+    that scale the interval was skewed towards "slower" (issue 30, fourth round)."""
+    gains = [1 - r for r in ratios]                    # r = changed / baseline
+    v, w = stats.decide(gains, 0.0), stats.decide(_swapped(gains), 0.0)
+    assert v.interval is not None and w.interval is not None
+    assert w.interval.lo == pytest.approx(-v.interval.hi / (1 - v.interval.hi), rel=1e-12)
+    assert w.interval.hi == pytest.approx(-v.interval.lo / (1 - v.interval.lo), rel=1e-12)
+    assert (1 - v.interval.estimate) * (1 - w.interval.estimate) == pytest.approx(1, rel=1e-12)
+    mirror = {"confirmed": "refuted", "refuted": "confirmed", "not resolved": "not resolved"}
+    assert w.verdict == mirror[v.verdict]
+
+
+def test_interval_is_the_signed_rank_interval_of_the_log_ratios() -> None:
+    ratios = [0.14, 0.15, 2.7, 3.0, 3.3, 3.7, 4.1]    # 2 pairs ~7x faster, 5 ~3x slower
+    x = sorted(math.log(1 / r) for r in ratios)
+    walsh = sorted((x[i] + x[j]) / 2 for i in range(7) for j in range(i, 7))
+    v = stats.decide([1 - r for r in ratios], predicted=0.3)
+    assert v.interval is not None and stats.critical(7) == (4, 1 - 2 * 5 / 128)
+    assert v.interval.lo == pytest.approx(1 - math.exp(-walsh[3]), rel=1e-12)
+    assert v.interval.hi == pytest.approx(1 - math.exp(-walsh[-4]), rel=1e-12)
+    assert v.interval.coverage == pytest.approx(1 - 10 / 128)
+    # 5 of 7 pairs slower is not "slower beyond the noise" (a sign test gives p = 0.23);
+    # on the relative gains' scale the two fast pairs weighed +86 % each against
+    # -170 .. -310 %, and the interval lay below 0: "refuted"
+    assert v.interval.lo < 0 < v.interval.hi and v.verdict == "not resolved"

@@ -106,6 +106,8 @@ int main(int argc, char **argv)
         free(sb);
         free(rb);
     } else if (strcmp(mode, "pairs") == 0) {
+        /* optional SMALL: that many 8 B exchanges with the partner after each large one */
+        long small = argc > 4 ? atol(argv[4]) : 0;
         unsigned char *sb = malloc((size_t)arg + 8), *rb = malloc((size_t)arg + 8);
         int partner = rank ^ 1;
         for (long it = 0; it < iters; it++) {
@@ -115,6 +117,12 @@ int main(int argc, char **argv)
                          MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             for (long i = 0; i < arg; i++)
                 check(rb[i] == (unsigned char)(partner + it + i), "pairs", rank);
+            for (long j = 0; j < small; j++) {
+                memset(sb, (int)(rank + j), 8);
+                MPI_Sendrecv(sb, 8, MPI_BYTE, partner, 4, rb, 8, MPI_BYTE, partner, 4,
+                             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                check(rb[7] == (unsigned char)(partner + j), "pairs", rank);
+            }
         }
         int up = (rank + 2) % size, down = (rank - 2 + size) % size;
         memset(sb, rank, 8);

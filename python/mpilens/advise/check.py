@@ -4,9 +4,10 @@ measured gain (docs/advise.md, Checking advice).
 
 The job runs as it is (the baseline, so that both meet the same machine) and with the
 change, alternately, --runs times each.  The verdict rests on the functions the change
-acts on (the finding's `target`): their time per call in each pair of runs (a baseline,
-the changed run after it) gives a relative gain, and the signed-rank interval of those
-gains (stats.py) decides: confirmed, refuted or not resolved.  Beside it, not used for
+acts on (the finding's `target`, without the polls when others remain: `targets`):
+their time per call in each pair of runs (a baseline, the changed run after it) gives
+a relative gain, and the signed-rank interval of those pairs' log ratios (stats.py)
+decides: confirmed, refuted or not resolved.  Beside it, not used for
 the verdict, the pair whose difference of mean wall time per rank is the median is
 compared by `mpilens diff` (report/comparison.py).  Environment changes are set for the
 launcher (MPILENS_* through the profiler's settings, which Open MPI's ranks get with
@@ -29,6 +30,7 @@ from ..report.comparison import compare
 from ..report.profile import Profile, load
 from . import mapping, stats
 from .engine import top_applicable
+from .rules.polling import POLLS
 
 TIMED_OUT = 124  # exit status of a run stopped by --timeout (as timeout(1))
 
@@ -180,10 +182,16 @@ def placement_change(finding: dict[str, Any], command: list[str], given: str | N
 
 
 def targets(finding: dict[str, Any], prof: Profile) -> list[str]:
-    """The functions the finding's change acts on (its `target`); a finding without one:
-    every function the job called outside MPI_Init/Finalize."""
+    """The functions the verdict is decided on: those the finding's change acts on (its
+    `target`; a finding without one: every function the job called outside
+    MPI_Init/Finalize), without the polling functions (MPI_Test*, MPI_Iprobe) when
+    others remain.  A poll's calls are not the job's work but its waiting: their number
+    follows how long it waits (HPCC: 96,000 to 650,000 MPI_Iprobe calls from one run to
+    the next), so they would swing the time per call of the set; the waiting itself
+    shows in the blocking calls' time."""
     names = [n for n in finding.get("target") or [] if n in prof.functions]
-    return names or [n for n in prof.functions if n not in OUTSIDE]
+    names = names or [n for n in prof.functions if n not in OUTSIDE]
+    return [n for n in names if n not in POLLS] or names
 
 
 def totals(p: Profile, names: list[str], size_class: int | None = None) -> tuple[int, float]:

@@ -8,12 +8,21 @@ null distribution of W+ (exact, counted by dynamic programming).  With too few p
 such C exists (5 pairs at 90 %: the interval is [min, max] at 93.75 %; 4 pairs give
 none) and the function says so: "cannot tell" beats a guess.
 
-`decide` turns an interval of relative gains into the verdict of `--check`.
+`decide` turns paired relative gains into the verdict of `--check`.  It computes the
+interval on the log ratios x_i = ln(t_baseline,i / t_changed,i) = -ln(1 - d_i) and maps
+it back to relative gains (1 - e^-x, monotonic): when the change has no effect, a
+pair's two runs are exchangeable, so x_i is symmetric about 0 (swapping the runs
+negates it) and the signed-rank interval's error is exact; the relative gain d_i is
+not (a run twice as slow is -100 %, one twice as fast +50 %), which made a change
+without effect come out "refuted" more often than the stated level (8.6 % instead of
+<= 5 % with 7 pairs of lognormal noise, sigma 1).  With 5 pairs the interval is
+[min, max] on either scale.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from statistics import median
 
 LEVEL = 0.90          # the interval's nominal confidence
@@ -90,16 +99,29 @@ class Verdict:
         return EXIT[self.verdict]
 
 
+def log_ratio(gain: float) -> float:
+    """ln(t_baseline / t_changed) of a relative gain (t_baseline - t_changed) / t_baseline."""
+    return math.inf if gain >= 1 else -math.log1p(-gain)
+
+
+def gain_of(x: float) -> float:
+    """The relative gain of a log ratio (log_ratio's inverse)."""
+    return -math.expm1(-x)
+
+
 def decide(gains: list[float], predicted: float, level: float = LEVEL) -> Verdict:
     """The verdict on relative gains d_i = (baseline_i - changed_i) / baseline_i of the
     targeted function (positive: faster with the change), against the predicted
-    relative gain:
+    relative gain; the interval is the signed-rank interval of the log ratios
+    -ln(1 - d_i), given as relative gains:
 
     - confirmed: the interval lies above 0 (faster beyond the noise);
     - refuted: it lies below 0 (slower beyond the noise), or entirely below
       REFUTE_SHARE x the prediction (not even half the predicted gain);
     - not resolved otherwise, with the noise (half the interval's width)."""
-    iv = signed_rank_interval(gains, level)
+    logs = signed_rank_interval([log_ratio(g) for g in gains], level)
+    iv = None if logs is None else replace(logs, estimate=gain_of(logs.estimate),
+                                           lo=gain_of(logs.lo), hi=gain_of(logs.hi))
     if iv is None:
         return Verdict(UNRESOLVED, (f"{len(gains)} pair(s) of runs give no {100 * level:.0f} % "
                                     f"interval: {min_pairs(level)} are needed (--runs)"),

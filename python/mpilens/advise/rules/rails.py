@@ -7,8 +7,12 @@ flow's messages taken to have its mean size s, and the collectives that ran on
 communicators spanning nodes (`node_span.multi_node`), each call's send buffer of its
 size class counted as one message between nodes.  Those whose size reaches the
 bandwidth crossover (the model's latency crossover: g(s) - g(0) >= L + g(0)) are
-bandwidth-bound.  Their bandwidth part is B(s) = g(s) - g(0); k times the bandwidth
-divides it by k, so the gain is sum messages x B(s) x (1 - 1/k), per rank.  With
+bandwidth-bound.  A flow whose mean size is below the crossover may still carry large
+messages among small ones (HPCC's b_eff: 8 B and 2 MB messages to the same peer): when
+the senders' size histograms have classes on both sides of the crossover, the flow's
+large messages are estimated from its bytes (`split_sizes`, `large_part`).  Their
+bandwidth part is B(s) = g(s) - g(0); k times the bandwidth divides it by k, so the
+gain is sum messages x B(s) x (1 - 1/k), per rank.  With
 --rail-interfaces the change names those devices, k is their number, and `--check`
 can apply it.
 """
@@ -19,7 +23,7 @@ from ...units import fmt_bytes, fmt_time
 from ..finding import Context, Finding
 from ..machine import rails_in_use
 from ..nodes import flows, node_count, p2p_split, spanning_collectives
-from .latency import p2p_functions, representative
+from .latency import p2p_functions, p2p_senders, representative
 
 RULE = 1
 FACTORS = (2, 4)
@@ -52,6 +56,36 @@ def change_text(ctx: Context, k: int) -> tuple[str, dict | None]:
                          "launcher_args": [], "rails": list(ctx.rails)}
 
 
+def split_sizes(ctx: Context, crossover: float) -> tuple[float, float] | None:
+    """(small, large) message sizes of the point-to-point senders, over the job: large,
+    the mean of the classes at or above the crossover (each class's messages at the
+    function's mean size clamped into the class, as rule 2 takes them); small, the
+    rest of the bytes over the rest of the messages.  None when the histograms do not
+    have messages on both sides of the crossover."""
+    n_big = n_all = 0.0
+    b_big = b_all = 0.0
+    for f in p2p_senders(ctx).values():
+        hist = f["hist_send"]
+        n_all += sum(hist)
+        b_all += int(f.get("hist_send_bytes", f.get("bytes_sent", 0)))
+        for b, count in enumerate(hist):
+            s = representative(f, b) if count else 0.0
+            if count and s >= crossover:
+                n_big += count
+                b_big += count * s
+    if n_big == 0 or n_big >= n_all:
+        return None
+    large, small = b_big / n_big, max(b_all - b_big, 0.0) / (n_all - n_big)
+    return (small, large) if small < large else None
+
+
+def large_part(msgs: float, nbytes: float, sizes: tuple[float, float]) -> float:
+    """The number k of a flow's messages that are large: its bytes as k large and
+    msgs - k small messages (sizes), k within [0, msgs]."""
+    small, large = sizes
+    return min(max((nbytes - msgs * small) / (large - small), 0.0), msgs)
+
+
 def find(ctx: Context) -> list[Finding]:
     if node_count(ctx) < 2 or rails_in_use(ctx.prof):
         return []  # one node; or the job already striped over two or more interfaces
@@ -62,7 +96,12 @@ def find(ctx: Context) -> list[Finding]:
     msgs_p2p = sum(f[2] for f in inter)
     big = [(float(msgs), nbytes / msgs) for _, _, msgs, nbytes in inter
            if nbytes / msgs >= crossover]
-    p2p_msgs_big = int(sum(m for m, _ in big))
+    sizes = split_sizes(ctx, crossover)
+    mixed = [large_part(msgs, nbytes, sizes) for _, _, msgs, nbytes in inter
+             if sizes and nbytes / msgs < crossover]
+    if sizes and any(mixed):
+        big.append((sum(mixed), sizes[1]))
+    p2p_msgs_big = round(sum(m for m, _ in big))
     p2p_bytes_big = sum(m * s for m, s in big)
     colls: dict[str, float] = {}
     for name, f, share in spanning_collectives(ctx):
@@ -87,6 +126,10 @@ def find(ctx: Context) -> list[Finding]:
     coll_text = ("; collectives on communicators spanning nodes, send buffers at or above it "
                  "(messages counted: the calls' hist_send): "
                  + ", ".join(f"{n} {c:,.0f}" for n, c in sorted(colls.items()))) if colls else ""
+    mixed_text = (f"; {sum(mixed):,.0f} of them estimated in flows whose mean size is below "
+                  f"it (each flow's bytes as messages of {fmt_bytes(sizes[1])} and "
+                  f"{fmt_bytes(sizes[0])}, the senders' sizes above and below it)"
+                  if sizes and any(mixed) else "")
     change, apply = change_text(ctx, k)
     others = ", ".join(f"{f}x {fmt_time(g)} ({ctx.pct(g):.1f} %)" for f, g in gains.items()
                        if f != k)
@@ -94,7 +137,7 @@ def find(ctx: Context) -> list[Finding]:
         rule=RULE, key="rails", title="Rails: inter-node bandwidth",
         what=(f"{p2p_msgs_big:,} of {msgs_p2p:,} inter-node point-to-point messages "
               f"({fmt_bytes(p2p_bytes_big)}) are at or above the bandwidth crossover "
-              f"{fmt_bytes(crossover)}{exact}{coll_text}"),
+              f"{fmt_bytes(crossover)}{exact}{mixed_text}{coll_text}"),
         why=(f"the model gives them {fmt_time(total)} per rank ({share:.1f} % of the time in "
              f"MPI), {fmt_time(band)} of it moving bytes (g(s) - g(0)); "
              + "; ".join(f"{f}x bandwidth saves {fmt_time(g)}" for f, g in gains.items())),
@@ -113,7 +156,10 @@ def find(ctx: Context) -> list[Finding]:
                            f"mpi_s.mean {ctx.mpi_s:.6g} s"],
                "model": [model.describe(), f"bandwidth crossover {crossover:g} B",
                          "B(s) = g(s) - g(0) divided by k with k x bandwidth"],
-               "assumptions": ["a flow's messages have its mean size",
+               "assumptions": [("a flow's messages have its mean size; a flow below the "
+                                "crossover whose senders also sent messages above it: "
+                                "its bytes as large and small messages of the senders' "
+                                "sizes"),
                                ("the job and the model ran over one rail; k rails give k x "
                                 "the bandwidth, L and g(0) unchanged"),
                                ("a collective call spanning nodes moves its send buffer "
@@ -121,6 +167,7 @@ def find(ctx: Context) -> list[Finding]:
         apply=apply, target=sorted({*p2p_functions(ctx), *colls}),
         figures={"crossover_bytes": crossover, "messages": p2p_msgs_big,
                  "inter_messages": msgs_p2p, "bytes": p2p_bytes_big,
+                 "split_messages": sum(mixed), "split_sizes": list(sizes) if sizes else None,
                  "collective_messages": colls, "model_s": total, "bandwidth_s": band,
                  "rails": k, "gain_2x_s": gains[2], "gain_4x_s": gains[4],
                  **({f"gain_{k}x_s": gains[k]} if k not in FACTORS else {}),
