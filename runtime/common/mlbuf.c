@@ -18,15 +18,22 @@ void ml_buf_printf(ml_buf_t *b, const char *fmt, ...)
             b->n += (size_t)k;
             return;
         }
-        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)k;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            fprintf(stderr, "mpilens: out of memory formatting %zu bytes of text\n", cap);
-            abort();
-        }
-        b->p = np;
-        b->cap = cap;
+        ml_buf_room(b, (size_t)k + 1);
     }
+}
+
+void ml_buf_room(ml_buf_t *b, size_t room)
+{
+    if (b->p && b->cap - b->n >= room) return;
+    size_t cap = b->cap ? b->cap * 2 : 4096;
+    if (cap < b->n + room) cap = b->n + room;
+    char *np = realloc(b->p, cap);
+    if (!np) {
+        fprintf(stderr, "mpilens: out of memory growing a text buffer to %zu bytes\n", cap);
+        abort();
+    }
+    b->p = np;
+    b->cap = cap;
 }
 
 /* Length of the well-formed UTF-8 sequence at c (RFC 3629: no overlong forms, no

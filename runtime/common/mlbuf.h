@@ -13,6 +13,8 @@ typedef struct {
 } ml_buf_t;
 
 void ml_buf_printf(ml_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* b grown so that at least `room` bytes are free after its text (doubling). */
+void ml_buf_room(ml_buf_t *b, size_t room);
 /* s as a JSON string literal (quotes, escapes; NULL as ""). */
 void ml_buf_json_str(ml_buf_t *b, const char *s);
 void ml_buf_free(ml_buf_t *b);

@@ -75,20 +75,6 @@ int ml_gzip_tail(ml_buf_t *b, size_t from)
 #define ML_GZ_TAG_LEN 1        /* the private communicator's tags (ml_fin_exscan uses 0) */
 #define ML_GZ_TAG_TEXT 2
 
-/* out grown so that at least `room` bytes are free after its text */
-static void ml_gz_room(ml_buf_t *out, size_t room)
-{
-    if (out->cap - out->n >= room) return;
-    size_t cap = out->cap * 2 > out->n + room ? out->cap * 2 : out->n + room;
-    char *p = realloc(out->p, cap);
-    if (!p) {
-        fprintf(stderr, "mpilens: out of memory compressing the profile (%zu bytes)\n", cap);
-        abort();
-    }
-    out->p = p;
-    out->cap = cap;
-}
-
 /* n bytes of p into z's stream, its output appended to out; flush Z_NO_FLUSH, or
  * Z_FINISH (p may then be empty) to end the member.  0 ok, -1 zlib failed. */
 static int ml_gz_feed(z_stream *z, ml_buf_t *out, const char *p, size_t n, int flush)
@@ -102,7 +88,7 @@ static int ml_gz_feed(z_stream *z, ml_buf_t *out, const char *p, size_t n, int f
         n -= piece;
         int rc;
         do {
-            ml_gz_room(out, 16384 + z->avail_in / 4);
+            ml_buf_room(out, 16384 + z->avail_in / 4);
             size_t room = out->cap - out->n - 1;
             if (room > ML_GZ_PIECE) room = ML_GZ_PIECE;
             z->next_out = (unsigned char *)out->p + out->n;
@@ -201,7 +187,7 @@ int ml_gzip_block(ml_buf_t *b, int group)
         char *to;
         if (len < 0) { /* a member already: after the one being built, copied as it is */
             ml_gz_cut(&g);
-            ml_gz_room(&g.out, n + 1);
+            ml_buf_room(&g.out, n + 1);
             to = g.out.p + g.out.n;
         } else {
             if (n > cap) {
