@@ -631,6 +631,40 @@ def test_rails_for_large_inter_node_messages_not_small_ones(build: Path, tmp_pat
     assert one(res, "latency")["figures"]["small_messages"] == 4 * 200
 
 
+def test_class_sizes_from_the_function_bytes() -> None:
+    """The size taken for a class's messages (rules 1 and 2) when a function sends
+    several classes: each class at the same place t in its range, the bytes adding up."""
+    from mpilens.advise.rules.latency import representative
+    from mpilens.report.schema import NBINS
+
+    def sends(*pairs: tuple[int, int]) -> dict:
+        hist = [0] * NBINS
+        for size, n in pairs:
+            hist[min(size.bit_length(), NBINS - 1)] += n
+        return {"hist_send": hist, "hist_send_bytes": sum(s * n for s, n in pairs)}
+
+    # one class: its mean, exactly
+    assert representative(sends((5000, 10), (6000, 30)), 13) == 5750.0
+    # HPCC's b_eff: a million 8 B messages and 200 of 2,000,000 B.  Classes [8, 15] and
+    # [1 MiB, 2 MiB - 1]: bytes beyond the lower bounds 200 x (2,000,000 - 2^20), room
+    # 10^6 x 7 + 200 x (2^20 - 1); the large ones at 2^20 + t (2^20 - 1), 1.5 % under
+    # the truth (the function's mean clamped into the class took 2^20, 48 % under)
+    t = 200 * (2_000_000 - 2**20) / (10**6 * 7 + 200 * (2**20 - 1))
+    f = sends((8, 10**6), (2_000_000, 200))
+    assert representative(f, 21) == pytest.approx(2**20 + t * (2**20 - 1), rel=1e-12)
+    assert representative(f, 4) == pytest.approx(8 + 7 * t, rel=1e-12)
+    assert 10**6 * representative(f, 4) + 200 * representative(f, 21) \
+        == pytest.approx(8 * 10**6 + 200 * 2_000_000, rel=1e-12)
+    # at the lower bounds: exact
+    f = sends((8, 640), (65536, 40))
+    assert (representative(f, 4), representative(f, 17)) == (8.0, 65536.0)
+    # the open top class (8 MiB and above) takes what the others cannot hold
+    f = sends((8, 10), (20 * 2**20, 3))
+    assert representative(f, 4) == 15.0
+    assert representative(f, NBINS - 1) == pytest.approx((80 + 3 * 20 * 2**20 - 150) / 3,
+                                                         rel=1e-12)
+
+
 # per-rank host names need UTS namespaces (root); CI runs as root, so this runs there
 @pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --uts` (root)")
 def test_rails_count_large_messages_inside_a_flow_of_small_ones(build: Path,
@@ -645,8 +679,8 @@ def test_rails_count_large_messages_inside_a_flow_of_small_ones(build: Path,
     prof = as_nodes("pairs-mix", rr, "pairs", iters, size, small)
     res = advise(prof, write_model(tmp_path / "m.json", prof))
     f = one(res, "rails")
-    # the senders' sizes: 160 messages of 64 KiB (the class's lower bound, which the
-    # function's mean is below), the rest 8 B: 4 x (40 x 16 + 1) messages, 8 B each; a
+    # the senders' sizes: 160 messages of 64 KiB, the rest 8 B: 4 x (40 x 16 + 1)
+    # messages, 8 B each (both classes' lower bounds: no bytes left over); a
     # flow of 680 messages and 40 x 64 KiB + 640 x 8 B holds k = 40 of 64 KiB exactly
     assert f["figures"]["split_sizes"] == [8.0, 65536.0]
     assert f["figures"]["split_messages"] == 4 * iters

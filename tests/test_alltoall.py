@@ -561,7 +561,7 @@ def check_alltoall_report(prof: Path, records: list[dict]) -> None:
     proc = mpilens_inproc("report", prof, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)["alltoall"]
-    key = lambda r: (r["comm_size"], r["bytes"], r["source"], r["algorithm"])  # noqa: E731
+    key = lambda r: (r["comm_size"], r["bytes"], r["source"], r["algorithm"])
     assert sorted(map(key, rows)) == sorted(map(key, records)) and len(rows) == len(records)
     by_key = {key(r): r for r in records}
     for row in rows:

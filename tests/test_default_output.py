@@ -23,8 +23,8 @@ from mpilens import profiled
 from mpilens.commands.advise import check_prefix
 from test_cli_support import (
     EVERY,
-    N,
     STEPS,
+    N,
     example,
     mpilens,
     mpilens_inproc,

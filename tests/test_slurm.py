@@ -441,7 +441,12 @@ def test_time_limit_dump_before_sigterm(slurm: Slurm) -> None:
     end_time = int(re.search(r"^end time (\d+)$", out, re.MULTILINE).group(1))  # type: ignore[union-attr]
     part = d / f"job-{job_id}.prof.partial"
     last = printed(d / "out.txt")
+    listing = ({f.name: partial_head(f) if not f.name.startswith(".") else f.stat().st_size
+                for f in sorted(part.iterdir())} if part.is_dir()
+               else {"no directory; beside it": sorted(f.name for f in d.iterdir())})
     for r in range(NODES):
+        assert (part / f"rank-{r}.prev").exists(), (listing, [ln for ln in out.splitlines()
+                                                             if "allreduce" not in ln])
         first, first_lines = read_profile(part / f"rank-{r}.prev")
         second, second_lines = read_profile(part / f"rank-{r}")
         assert (first["reason"], first["dump"], first["signal"]) == ("time_limit", 1, None)

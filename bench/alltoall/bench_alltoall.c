@@ -109,6 +109,18 @@ static void die(int rank, const char *msg)
     exit(2);
 }
 
+/* The send and receive buffers of one size (B bytes to each of P ranks), the send
+ * buffer filled with a pattern of the rank's own. */
+static void a2a_bufs(long B, int P, int rank, char **sb, char **rb)
+{
+    *sb = malloc((size_t)B * P + 1);
+    *rb = malloc((size_t)B * P + 1);
+    if (!*sb || !*rb)
+        die(rank, "out of memory");
+    for (long i = 0; i < B * P; i++)
+        (*sb)[i] = (char)(i * 7 + rank);
+}
+
 /* --progress X (see the head comment): time the second of two calls of native and
  * of each algorithm forced per size on a communicator of its own (max over ranks),
  * print them and the expected seconds as "probe" (rank 0, stdout) and send
@@ -123,9 +135,8 @@ static void probe(int P, int rank, int ns, const long *sizes, int nc, const long
     PMPI_Comm_dup(MPI_COMM_WORLD, &pc);
     for (int k = 0; k < ns; k++) {
         long B = sizes[k];
-        char *sb = calloc((size_t)B * P + 1, 1), *rb = malloc((size_t)B * P + 1);
-        if (!sb || !rb)
-            die(rank, "out of memory");
+        char *sb, *rb;
+        a2a_bufs(B, P, rank, &sb, &rb);
         for (int v = 0; v < NP; v++) {
             if (v > 0)
                 ml_a2a_set_config(v - 1, (int)learn[nl == 1 ? 0 : k], 0, 1000, 0.5, race);
@@ -266,7 +277,8 @@ int main(int argc, char **argv)
     if (tune) {
         for (int k = 0; k < ns; k++) {
             long B = sizes[k];
-            char *sb = calloc((size_t)B * P + 1, 1), *rb = malloc((size_t)B * P + 1);
+            char *sb, *rb;
+            a2a_bufs(B, P, rank, &sb, &rb);
             long n = 0;
             while (!mpilens_alltoall_choice(MPI_COMM_WORLD, B, NULL) && n++ < 8 * learn[0] + 8)
                 mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, MPI_COMM_WORLD);
@@ -302,9 +314,8 @@ int main(int argc, char **argv)
         long B = sizes[k], N = calls[nc == 1 ? 0 : k], L = learn[nl == 1 ? 0 : k];
         if (N < chunks)
             N = chunks;
-        char *sb = malloc((size_t)B * P + 1), *rb = malloc((size_t)B * P + 1);
-        for (long i = 0; i < B * P; i++)
-            sb[i] = (char)(i * 7 + rank);
+        char *sb, *rb;
+        a2a_bufs(B, P, rank, &sb, &rb);
         MPI_Comm comm[NV];
         for (int v = 0; v < NV; v++)
             PMPI_Comm_dup(MPI_COMM_WORLD, &comm[v]);

@@ -30,11 +30,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from groups import dump, gz_len, lines_of  # noqa: E402
+from groups import dump, gz_len, lines_of
 
 Line = dict[str, Any]
 HIST_KEYS = ("hist_send", "hist_recv", "hist")
@@ -64,7 +65,7 @@ def timeline_delta(r: Line) -> Line:
     tl = r.get("timeline")
     if tl:
         for key in ("calls", "bytes"):
-            tl[key] = {c: col[:1] + [b - a for a, b in zip(col, col[1:])]
+            tl[key] = {c: col[:1] + [b - a for a, b in pairwise(col)]
                        for c, col in tl[key].items()}
     return r
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
-    import pympistandard  # noqa: F401
+    import pympistandard
     STD_PATH = Path(pympistandard.__file__).parent / "data" / "apis.json"
 except ImportError:  # pragma: no cover - reported below
     STD_PATH = None
@@ -56,7 +56,7 @@ class CFunc:
 
 
 def run(cmd: list[str], stdin: str | None = None) -> str:
-    r = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
+    r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         sys.exit(f"genwrap: {' '.join(cmd)} failed:\n{r.stderr}")
     return r.stdout
@@ -101,7 +101,7 @@ def split_top(s: str, sep: str) -> list[str]:
     return parts
 
 
-DECL = re.compile(r"^(?:extern\s+)?(?P<ret>[A-Za-z_][\w\s\*]*?)\s*(?P<ptr>\**)\s*\b(?P<name>P?MPI_\w+)\s*\((?P<args>.*)\)$", re.S)
+DECL = re.compile(r"^(?:extern\s+)?(?P<ret>[A-Za-z_][\w\s\*]*?)\s*(?P<ptr>\**)\s*\b(?P<name>P?MPI_\w+)\s*\((?P<args>.*)\)$", re.DOTALL)
 
 
 def parse_param(text: str, idx: int) -> Param:
@@ -128,7 +128,7 @@ def parse_mpi_h(cc: str) -> tuple[dict[str, CFunc], set[str], str]:
         src.write_text("#include <mpi.h>\n")
         pre = run([cc, "-E", str(src)])
         macros = run([cc, "-E", "-dM", str(src)])
-    macro_names = set(re.findall(r"^#define\s+(\w+)", macros, re.M))
+    macro_names = set(re.findall(r"^#define\s+(\w+)", macros, re.MULTILINE))
     text = "\n".join(ln for ln in pre.splitlines() if not ln.startswith("#"))
     text = strip_attributes(text)
     funcs: dict[str, CFunc] = {}
@@ -769,14 +769,14 @@ def fortran_exports(fc: str) -> set[str]:
         ldd = run(["ldd", str(exe)])
         src8 = Path(td) / "t8.f90"
         src8.write_text("program t\nuse mpi_f08\ncall MPI_Init()\ncall MPI_Finalize()\nend program\n")
-        if subprocess.run([fc, str(src8), "-o", str(exe) + "8"], capture_output=True).returncode == 0:
+        if subprocess.run([fc, str(src8), "-o", str(exe) + "8"], capture_output=True, check=False).returncode == 0:
             ldd += run(["ldd", str(exe) + "8"])
-    found = re.findall(r"^\s*(\S+)\s+=>\s+(/\S+)", ldd, re.M)
+    found = re.findall(r"^\s*(\S+)\s+=>\s+(/\S+)", ldd, re.MULTILINE)
     libs = list(dict.fromkeys(path for _, path in found))
     # A library the loader cannot find (Intel MPI from PyPI: its rpath names a
     # missing lib/release) is looked for beside the ones it found.
     dirs = {os.path.dirname(p) for p in libs}
-    for name in re.findall(r"^\s*(\S+)\s+=>\s+not found", ldd, re.M):
+    for name in re.findall(r"^\s*(\S+)\s+=>\s+not found", ldd, re.MULTILINE):
         libs += [os.path.join(d, name) for d in dirs if os.path.exists(os.path.join(d, name))][:1]
     syms: set[str] = set()
     for lib in libs:
@@ -862,7 +862,7 @@ def gen_f(std: dict, exports: set[str], fid: dict[str, int], overrides: set[str]
                 call = f"*(MPI_Fint *)({cnames[-1]}) = mlo_{cname}({', '.join(cargs)})"
             if cname in HOOKS_INIT:
                 out.append(f"    uint64_t t0 = ml_now_slow();\n    ml_thr.depth++;\n    {call};\n    ml_thr.depth--;")
-                out.append("    if (*(MPI_Fint *)(a%d) == MPI_SUCCESS) ml_after_init(NULL, NULL);" % (len(cnames) - 1))
+                out.append(f"    if (*(MPI_Fint *)(a{len(cnames) - 1}) == MPI_SUCCESS) ml_after_init(NULL, NULL);")
                 out.append(f"    if (ml_hot.active) {{ ml_slot_t *S = ml_slot(); ml_time(S, {fid[cname]}, ml_ns_to_ticks(ml_now_slow() - t0)); }}")
             elif cname == "MPI_Finalize":
                 out.append(f"    ml_before_finalize();\n    ml_thr.depth++;\n    {call};\n    ml_thr.depth--;")
@@ -933,7 +933,7 @@ def main() -> int:
         funcs.append(f)
     overrides: set[str] = set()
     for path in sorted(args.overrides):
-        otext = re.sub(r"/\*.*?\*/|//[^\n]*", "", Path(path).read_text(), flags=re.S)
+        otext = re.sub(r"/\*.*?\*/|//[^\n]*", "", Path(path).read_text(), flags=re.DOTALL)
         mine = set(re.findall(r"\bmlo_(MPI_\w+)\s*\(", otext))
         if mine & overrides:
             sys.exit(f"genwrap: {path} overrides {sorted(mine & overrides)}, "

@@ -60,12 +60,30 @@ def p2p_functions(ctx: Context) -> list[str]:
 
 
 def representative(f: dict, b: int) -> float:
-    """The size taken for the messages of class b of function f: the function's mean
-    message size, clamped into the class (exact when it sends one class only)."""
-    n = sum(f["hist_send"])
-    mean = int(f.get("hist_send_bytes", f.get("bytes_sent", 0))) / n
+    """The size taken for the messages of class b of function f.  The profile has the
+    function's bytes and its messages per class, not the bytes per class: every class's
+    messages are put at the same relative place t in their class, lo + t (hi - lo), t
+    such that the bytes add up (exact when the function sends one class only; HPCC's
+    b_eff, 8 B and 2,000,000 B messages: the large ones at about 2,000,000 B, where the
+    function's mean clamped into the class took 1 MiB).  The open top class (8 MiB and
+    above) weighs as if it ended at twice its start and takes what the others cannot."""
+    hist = f["hist_send"]
     lo, hi = bin_range(b)
-    return min(max(mean, lo), hi)
+    total = float(int(f.get("hist_send_bytes", f.get("bytes_sent", 0))))
+    rest = total - sum(c * bin_range(k)[0] for k, c in enumerate(hist) if c)
+    if rest <= 0:
+        return lo
+    width = {k: min(bin_range(k)[1], 2 * bin_range(k)[0]) - bin_range(k)[0]
+             for k, c in enumerate(hist) if c}
+    room = sum(hist[k] * w for k, w in width.items())
+    if room <= 0:
+        return lo
+    t = rest / room
+    if t <= 1 or math.isfinite(hi):
+        return lo + min(t, 1.0) * width.get(b, 0.0)
+    # the top class: what the finite classes cannot hold (each full at most)
+    held = sum(hist[k] * w for k, w in width.items() if k != b)
+    return lo + (rest - held) / hist[b]
 
 
 def threshold(ctx: Context) -> tuple[float, int | None, int | None]:

@@ -59,7 +59,7 @@ def change_text(ctx: Context, k: int) -> tuple[str, dict | None]:
 def split_sizes(ctx: Context, crossover: float) -> tuple[float, float] | None:
     """(small, large) message sizes of the point-to-point senders, over the job: large,
     the mean of the classes at or above the crossover (each class's messages at the
-    function's mean size clamped into the class, as rule 2 takes them); small, the
+    size rule 2 takes for them: `representative`); small, the
     rest of the bytes over the rest of the messages.  None when the histograms do not
     have messages on both sides of the crossover."""
     n_big = n_all = 0.0
@@ -99,8 +99,12 @@ def find(ctx: Context) -> list[Finding]:
     sizes = split_sizes(ctx, crossover)
     mixed = [large_part(msgs, nbytes, sizes) for _, _, msgs, nbytes in inter
              if sizes and nbytes / msgs < crossover]
+    mixed_text = ""
     if sizes and any(mixed):
         big.append((sum(mixed), sizes[1]))
+        mixed_text = (f"; {sum(mixed):,.0f} of them estimated in flows whose mean size is "
+                      f"below it (each flow's bytes as messages of {fmt_bytes(sizes[1])} and "
+                      f"{fmt_bytes(sizes[0])}, the senders' sizes above and below it)")
     p2p_msgs_big = round(sum(m for m, _ in big))
     p2p_bytes_big = sum(m * s for m, s in big)
     colls: dict[str, float] = {}
@@ -126,10 +130,6 @@ def find(ctx: Context) -> list[Finding]:
     coll_text = ("; collectives on communicators spanning nodes, send buffers at or above it "
                  "(messages counted: the calls' hist_send): "
                  + ", ".join(f"{n} {c:,.0f}" for n, c in sorted(colls.items()))) if colls else ""
-    mixed_text = (f"; {sum(mixed):,.0f} of them estimated in flows whose mean size is below "
-                  f"it (each flow's bytes as messages of {fmt_bytes(sizes[1])} and "
-                  f"{fmt_bytes(sizes[0])}, the senders' sizes above and below it)"
-                  if sizes and any(mixed) else "")
     change, apply = change_text(ctx, k)
     others = ", ".join(f"{f}x {fmt_time(g)} ({ctx.pct(g):.1f} %)" for f, g in gains.items()
                        if f != k)
