@@ -66,6 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not READER_ONLY_DONE:
         return
+    # the readers do not depend on the MPI: .ci/run runs them under its first MPI only
     skip = pytest.mark.skip(reason="MPI-independent reader test, already run under this CI "
                             "run's first MPI (MPILENS_TEST_READER_ONLY_DONE=1, .ci/run)")
     for item in items:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -210,8 +211,10 @@ def test_outstanding_requests(build: Path, tmp_path: Path) -> None:
 
 def test_sigterm_mid_run_dumps_every_rank(build: Path, tmp_path: Path) -> None:
     """mpirun gets SIGTERM while the ranks loop on MPI_Allreduce: every rank leaves a
-    partial profile with at least the calls it printed before the signal."""
-    proc = _start(build, tmp_path, "loop")
+    partial profile with at least the calls it printed before the signal; every dump
+    names the job as the directory does (%j: outside a batch job rank 0's time stamp
+    and pid, not each rank's own)."""
+    proc = _start(build, tmp_path, "loop", {"MPILENS_OUTPUT": str(tmp_path / "job-%j.prof")})
     printed: dict[int, int] = {}
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None
@@ -231,10 +234,16 @@ def test_sigterm_mid_run_dumps_every_rank(build: Path, tmp_path: Path) -> None:
     # the launcher's own status after it forwarded SIGTERM is not asserted: hydra
     # (MPICH 4.0.2) once returned 0 after its ranks ended on the forwarded signal
     # (CI, 1 run in 3); what this test checks is every rank's dump
-    d = tmp_path / "job.prof.partial"
+    [d] = tmp_path.glob("job-*.prof.partial")
+    job = d.name[len("job-"):-len(".prof.partial")]
+    batch = any(os.environ.get(v) for v in ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID",
+                                            "COBALT_JOBID"))
+    assert batch or re.fullmatch(rf"\d{{8}}-\d{{6}}-{(tmp_path / 'rank-0.pid').read_text().strip()}",
+                                 job), job
     for r in range(NP):
         head, lines = read_profile(d / f"rank-{r}")
         assert (head["rank"], head["reason"], head["signal"]) == (r, "signal", "SIGTERM")
+        assert head["job_id"] == job
         assert lines[0]["functions"]["MPI_Allreduce"]["calls"] >= printed[r]
     assert not list(d.glob(".rank-*"))  # no temporary file left
 

@@ -142,10 +142,8 @@ def test_pkg_config_links_a_program(installed: tuple[Path, Path], tmp_path: Path
     assert header["nranks"] == 1
 
 
-# environment-modules is installed by .ci/setup --test; a machine without it cannot load the modulefile
-# justified: the module test needs Environment Modules, which .ci/setup --test installs
-# Justified skip: the module files can only be loaded where Environment Modules is
-# installed; CI installs it (.ci/setup --test), so CI always runs this test.
+# the modulefiles load only where Environment Modules is installed; .ci/setup --test
+# installs it, so CI always runs this test
 @pytest.mark.skipif(not Path("/usr/share/modules/init/bash").exists(),
                     reason="Environment Modules not installed (.ci/setup --test installs it)")
 def test_modulefile_sets_up_the_prefix(installed: tuple[Path, Path]) -> None:
@@ -230,6 +228,7 @@ def test_moved_prefix_runs_its_command(moved: tuple[Path, Path], tmp_path: Path)
                 assert str(old).encode() not in f.read_bytes(), f
 
 
+# as above: needs Environment Modules, which CI installs
 @pytest.mark.skipif(not Path("/usr/share/modules/init/bash").exists(),
                     reason="Environment Modules not installed (.ci/setup --test installs it)")
 def test_modules_per_mpi_conflict(moved: tuple[Path, Path], tmp_path: Path) -> None:

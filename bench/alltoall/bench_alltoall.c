@@ -9,8 +9,10 @@
  * pruning and adaptive without (all eight learned), and native again on a
  * communicator of its own (the A/A control: how far two identical variants
  * land apart in this run, the noise floor of every ratio) — run interleaved in K
- * chunks (each chunk runs every variant for N/K calls, the order rotating), so
- * a drifting machine affects all variants alike.  Each adaptive variant starts
+ * chunks (each chunk runs every variant for N/K calls, in an order shuffled per
+ * chunk, the same on every rank: no variant always runs after the same other one,
+ * whose wake -- a cache, a CPU's clock -- it would always meet), so a drifting
+ * machine affects all variants alike.  Each adaptive variant starts
  * from a fresh communicator (fresh state; MPILENS_ALLTOALL_REUSE off: no choice
  * learned on another communicator is reused; MPILENS_ALLTOALL_SHARE off: it makes
  * its own private duplicate, as the first one of a job) and runs its N calls across the
@@ -60,6 +62,7 @@
 #define _DEFAULT_SOURCE
 #include "alltoall.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +110,23 @@ static void die(int rank, const char *msg)
         fprintf(stderr, "mpilens-bench-alltoall: %s\n", msg);
     MPI_Finalize();
     exit(2);
+}
+
+/* order: a permutation of 0..n-1 drawn from seed (Fisher-Yates over splitmix64), the
+ * same on every rank for the same seed */
+static void chunk_order(int *order, int n, uint64_t seed)
+{
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        int j = (int)(z % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
 }
 
 /* The send and receive buffers of one size (B bytes to each of P ranks), the send
@@ -328,8 +348,10 @@ int main(int argc, char **argv)
         for (int c = 0; c < chunks; c++) {
             long n = c == chunks - 1 ? N - done : per;
             nchunk[c] = n;
+            int order[NV];
+            chunk_order(order, NV, (uint64_t)k * 1000003u + (uint64_t)c);
             for (int j = 0; j < NV; j++) {
-                int v = (j + c) % NV;
+                int v = order[j];
                 if (skip[v])
                     continue;
                 PMPI_Barrier(MPI_COMM_WORLD);

@@ -43,7 +43,7 @@ ML_TLS int ml_in_dump = 0;
 static const char *const ml_reason[] = {"signal", "time_limit", "hang", "abort", "crash"};
 static const char *const ml_kind[] = {"other", "send", "recv", "sendrecv", "coll", "wait"};
 
-void ml_dump_prepare(void)
+void ml_dump_prepare(const char *job)
 {
     DM.m.peers = calloc((size_t)ml_world_size, sizeof(ml_peer_t));
     size_t cap = (1u << 18) + (size_t)ml_world_size * 96;
@@ -56,12 +56,7 @@ void ml_dump_prepare(void)
     DM.b.n = 0;
     DM.b.p[0] = 0;
     gethostname(DM.host, sizeof DM.host - 1);
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tmv);
-    ml_job_id(DM.job, sizeof DM.job, stamp);
+    snprintf(DM.job, sizeof DM.job, "%s", job);
     FILE *cf = fopen("/proc/self/cmdline", "r");
     if (cf) {
         size_t k = fread(DM.cmd, 1, sizeof DM.cmd - 1, cf);

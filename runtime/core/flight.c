@@ -337,9 +337,11 @@ static double ml_fl_slurm_deadline(void)
 
 void ml_flight_start(void)
 {
-    /* the partial directory: rank 0's expansion of MPILENS_OUTPUT, the same on every rank */
-    char path[4300] = {0};
-    if (ml_world_rank == 0) ml_output_path(path, sizeof path);
+    /* the partial directory: rank 0's expansion of MPILENS_OUTPUT, the same on every
+     * rank, and its job id (outside a batch job: rank 0's time stamp and pid, which
+     * every rank's dump then names as the directory does) */
+    char path[4300 + 128] = {0}, *job = path + 4300;
+    if (ml_world_rank == 0) ml_output_path(path, 4300, job, 128);
     PMPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
     snprintf(FL.dir, sizeof FL.dir, "%s.partial", path);
     for (int i = 1; i < ML_NFUNC && !FL.fid_finalize; i++)
@@ -347,7 +349,7 @@ void ml_flight_start(void)
     ml_fl_cfg.deadline_s = ml_fl_cfg.dump_at;
     double slurm = ml_fl_slurm_deadline();
     if (slurm > 0 && (ml_fl_cfg.deadline_s <= 0 || slurm < ml_fl_cfg.deadline_s)) ml_fl_cfg.deadline_s = slurm;
-    ml_dump_prepare();
+    ml_dump_prepare(job);
     ml_hot.fl_clock = ml_now();
     if (pipe2(FL.pipe, O_CLOEXEC) != 0) {
         fprintf(stderr, "mpilens: rank %d: no flight recorder (pipe: %s)\n", ml_world_rank, strerror(errno));

@@ -89,6 +89,6 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p);
 void ml_merge_into(ml_slot_t *m);
 double ml_mpi_time(const ml_slot_t *m); /* time inside MPI without MPI_Init* and MPI_Finalize */
 void ml_job_id(char *out, size_t n, const char *stamp);
-void ml_output_path(char *out, size_t n);
+void ml_output_path(char *out, size_t n, char *job, size_t jn);
 
 #endif

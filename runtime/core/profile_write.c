@@ -80,8 +80,9 @@ static void ml_expand(char *out, size_t n, const char *tmpl, const char *job, co
 }
 
 /* MPILENS_OUTPUT's path for a profile written now by this process (the flight
- * recorder's partial directory is this path + ".partial", fixed at MPI_Init). */
-void ml_output_path(char *out, size_t n)
+ * recorder's partial directory is this path + ".partial", fixed at MPI_Init), and
+ * the job id in it into job (jn bytes) */
+void ml_output_path(char *out, size_t n, char *job_out, size_t jn)
 {
     time_t now = time(NULL);
     struct tm tmv;
@@ -91,6 +92,7 @@ void ml_output_path(char *out, size_t n)
     ml_job_id(job, sizeof job, stamp);
     gethostname(host, sizeof host - 1);
     ml_expand(out, n, ml_cfg.output, job, stamp, host);
+    snprintf(job_out, jn, "%s", job);
 }
 
 /* ---- step 3: write ---- */
