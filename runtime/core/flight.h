@@ -155,7 +155,7 @@ void ml_flight_abort(int fid, MPI_Comm comm, int errorcode); /* MPI_Abort's wrap
 enum { ML_DUMP_SIGNAL, ML_DUMP_TIME_LIMIT, ML_DUMP_HANG, ML_DUMP_ABORT, ML_DUMP_CRASH };
 /* Writes <dir>/rank-N atomically (the previous one kept as rank-N.prev).  0 ok. */
 int ml_dump_write(const char *dir, int reason, int sig, int code);
-void ml_dump_prepare(const char *job); /* at start: fixed facts (job: rank 0's job id) and buffers */
+void ml_dump_prepare(const char *job); /* at start: fixed facts (job: rank 0's id), buffers: no allocation later */
 int ml_dump_is_mine(const char *path); /* 1: a dump of this process (job id and pid) */
 
 /* req.c: a tracked request as the recorder reads it */
