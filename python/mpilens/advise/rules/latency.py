@@ -162,8 +162,8 @@ def find_p2p(ctx: Context) -> list[Finding]:
                            f"wall_s.mean {ctx.wall_s:.6g} s"],
                "model": [model.describe(), f"L + g(0) = {fixed:.6g} s", cross],
                "assumptions": [f"k = {AGGREGATE} messages merged into one",
-                               ("a class's messages have the function's mean size, clamped "
-                                "into the class"),
+                               ("a function's messages of every size class at the same place "
+                                "within their class, its bytes adding up"),
                                "the saving is on every rank's critical path"]},
         figures={"messages": total, "small_messages": small, "limit_bytes": limit,
                  "eager_bytes": eager, "latency_crossover_bytes": lat,
