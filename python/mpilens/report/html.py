@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +19,6 @@ import matplotlib
 import numpy as np
 
 matplotlib.use("Agg")
-import itertools
-
 import matplotlib.pyplot as plt
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
