@@ -82,10 +82,12 @@ _build:
 	    || { cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS) $(if $(TARGETS),--target $(TARGETS))
 
-# the demo needs the library, the examples and mpilens-bench (the README's next commands:
-# mpilens advise, mpilens bench); make test builds everything
+# the demo builds what the documents' next commands need (INSTALL_TARGETS: the library,
+# the reader's fast path libmpilens_read.so for report/html/diff, the examples and every
+# mpilens-bench* for bench, tune and advise), not the test programs; make build and
+# make test build everything
 _demo:
-	@$(MAKE) --no-print-directory _build TARGETS="mpilens mpilens-bench heat2d heat2d_f"
+	@$(MAKE) --no-print-directory _build TARGETS="$(INSTALL_TARGETS)"
 	$(PY) -m mpilens.cli demo
 
 _test: _build

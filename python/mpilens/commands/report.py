@@ -23,11 +23,12 @@ from ..report import (
     regions,
     spread,
     spread_text,
+    fastread,
     terminal,
     timeline,
     waitsfor,
 )
-from ..report.partial import load_any
+from ..report.partial import is_partial, load_any
 from ..report.profile import Profile
 
 DEFAULT_TOP = 15
@@ -183,6 +184,10 @@ def check_args(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     check_args(args)
     prof = load_any(args.profile)
+    if prof.ranks and not is_partial(args.profile[0]):
+        note = fastread.fallback_note()  # read without the C library: say so, once
+        if note:
+            print(note, file=sys.stderr)
     if args.format == "text":
         view = region_view(prof, args.region)  # fail before printing anything
         if args.function:

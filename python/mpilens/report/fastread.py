@@ -10,7 +10,8 @@ reference and names a bad value in one line.
 
 MPILENS_FASTREAD=off disables it; MPILENS_FASTREAD=/path/libmpilens_read.so
 names the library.  Without it (no build, no C compiler) every profile is
-read by the Python reader: the same results, slower (docs/scale.md).
+read by the Python reader: the same results, slower (docs/scale.md); `report`
+says so in one line (fallback_note).
 """
 
 from __future__ import annotations
@@ -74,6 +75,25 @@ def _lib() -> Any:
 
 def available() -> bool:
     return _lib() is not None
+
+
+def fallback_note() -> str | None:
+    """One line (80 columns) saying why profiles are read by the slower Python reader:
+    the library is missing, stale or does not load.  None when it loads, or when
+    MPILENS_FASTREAD=off asked for the Python reader."""
+    if _lib() is not None:
+        return None
+    env = os.environ.get("MPILENS_FASTREAD", "")
+    if env.lower() in ("off", "0", "no", "python"):
+        return None
+    found = [p for p in _candidates() if p.is_file()]
+    if env:
+        why = "MPILENS_FASTREAD names no loadable library"
+    elif found:
+        why = f"{LIB} does not load (make build)"
+    else:
+        why = f"{LIB} not built (make build)"
+    return f"mpilens: slower Python reader: {why}"
 
 
 def _declare(lib: Any) -> None:
