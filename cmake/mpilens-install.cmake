@@ -31,7 +31,8 @@ endforeach()
 install(FILES ${CMAKE_BINARY_DIR}/share/mpilens/runtime.json DESTINATION share/mpilens)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/examples/ DESTINATION share/mpilens/examples
         FILES_MATCHING PATTERN "*.c" PATTERN "*.F90" PATTERN "*.f90" PATTERN "*.h")
-install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION share/mpilens/docs)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION share/mpilens/docs
+        PATTERN notes EXCLUDE)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION share/mpilens)
 configure_file(${CMAKE_SOURCE_DIR}/cmake/mpilens.pc.in ${CMAKE_BINARY_DIR}/mpilens.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/mpilens.pc DESTINATION lib/pkgconfig)
