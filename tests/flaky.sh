@@ -20,7 +20,10 @@
 # script, on Ctrl-C too.  Exit status: 0 if no test failed, 1 if one did, 2 for bad
 # usage.
 set -uo pipefail
+here=$PWD
 cd "$(dirname "$0")/.."
+# run from within make (make test's own tests): the runs take only this script's settings
+unset MAKEFLAGS MFLAGS MAKELEVEL
 
 usage() {
   sed -n '6,16p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -65,8 +68,13 @@ if ((jobs_only)); then
     tests/test_*.py | sort)
 fi
 ((${#tests[@]})) || tests=(tests)
-for t in "${tests[@]}"; do
-  [[ -e ${t%%::*} ]] || bad "'$t': no such test file"
+for i in "${!tests[@]}"; do  # relative to where the script was started, or the checkout
+  t=${tests[$i]} file=${tests[$i]%%::*}
+  if [[ $t != /* && -e $here/$file ]]; then
+    tests[$i]=$(realpath --relative-to=. "$here/$file")${t:${#file}}
+  elif [[ ! -e $file ]]; then
+    bad "'$t': no such test file"
+  fi
 done
 
 if [[ -z $out ]]; then
@@ -118,7 +126,8 @@ done
 args=(-p no:cacheprovider -rfE)
 [[ -n $kexpr ]] && args+=(-k "$kexpr")
 echo "tests/flaky.sh: ${runs} run(s) per MPI (${mpis}), ${load} busy loop(s) on" \
-  "${cores} cores; output in $out"
+  "${cores} cores"
+echo "output in $out"
 echo "tests: ${tests[*]}" | fold -s -w 78
 [[ -n $kexpr ]] && echo "-k: $kexpr"
 
@@ -146,8 +155,8 @@ for m in "${mpi_list[@]}"; do
     done
     line=$(grep -E '^[=]* ?[0-9]+ (passed|failed|error|skipped|deselected)' "$log" | tail -n 1 |
       tr -d '=' | sed 's/^ *//; s/ in [0-9.]*s.*//')
-    summary+=("$(printf '%-9s %3d %6d  %s' "$m" "$r" "$secs" "${line:-no summary}")")
-    printf '%-9s run %d of %d: %s (%d s)\n' "$m" "$r" "$runs" "${line:-no summary}" "$secs"
+    summary+=("$(printf '%-9s %3d %6d  %s' "$m" "$r" "$secs" "${line:-no summary (status $rc)}")")
+    printf '%-9s run %d of %d: %s (%d s)\n' "$m" "$r" "$runs" "${line:-no summary (status $rc)}" "$secs"
   done
 done
 stop_loops
