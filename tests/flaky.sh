@@ -83,8 +83,9 @@ else
   mkdir -p "$out" || exit 1
 fi
 
-loops=() run_pid=""
-exec 3>&2  # the script's stderr, also while a run's output goes to its log
+loops=() run_pid="" summary=() stopped=""
+declare -A fails=() done_runs=()
+exec 3>&2 4>&1  # the script's stderr and stdout, also while a run's output goes to its log
 stop_loops() {
   if ((${#loops[@]})); then
     kill "${loops[@]}" 2>/dev/null
@@ -101,7 +102,26 @@ interrupted() {
   fi
   stop_loops
   echo "tests/flaky.sh: interrupted; output in $out" >&3
+  stopped=" that ended"
+  report >&4  # the runs that ended
   exit 130
+}
+report() {
+  # every run's result, then every test that failed with how often, of the runs of
+  # its MPI that ended; status 0 if none failed, else 1
+  echo
+  echo "MPI       run      s  result"
+  printf '%s\n' "${summary[@]}"
+  echo
+  if ((${#fails[@]} == 0)); then
+    echo "no test failed in the ${runs} run(s) per MPI${stopped} under ${load} busy loop(s)"
+    return 0
+  fi
+  echo "failed  of  MPI       test"
+  for k in "${!fails[@]}"; do
+    printf '%6d %3d  %-9s %s\n' "${fails[$k]}" "${done_runs[${k%% *}]:-0}" "${k%% *}" "${k#* }"
+  done | sort -k3,3 -k1,1nr -k4
+  return 1
 }
 in_group() {
   # the command in a process group of its own (job control on) that takes SIGINT (a
@@ -131,8 +151,6 @@ echo "output in $out"
 echo "tests: ${tests[*]}" | fold -s -w 78
 [[ -n $kexpr ]] && echo "-k: $kexpr"
 
-declare -A fails=()
-summary=()
 for m in "${mpi_list[@]}"; do
   if ! in_group make --no-print-directory build MPI="$m" >"$out/$m-build.log" 2>&1; then
     echo "tests/flaky.sh: make build MPI=$m failed: $out/$m-build.log" >&2
@@ -157,20 +175,9 @@ for m in "${mpi_list[@]}"; do
       tr -d '=' | sed 's/^ *//; s/ in [0-9.]*s.*//')
     summary+=("$(printf '%-9s %3d %6d  %s' "$m" "$r" "$secs" "${line:-no summary (status $rc)}")")
     printf '%-9s run %d of %d: %s (%d s)\n' "$m" "$r" "$runs" "${line:-no summary (status $rc)}" "$secs"
+    done_runs[$m]=$r
   done
 done
 stop_loops
-
-echo
-echo "MPI       run      s  result"
-printf '%s\n' "${summary[@]}"
-echo
-if ((${#fails[@]} == 0)); then
-  echo "no test failed in ${runs} run(s) per MPI under ${load} busy loop(s)"
-  exit 0
-fi
-echo "failed  of  MPI       test"
-for k in "${!fails[@]}"; do
-  printf '%6d %3d  %-9s %s\n' "${fails[$k]}" "$runs" "${k%% *}" "${k#* }"
-done | sort -k3,3 -k1,1nr -k4
-exit 1
+report
+exit $?

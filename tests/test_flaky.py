@@ -101,7 +101,7 @@ def test_table_of_every_test_that_failed(tmp_path: Path) -> None:
                   str(d / "test_known.py"))
     stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, (stdout, stderr)
-    assert stdout.splitlines()[-1] == "no test failed in 1 run(s) per MPI under 0 busy loop(s)"
+    assert stdout.splitlines()[-1] == "no test failed in the 1 run(s) per MPI under 0 busy loop(s)"
     assert " 2 passed, 2 deselected" in stdout
 
 
@@ -125,6 +125,8 @@ def test_interrupted_run_leaves_nothing_running(tmp_path: Path) -> None:
     assert proc.returncode == 130, (stdout, stderr)
     assert stderr.splitlines()[-1].startswith("tests/flaky.sh: interrupted; output in ")
     assert "run 1 of 2" not in stdout  # the run did not go on
+    assert stdout.splitlines()[-1] == \
+        "no test failed in the 2 run(s) per MPI that ended under 2 busy loop(s)"
     assert _marked(tmp_path) == []
 
 
