@@ -90,8 +90,11 @@ _demo:
 	@$(MAKE) --no-print-directory _build TARGETS="$(INSTALL_TARGETS)"
 	$(PY) -m mpilens.cli demo
 
+# TESTS: test files or node ids (default all); PYTEST_ARGS: more pytest options, e.g.
+# PYTEST_ARGS="-k flight" (tests/flaky.sh runs the tests this way)
+TESTS ?= tests
 _test: _build
-	$(PY) -m pytest -q --durations=15 tests
+	$(PY) -m pytest -q --durations=15 $(PYTEST_ARGS) $(TESTS)
 
 # The runtime (cmake --install, with PREFIX/bin/mpilens, a relocatable script) and the
 # virtual environment it runs, PREFIX/lib/mpilens/venv.  One PREFIX per MPI; the prefix

@@ -186,6 +186,8 @@ def test_alltoall_bench_repeats_and_medians(tmp_path: Path) -> None:
     assert probe["expected_s"] == pytest.approx(
         _probe_expected(probe, [40, 40], [2, 2], {"pair_barrier"}, nomodel=True), rel=1e-6)
     assert doc["expected_s"] == pytest.approx(3 * probe["expected_s"], rel=1e-12)
+    # (the first run's time x 3 runs: the sweep, which includes that run, takes at least
+    # a third of it however loaded the machine; nothing is asserted on how close it came)
     assert doc["expected_first_run_s"] > 0 and doc["elapsed_s"] >= doc["expected_first_run_s"] / 3
     assert [r["bytes"] for r in run["results"]] == [64, 8192]
     for r in run["results"]:

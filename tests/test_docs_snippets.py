@@ -52,6 +52,8 @@ T_SLURM = ("Slurm: needs slurmctld and slurmd on the virtual cluster; tests/test
 RULES = [
     Rule(r"^make (demo|test)\b", "make demo is the CI's newcomer path (.ci/run) and "
          "tests/test_cli_demo.py; make test is this suite itself"),
+    Rule(r"^tests/flaky\.sh\b", "runs the suite several times under a background load "
+         "(hours); tests/test_flaky.py runs it on a small test file"),
     Rule(r"^make build\b", "the build under test is made by make build before the suite"),
     Rule(r"^make install\b|^cmake --install|/opt/mpilens/", T_INSTALL),
     Rule(r"~/mpilens-venv|/path/to/mpilens", T_INSTALL),

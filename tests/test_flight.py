@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -324,10 +325,13 @@ def test_report_of_no_partial_files_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "partial profile version 9 is newer" in proc.stderr
 
 
-def _loop_job_until(build: Path, tmp: Path, env: dict[str, str], reason: str) -> Path:
+def _loop_job_until(build: Path, tmp: Path, env: dict[str, str], reason: str
+                    ) -> tuple[Path, float]:
     """The loop job with env until every rank has a dump for reason and has printed more
     MPI_Allreduce calls than that dump holds; then SIGUSR1 to the launcher: a snapshot (the
-    job goes on), which sees the calls move."""
+    job goes on), which sees the calls move.  Also the seconds from the launch to when the
+    test saw every rank's dump for reason: no dump's elapsed_s can be longer, however slow
+    the machine."""
     d = tmp / "job.prof.partial"
 
     def moved_on() -> bool:
@@ -349,9 +353,11 @@ def _loop_job_until(build: Path, tmp: Path, env: dict[str, str], reason: str) ->
                 out.add("")
         return out
     with (tmp / "out.txt").open("w") as out:
+        t0 = time.monotonic()
         proc = _start(build, tmp, "loop", env, stdout=out)
     try:
         _wait_for(lambda: reasons() == {reason}, proc, f"a {reason} dump of every rank")
+        seen = time.monotonic() - t0
         _wait_for(moved_on, proc, "calls after the dumps")
         proc.send_signal(signal.SIGUSR1)
         _wait_for(lambda: all((d / f"rank-{r}.prev").exists() for r in range(NP)), proc,
@@ -362,26 +368,33 @@ def _loop_job_until(build: Path, tmp: Path, env: dict[str, str], reason: str) ->
         shutil.copytree(d, snap)  # before the SIGTERM that ends the job writes a third dump
     finally:
         _end(proc, tmp)
-    return snap
+    return snap, seen
 
 
 def test_time_limit_then_sigusr1_snapshot_shows_progress(build: Path, tmp_path: Path) -> None:
-    d = _loop_job_until(build, tmp_path, {"MPILENS_DUMP_AT": "1.5"}, "time_limit")
+    d, seen = _loop_job_until(build, tmp_path, {"MPILENS_DUMP_AT": "1.5"}, "time_limit")
     for r in range(NP):
         head, _ = read_profile(d / f"rank-{r}.prev")
         assert (head["reason"], head["dump"]) == ("time_limit", 1)
-        assert 1.5 <= head["elapsed_s"] < 30
+        # at the limit, never before it; and before the test saw it (however loaded)
+        assert 1.5 <= head["elapsed_s"] <= seen, (head["elapsed_s"], seen)
     w = _report(d)["partial"]
     assert w["progress"]["compared"] == [0, 1, 2, 3]
     assert w["verdict"]["kind"] == "progressing" and w["progress"]["moved"] == [0, 1, 2, 3]
 
 
 def test_slurm_end_time_minus_margin(build: Path, tmp_path: Path) -> None:
-    end = int(time.time()) + 62
-    d = _loop_job_until(build, tmp_path, {"SLURM_JOB_END_TIME": str(end),
-                                          "MPILENS_DUMP_MARGIN": "60"}, "time_limit")
+    # the end 1000 s away, the margin 998 s: the dump is due 2 s from now (at once if the
+    # job starts later: the order of events cannot flip), while the end itself, or the
+    # end plus the margin, is far beyond the test's wait (DEADLINE)
+    end = int(time.time()) + 1000
+    d, seen = _loop_job_until(build, tmp_path, {"SLURM_JOB_END_TIME": str(end),
+                                                "MPILENS_DUMP_MARGIN": "998"}, "time_limit")
     head, _ = read_profile(d / "rank-0.prev")
-    assert head["reason"] == "time_limit" and head["elapsed_s"] < 30
+    assert head["reason"] == "time_limit" and 0 < head["elapsed_s"] <= seen
+    # not before the end minus the margin (`created` is in whole seconds)
+    created = datetime.strptime(head["created"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert created.timestamp() >= end - 998 - 1, (head["created"], end)
 
 
 def test_bad_dump_settings_stop_the_job_with_one_line(build: Path, tmp_path: Path) -> None:

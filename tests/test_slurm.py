@@ -463,10 +463,13 @@ def test_time_limit_dump_before_sigterm(slurm: Slurm) -> None:
     w = json.loads(proc.stdout)["partial"]
     assert w["progress"]["moved"] == list(range(NODES)) and w["verdict"]["kind"] == "progressing"
     # several jobs at once: the profiled jobs of the other tests ran on the same nodes
-    # while this one ran (the times are Slurm's, ISO 8601 in the same time zone)
-    for other in slurm.profiled:
-        o = slurm.job(other)
-        assert info["StartTime"] <= o["StartTime"] <= o["EndTime"] <= info["EndTime"], (other, o)
+    # while this one held some of their CPUs (the times are Slurm's, ISO 8601 in the same
+    # time zone).  All were submitted after it; how many of them the 60-90 s of its limit
+    # cover depends on how fast this machine runs the tests in between, so only one is
+    # asserted (the first test's, submitted seconds after this one)
+    others = [slurm.job(other) for other in slurm.profiled]
+    assert others and all(info["StartTime"] <= o["StartTime"] <= o["EndTime"] for o in others)
+    assert any(o["EndTime"] <= info["EndTime"] for o in others), (info, others)
 
 
 def _epoch(created: str) -> int:
