@@ -309,11 +309,11 @@ def test_alltoall_bench_interval_verdicts() -> None:
 def test_alltoall_bench_keeps_existing_json(tmp_path: Path) -> None:
     # an existing result is refused before anything runs, and kept byte for byte
     out = tmp_path / "a2a.json"
-    out.write_text("previous result\n")
+    out.write_text('{"family": "alltoall"}\n')
     for family in ("alltoall", "repro"):
         _one_error_line(cli([family, "--json", str(out)], launch=False),
                         f"--json {out} exists: choose another file or add --force")
-        assert out.read_text() == "previous result\n"
+        assert out.read_text() == '{"family": "alltoall"}\n'
     _one_error_line(cli(["alltoall", "--json", str(tmp_path / "no" / "a.json")], launch=False),
                     "does not exist")
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import launch, mpi_env, paths, slurm
+from . import launch, mpi_env, outfile, paths, slurm
 from .errors import UserError
 
 DEFAULT_OUTPUT = "mpilens-%j.prof.gz"  # the library's default: gzip-compressed
@@ -86,12 +86,16 @@ def default_output(settings: Mapping[str, str] | None = None,
 
 def claim_output(output: str, force: bool) -> None:
     """An existing profile at output (no placeholders) is an error unless force, which
-    removes it before the job starts (the library itself never overwrites)."""
-    if PLACEHOLDER.search(output) or not Path(output).exists():
+    removes it before the job starts (the library itself never overwrites).  Only a
+    profile mpilens wrote is removed (outfile.replace_refusal): anything else at the
+    path is refused, with or without force."""
+    if PLACEHOLDER.search(output):
         return
-    if not force:
-        raise UserError(f"{output} exists: choose another --output or add --force to "
-                        f"overwrite it")
+    why = outfile.replace_refusal(Path(output), force, "--output")
+    if why:
+        raise UserError(why)
+    if not os.path.lexists(output):
+        return
     try:
         Path(output).unlink()
     except OSError as e:

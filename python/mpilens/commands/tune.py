@@ -21,7 +21,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from .. import paths
+from .. import outfile, paths
 from ..bench.alltoall import DEFAULT_SIZES, parse_ints, parse_size
 from ..bench.launch import launcher_for, run_program
 from ..errors import UserError
@@ -81,9 +81,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--cache '' is invalid: expected a file path, or off")
     if args.cache == "off" and args.output is None:
         raise UserError("--cache off without --output: the sweep would be written nowhere")
+    outfile.check_output(args.output, True, "--output")  # a tuning file is updated: no --force
     out = args.output.resolve() if args.output else None
-    if out is not None and not out.parent.is_dir():
-        raise UserError(f"--output {args.output}: directory {out.parent} does not exist")
+    if args.cache not in (None, "off"):
+        outfile.check_output(Path(args.cache), True, "--cache")
     env = {"MPILENS_ALLTOALL_CACHE": args.cache} if args.cache else None
     paths.use_launcher(user)
     exe = paths.artifact("bin/mpilens-bench-alltoall")
