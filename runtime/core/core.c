@@ -241,6 +241,8 @@ void ml_before_finalize(void)
         if (ml_engines[i]->finalize) ml_engines[i]->finalize();
     ml_fin_mark("engines");
     int failed = was_active ? ml_write_profile() : 1;
+    if (!was_active)
+        ml_report_to("none", ml_cfg.profile ? "recording was off at MPI_Finalize" : "MPILENS_PROFILE=off");
     ml_flight_stop(!failed); /* a complete profile: the partial files go */
     ml_thr.depth--;
 }

@@ -10,6 +10,8 @@ and SIGTSTP are passed on to the launcher.
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import glob
 import os
 import sys
 from pathlib import Path
@@ -82,13 +84,20 @@ def run(args: argparse.Namespace) -> int:
                                 force=args.force, launcher_kind=args.launcher)
     rc = job.status
     if job.profile is None:
-        looked = profiled.PLACEHOLDER.sub("*", output)
-        print(f"mpilens: no profile found at {looked} ({job.why_none()}; "
-              f"a profile is written at MPI_Finalize)", file=sys.stderr)
+        if job.told:  # rank 0 said why (its own line above says it too)
+            print(f"mpilens: no profile: {job.why_none()}", file=sys.stderr)
+        else:
+            print(f"mpilens: no profile: rank 0 did not say it wrote one (it did not finish "
+                  f"MPI_Finalize, or is not an MPI program; {job.why_none()})", file=sys.stderr)
         if job.partial:
             print(f"mpilens: the ranks left a partial profile: see it with: {command_name()} "
                   f"report {job.partial}", file=sys.stderr)
         return rc if rc else 1
+    wanted = Path(output).resolve()
+    if not fnmatch.fnmatchcase(str(job.profile.resolve()),
+                               profiled.PLACEHOLDER.sub("*", glob.escape(str(wanted)))):
+        print(f"mpilens: the profile is {job.profile}, not {output} (the runtime's line above "
+              f"says why)", file=sys.stderr)
     try:
         if args.quiet:
             load(job.profile)  # still say so when the profile is unusable
