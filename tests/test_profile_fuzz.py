@@ -236,6 +236,11 @@ BOUNDARY: list[tuple[str, Callable[[dict], None], bool]] = [
         {"kind": "cart", "dims": [2, 3], "periods": [True, False], "ranks": [0, 1, 2, 3]}]), False),
     ("a topology rank out of the job", lambda h: h.update(topologies=[
         {"kind": "dist_graph", "ranks": [0, 1, 2, 7], "edges": [[1], [0], [3], [2]]}]), False),
+    ("warmup_calls -5", lambda h: h["timing"].update(warmup_calls=-5), False),
+    ("warmup_calls 2^64", lambda h: h["timing"].update(warmup_calls=2**64), False),
+    ("warmup_calls 2^31-1", lambda h: h["timing"].update(warmup_calls=2**31 - 1), True),
+    ("sample_period 0", lambda h: h["timing"].update(sample_period=0), False),
+    ("an unknown timing mode", lambda h: h["timing"].update(mode="never"), False),
 ]
 
 

@@ -87,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
         if job.told:  # rank 0 said why (its own line above says it too)
             print(f"mpilens: no profile: {job.why_none()}", file=sys.stderr)
         else:
-            print(f"mpilens: no profile: rank 0 did not say it wrote one (it did not finish "
-                  f"MPI_Finalize, or is not an MPI program; {job.why_none()})", file=sys.stderr)
+            print(f"mpilens: no profile ({job.why_none()}; rank 0 did not say it wrote one: "
+                  f"a profile is written at MPI_Finalize)", file=sys.stderr)
         if job.partial:
             print(f"mpilens: the ranks left a partial profile: see it with: {command_name()} "
                   f"report {job.partial}", file=sys.stderr)
@@ -98,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
                                profiled.PLACEHOLDER.sub("*", glob.escape(str(wanted)))):
         print(f"mpilens: the profile is {job.profile}, not {output} (the runtime's line above "
               f"says why)", file=sys.stderr)
+    elif job.profile.parent == wanted.parent:  # where asked: named as the output was
+        job.profile = Path(output).parent / job.profile.name
     try:
         if args.quiet:
             load(job.profile)  # still say so when the profile is unusable
