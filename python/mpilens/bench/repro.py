@@ -5,8 +5,9 @@ interleaved) and prints its figures: per count (1, 16, 1 Ki, 1 Mi doubles) the
 median time of both and their ratio against the targets (<= 2x for counts <= 16,
 <= 4x for 1 Mi doubles on 4 ranks), then the accuracy of the native result in
 significant bits lost against the correctly rounded exact sum.  Before the timed
-samples it announces their expected duration (from a probe of every count) when it
-is 10 s or more; the JSON records it (expected_s) beside the samples' time (elapsed_s).
+samples it announces their expected duration (from a probe of every count) when
+it is 10 s or more; the JSON records it (expected_s) beside the samples' time
+(elapsed_s).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`mpilens run [options] -- <launcher> <launcher args> <app> <args>`: run under the profiler.
+"""`mpilens run [options] -- <launcher> <launcher args> <app> <args>`: run under
+the profiler.
 
 Inserts mpilens-exec before the application (mpirun/mpiexec of Open MPI or
 MPICH hydra, srun; anything else is run as a single process), runs the job with

@@ -1,17 +1,20 @@
-"""`mpilens tune [--from PROFILE | --np N --sizes ...] [--output FILE] [--cache PATH|off]
-[-- launcher]`: learn the Alltoall choices offline, so that production runs start in Running.
+"""`mpilens tune [--from PROFILE | --np N --sizes ...] [--output FILE] [--cache
+PATH|off] [-- launcher]`: learn the Alltoall choices offline, so that production
+runs start in Running.
 
-For each rank count and block size, the engine learns with all eight candidates (the seven
-algorithms and the MPI's own, no model pruning, no race) on MPI_COMM_WORLD.  The choices go
-into the learning cache that every adaptive run reads (default
-$XDG_CACHE_HOME/mpilens/tuning-<machine>.json; --cache PATH or MPILENS_ALLTOALL_CACHE
-elsewhere) and, with --output, into the tuning file FILE (existing entries for other
-machines, rank counts or sizes are kept; MPILENS_TUNING_FILE=FILE reads it).
+For each rank count and block size, the engine learns with all eight candidates
+(the seven algorithms and the MPI's own, no model pruning, no race) on
+MPI_COMM_WORLD.  The choices go into the learning cache that every adaptive run
+reads (default $XDG_CACHE_HOME/mpilens/tuning-<machine>.json; --cache PATH or
+MPILENS_ALLTOALL_CACHE elsewhere) and, with --output, into the tuning file FILE
+(existing entries for other machines, rank counts or sizes are kept;
+MPILENS_TUNING_FILE=FILE reads it).
 
---from PROFILE sweeps what a profile shows: its adaptive Alltoall records (communicator
-size and block size), or else MPI_Alltoall's message-size histogram (one size per
-power-of-two class, the job's rank count).  The sweep runs on this node with the launcher:
-its entries are keyed by ranks per node = rank count.  See docs/alltoall.md.
+--from PROFILE sweeps what a profile shows: its adaptive Alltoall records
+(communicator size and block size), or else MPI_Alltoall's message-size
+histogram (one size per power-of-two class, the job's rank count).  The sweep
+runs on this node with the launcher: its entries are keyed by ranks per node =
+rank count.  See docs/alltoall.md.
 """
 
 from __future__ import annotations
