@@ -230,9 +230,10 @@ def table(run: dict[str, Any]) -> str:
 def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list[int],
             chunks: int, timeout: float | None, race: str,
             network_model: Path | None = None, skip: str = "",
-            progress: float | None = None) -> dict[str, Any]:
+            progress: float | None = None, announce: bool = True) -> dict[str, Any]:
     """One job; progress: probe first and announce the expected duration x progress (the
-    whole sweep's, in runs like this one) before the timed part."""
+    whole sweep's, in runs like this one) before the timed part (announce False: only
+    probe, for the JSON's expected_s)."""
     exe = paths.artifact("bin/mpilens-bench-alltoall")
     argv = [str(exe), "--sizes", ",".join(map(str, sizes)),
             "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),
@@ -240,7 +241,8 @@ def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list
     model = str(network_model) if network_model else None
     if progress:
         proc, _ = launch.run_streamed(launcher, [*argv, "--progress", f"{progress:.9g}"],
-                                      "alltoall", timeout, {"MPILENS_NETWORK_MODEL": model})
+                                      "alltoall", timeout, {"MPILENS_NETWORK_MODEL": model},
+                                      announce)
     else:
         proc = launch.run_program(launcher, argv, {"MPILENS_NETWORK_MODEL": model}, timeout)
     for line in proc.stderr.splitlines():
@@ -389,6 +391,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--force", action="store_true", help="allow overwriting --json")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run")
     p.add_argument("--quiet", action="store_true", help="no table")
+    p.add_argument("--no-progress", action="store_true",
+                   help="do not announce the expected duration")
     args = p.parse_args(argv)
     nps = parse_ints(args.np, "--np")
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
@@ -413,7 +417,8 @@ def main(argv: list[str]) -> int:
             t0 = time.monotonic()
             reps.append(run_one(launcher_for(user_launcher, np_), sizes, calls, learn,
                                 args.chunks, args.timeout, race, args.network_model,
-                                ",".join(skip), None if first is not None else factor))
+                                ",".join(skip), None if first is not None else factor,
+                                not args.no_progress))
             if first is None:  # the first run's probe announced the expected duration
                 first = expected_duration(time.monotonic() - t0, nps, args.repeat)
                 probe = reps[-1].pop("probe", None)
