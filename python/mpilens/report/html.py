@@ -30,6 +30,7 @@ from . import (
     commpattern,
     headercheck,
     nodes,
+    partial,
     ranks,
     regions,
     spread,
@@ -332,7 +333,7 @@ def partial_html(prof: Profile) -> str:
         return ""
     e = html.escape
     w = waitsfor.analyse(prof)
-    rows = [[str(r["rank"]), e(f"{r['reason']} #{r['dump']}" if r["reason"] else "-"),
+    rows = [[str(r["rank"]), e(partial.dump_label(r["reason"], r["dump"])),
              e({"no_dump": "no dump", "not_in_mpi": "not in MPI"}.get(r["state"], r["call"] or "")),
              "" if r["since_s"] is None else fmt_time(r["since_s"]),
              e(waitsfor.ranges(r["waits_for"]))] for r in w["ranks"]]

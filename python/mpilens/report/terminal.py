@@ -19,6 +19,7 @@ from . import (
     headercheck,
     layout,
     nodes,
+    partial,
     ranks,
     regions,
     spread_text,
@@ -217,7 +218,7 @@ def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
     for r in w["ranks"]:
         state = {"no_dump": Text("no dump", style="yellow"),
                  "not_in_mpi": Text("not in MPI", style="yellow")}.get(r["state"])
-        t.add_row(str(r["rank"]), Text(f"{r['reason']} #{r['dump']}" if r["reason"] else "-"),
+        t.add_row(str(r["rank"]), Text(partial.dump_label(r["reason"], r["dump"])),
                   state or Text((r["call"] or "-") + (f" (+{r['threads_in_mpi'] - 1} thread(s))"
                                              if r["threads_in_mpi"] > 1 else "")),
                   "" if r["since_s"] is None else fmt_time(r["since_s"]),
