@@ -46,3 +46,19 @@ def test_time_limit_dump_in_words(build: Path, tmp_path: Path) -> None:
     html = tmp_path / "p.html"
     assert mpilens_inproc("html", snap, "-o", html).returncode == 0
     assert html.read_text().count("<td>time limit, dump 1</td>") == NP
+
+    # a rank without a dump has no figures: the summary is over the ranks that dumped
+    # (was 0 % in time in MPI's min and mean), and no overhead is claimed (was 0.0 ns)
+    one = tmp_path / "one"
+    shutil.copytree(snap, one)
+    for f in one.glob("rank-1*"):
+        f.unlink()
+    line = json.loads((one / "rank-0").read_text().split("\n")[1])
+    pct = 100.0 * line["mpi_s"] / line["wall_s"]
+    doc = json.loads(mpilens_inproc("report", one, "--format", "json").stdout)
+    assert doc["summary"]["mpi_pct"] == {"min": pct, "mean": pct, "max": pct}
+    assert doc["summary"]["overhead_ns"] is None
+    text = mpilens_inproc("report", one, "--width", 120).stdout
+    assert ("profiler overhead  not in a partial profile (measured at MPI_Init, written at "
+            "MPI_Finalize)") in text
+    assert "0.0 ns" not in text

@@ -489,7 +489,9 @@ def render(prof: Profile) -> str:
          + " (min/mean/max)"),
         ("Time in MPI", " / ".join(fmt_pct(s["mpi_pct"][k]) for k in ("min", "mean", "max"))
          + " of wall time (min/mean/max)"),
-        ("Profiler overhead", (f"{s['overhead_ns']:.1f} ns per call; "
+        ("Profiler overhead", ("not in a partial profile (measured at MPI_Init, written at "
+                               "MPI_Finalize)" if s["overhead_ns"] is None else
+                               f"{s['overhead_ns']:.1f} ns per call; "
                                f"{len(s['caution_functions'])} function"
                                f"{'' if len(s['caution_functions']) == 1 else 's'} marked caution")),
         ("Traffic pattern", f"{e(cp['pattern'])} ({e(cp['reason'])})"),

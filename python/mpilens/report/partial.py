@@ -284,7 +284,7 @@ def load_partial(paths: list[str | Path]) -> Profile:
         "job_id": first.get("job_id", ""), "command": first.get("command", ""),
         "mpi_library": first.get("mpi_library", "unknown"), "nranks": nranks,
         "hosts": sorted({str(ln.get("host", "")) for ln in lines}),
-        "hist_labels": list(HIST_LABELS), "overhead_ns": 0.0, "detail": True,
+        "hist_labels": list(HIST_LABELS), "overhead_ns": None, "detail": True,
         "wall_s": _stat([float(ln["wall_s"]) for ln in lines]),
         "mpi_s": _stat([float(ln["mpi_s"]) for ln in lines]),
         "functions": _aggregate(nranks, lines),

@@ -49,9 +49,13 @@ def summary_panel(s: dict[str, Any]) -> Panel:
     t.add_row("time in MPI", _stat3(s["mpi_pct"], fmt_pct)
               + " of wall time (without MPI_Init/Finalize)")
     nc = len(s["caution_functions"])
-    t.add_row("profiler overhead", f"{s['overhead_ns']:.1f} ns per call; "
-              f"{nc} function{'s' if nc != 1 else ''} marked caution"
-              + (f" ({', '.join(s['caution_functions'])})" if nc else ""))
+    if s["overhead_ns"] is None:
+        t.add_row("profiler overhead", "not in a partial profile (measured at MPI_Init, "
+                  "written at MPI_Finalize)")
+    else:
+        t.add_row("profiler overhead", f"{s['overhead_ns']:.1f} ns per call; "
+                  f"{nc} function{'s' if nc != 1 else ''} marked caution"
+                  + (f" ({', '.join(s['caution_functions'])})" if nc else ""))
     if s.get("profiler_finalize_s") is not None:
         t.add_row("profiler finalize", f"{fmt_time(s['profiler_finalize_s'])} in its own "
                   "work at MPI_Finalize (rank 0; before the write)")
