@@ -165,3 +165,22 @@ def test_advise_check_outputs(tmp_path: Path) -> None:
         p.write_text(text)
         why = outfile.replace_refusal(p, True, "--check-output", also=check.MAPPING_FILE)
         assert (why is None) == ok, (text, why)
+
+
+def test_plots_drawn_by_mpilens_are_recognised(tmp_path: Path) -> None:
+    """bench --plot's files (Matplotlib's PNG, SVG, PDF) may be replaced with --force."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3])
+    for ext in ("png", "svg", "pdf"):
+        p = tmp_path / f"plot.{ext}"
+        fig.savefig(p)
+        assert outfile.replace_refusal(p, True, "--plot") is None, ext
+    plt.close(fig)
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    assert "is not a profile" in (outfile.replace_refusal(tmp_path / "photo.png", True,
+                                                          "--plot") or "")
