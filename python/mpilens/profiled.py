@@ -123,7 +123,7 @@ def _report_dir(output: str, cwd: str | Path | None) -> Path | None:
     parent = (Path(cwd or ".") / output).parent
     for where in ([parent] if not PLACEHOLDER.search(str(parent)) else []) + [None]:
         try:
-            d = Path(tempfile.mkdtemp(prefix=".mpilens-run-", dir=where))
+            d = Path(tempfile.mkdtemp(prefix=".mpilens-run-", dir=where)).absolute()
         except OSError:
             continue
         try:  # room for the report, now: the file system may be full by the end
