@@ -184,6 +184,20 @@ def test_small_collectives_ratio_measured_when_the_model_is_far_off(build: Path,
                 if x["key"] == "latency-collectives"]
     assert any(n.startswith("rule 2, MPI_Allreduce: ") and "no aggregation proposed" in n
                for n in res["notes"])
+    # 8 buffers in one call measured at 0.0106 of 8 calls' time, below the floor 1/8: a
+    # failed measurement (the model's ratio at low confidence, said why), not a finding of
+    # a 98 % gain
+    res = engine.advise(prof, model, None, BySize({8.0: Sample(10e-6, 9e-6, 11e-6),
+                                                   64.0: Sample(0.85e-6, 0.8e-6, 0.9e-6)}))
+    found = [x for x in res["findings"] + res["withheld"] + res["minor"]
+             if x["key"] == "latency-collectives"]
+    assert len(found) == 1 and "measured" not in found[0]["figures"]
+    row = found[0]["figures"]["functions"]["MPI_Allreduce"]
+    assert row["ratio"] == pytest.approx(model.msg(64.0) / (8 * model.msg(8.0)), rel=1e-12)
+    assert found[0]["confidence"] == "low"
+    assert ("the ratio was not measured: the benchmark gave 8 buffers in one call 0.0106 of 8 "
+            "calls' time, below the floor 1/8 (one call of 8 buffers costs at least one of "
+            "one): a failed measurement") in found[0]["confidence_why"]
 
 
 def test_sizes_and_interpolation() -> None:

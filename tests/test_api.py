@@ -14,6 +14,8 @@ import pytest
 from test_cli_support import STEPS, N, mpilens_inproc, real_profile
 from test_regions import run_prog
 
+REPO_PROFILE = Path(__file__).parent / "data" / "profile_v1.prof"
+
 pd = pytest.importorskip("pandas", reason="pandas is in the test extra (.ci/setup --test); "
                          "skipped only where the suite runs without it")
 
@@ -124,3 +126,23 @@ def test_thicket_composes_runs() -> None:
     for key, path in t.profile_mapping.items():
         total = sum(r["time_s"] for r in _json(Path(path))["callsites"])
         assert by_profile[key] == pytest.approx(total, rel=1e-12)
+
+
+def test_missing_pandas_names_pandas_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without pandas the tables say to install pandas into this Python, not an
+    'mpilens[pandas]' extra (mpilens is not on PyPI: pip would fetch another package)."""
+    import sys
+
+    p = mpilens.load(REPO_PROFILE)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas: ModuleNotFoundError
+    with pytest.raises(ModuleNotFoundError) as e:
+        p.functions  # noqa: B018
+    assert str(e.value) == (f"mpilens's tables are pandas DataFrames: install pandas into "
+                            f"this Python ({sys.executable} -m pip install pandas)")
+    monkeypatch.setitem(sys.modules, "hatchet", None)
+    with pytest.raises(ModuleNotFoundError) as e:
+        p.to_hatchet()
+    assert str(e.value) == (f"the Hatchet export needs llnl-hatchet: {sys.executable} -m pip "
+                            f"install llnl-hatchet")
+    assert "mpilens[" not in (Path(mpilens.api.__file__).read_text()
+                              + Path(mpilens.llnl.__file__).read_text())

@@ -311,11 +311,11 @@ def test_alltoall_bench_interval_verdicts() -> None:
 def test_alltoall_bench_keeps_existing_json(tmp_path: Path) -> None:
     # an existing result is refused before anything runs, and kept byte for byte
     out = tmp_path / "a2a.json"
-    out.write_text("previous result\n")
+    out.write_text('{"family": "alltoall"}\n')
     for family in ("alltoall", "repro"):
         _one_error_line(cli([family, "--json", str(out)], launch=False),
                         f"--json {out} exists: choose another file or add --force")
-        assert out.read_text() == "previous result\n"
+        assert out.read_text() == '{"family": "alltoall"}\n'
     _one_error_line(cli(["alltoall", "--json", str(tmp_path / "no" / "a.json")], launch=False),
                     "does not exist")
 
@@ -328,3 +328,25 @@ def test_alltoall_bench_network_model_errors(tmp_path: Path) -> None:
     _one_error_line(cli(["alltoall", "--np", "2", "--sizes", "64", "--calls", "20",
                          "--repeat", "1", "--network-model", str(bad)], launch=False),
                     f"MPILENS_NETWORK_MODEL='{bad}' has no key 'version'")
+
+
+def test_no_progress_for_repro_and_alltoall(tmp_path: Path, capsys: pytest.CaptureFixture
+                                            ) -> None:
+    """docs/bench.md lists --no-progress among the driver's options: `bench repro` and
+    `bench alltoall` take it too, and then do not announce their expected duration (the
+    JSON still records it)."""
+    from mpilens.bench import launch as bench_launch
+
+    line = ["sh", "-c", 'echo "MLB-ESTIMATE 123" >&2; echo "{}"', "sh"]
+    for progress, said in ((True, "repro: expected duration about 123 s"), (False, "")):
+        proc, expected = bench_launch.run_streamed(line, [], "repro", progress=progress)
+        assert (proc.returncode, proc.stdout, expected) == (0, "{}\n", 123.0)
+        err = capsys.readouterr().err
+        assert (said in err if said else err == ""), err
+    out = tmp_path / "repro.json"
+    got = cli(["repro", "--np", "2", "--samples", "1", "--no-progress", "--json", str(out)],
+              launch=False)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(out.read_text())["expected_s"] > 0
+    helps = {f: cli([f, "--help"], launch=False).stdout for f in ("alltoall", "repro")}
+    assert all("--no-progress" in h for h in helps.values())

@@ -103,3 +103,16 @@ def test_logp_model_replaced_atomically(tmp_path: Path) -> None:
     assert m["format"] == "mpilens-netmodel" and m["sizes"] == [0, 1, 2, 4, 8, 16, 32, 64]
     assert json.loads(out.read_text())["model"] == m
     assert sorted(os.listdir(tmp_path)) == ["logp.json", "model.json"]
+
+
+def test_out_never_replaces_a_fifo(tmp_path: Path) -> None:
+    # the benchmark's own atomic write refuses what is not a regular file (a FIFO here;
+    # mpilens bench refuses it before, outfile.replace_refusal)
+    out = tmp_path / "res.json"
+    os.mkfifo(out)
+    proc = run_mpi(2, [bench_exe(), "p2p", *TINY_P2P, "--out", out], check=False,
+                   timeout=60)
+    _one_error_line(proc, f"--out '{out}'", "cannot write")
+    assert proc.returncode == 2
+    assert stat.S_ISFIFO(os.lstat(out).st_mode)
+    assert os.listdir(tmp_path) == ["res.json"]

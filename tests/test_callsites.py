@@ -294,3 +294,21 @@ def test_p2p_sites_exact(build, tmp_path):
     assert (f["MPI_Isend"]["bytes_sent"], f["MPI_Send"]["bytes_sent"]) == (P * 120, P * 1500)
     assert (f["MPI_Recv"]["bytes_recv"], f["MPI_Irecv"]["bytes_recv"]) == (P * 120, P * 1500)
     assert (f["MPI_Send"]["calls"], f["MPI_Recv"]["calls"], f["MPI_Wait"]["calls"]) == (P * 7, P * 5, P * 8)
+
+
+@pytest.mark.parametrize("depth,unwind,fallbacks", [("1", "cfi", 0), ("2", "cfi", 0),
+                                                    ("3", "cfi", 0), ("2", "fp", 0),
+                                                    ("2", "backtrace", 2 * 7 * 4000)])
+def test_overhead_probe_walks_as_the_calls_do(build, tmp_path, depth, unwind, fallbacks):
+    """The start-up overhead probe (core.c) measures the per-call path of the call-site
+    depth in force: at depth 2 and more it walks its own frames as the calls walk the
+    application's, never the backtrace() fallback (its fake call site sent every probe
+    call there: 'profiler overhead 2672 ns per call' at MPILENS_CALLSITES=2).  Counted,
+    not timed: the header's timing.probe_backtraces -- 0, and with
+    MPILENS_CALLSITE_UNWIND=backtrace, where every call uses it, each of the probe's
+    2 x 7 x 4000 calls."""
+    out = run_prog(tmp_path, "callsite_c", MPILENS_CALLSITES=depth,
+                   MPILENS_CALLSITE_UNWIND=unwind)
+    header, _ = read_profile(out)
+    assert header["timing"]["probe_backtraces"] == fallbacks
+    assert header["callsite_depth"] == int(depth)

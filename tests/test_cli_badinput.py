@@ -157,14 +157,18 @@ def test_bad_env_option() -> None:
 
 def test_html_does_not_overwrite(good: Path, tmp_path: Path) -> None:
     out = tmp_path / "mine.html"
-    out.write_text("the user's own file")
-    assert_one_line_error(mpilens_inproc("html", good, "-o", out), "exists", "--force")
+    out.write_text("the user's own file")  # not an mpilens report: refused even with --force
+    for force in ([], ["--force"]):
+        proc = mpilens_inproc("html", good, "-o", out, *force)
+        assert_one_line_error(proc, f"{out} exists and is not a profile, HTML report or "
+                                    f"benchmark JSON written by mpilens: choose another file")
+        assert "--force" not in proc.stderr
     assert out.read_text() == "the user's own file"
 
 
 def test_run_does_not_overwrite(tmp_path: Path) -> None:
     out = tmp_path / "old.prof"
-    out.write_text("a profile the user keeps")
+    out.write_text('{"format":"mpilens-profile","version":2}\n')
     assert_one_line_error(mpilens_inproc("run", "--output", out, "--", "mpirun", "-np", "2", "./a"),
-                          "exists", "--force")
-    assert out.read_text() == "a profile the user keeps"
+                          f"--output {out} exists: choose another file or add --force")
+    assert out.read_text() == '{"format":"mpilens-profile","version":2}\n'

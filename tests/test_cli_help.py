@@ -35,8 +35,11 @@ def test_tree_has_every_command() -> None:
 
 
 @pytest.mark.parametrize("argv", NODES, ids=lambda a: " ".join(a) or "mpilens")
-def test_help(argv: list[str]) -> None:
+def test_help(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     proc = mpilens_inproc(*argv, "--help")
+    wide = [ln for ln in proc.stdout.splitlines() if len(ln) > 80]
+    assert not wide, wide  # descriptions too fit an 80-column terminal
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("usage: mpilens" + "".join(f" {a}" for a in argv)), \
         proc.stdout[:300]
@@ -44,9 +47,11 @@ def test_help(argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize("family", bench_cmd.C_FAMILIES)
-def test_bench_family_help(family: str) -> None:
+def test_bench_family_help(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """`mpilens bench p2p --help`: the family's own options (bench_cmd.FAMILY_OPTIONS)."""
+    monkeypatch.setenv("COLUMNS", "80")
     proc = mpilens_inproc("bench", family, "--help")
+    assert max(len(ln) for ln in proc.stdout.splitlines()) <= 80
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith(f"usage: mpilens bench {family} [options]")
     assert bench_cmd.FAMILY_OPTIONS[family].split()[0] in " ".join(proc.stdout.split())
@@ -69,3 +74,12 @@ def test_launcher_after_double_dash_without_options() -> None:
     # `--` of the other commands keeps argparse's meaning (what follows is positional)
     a = cli.parse(p, ["report", "--", "-odd.prof"])
     assert a.profile == ["-odd.prof"]
+
+
+@pytest.mark.parametrize("family", sorted(bench_cmd.MODULE_FAMILIES))
+def test_bench_module_help_fits_80(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mpilens bench alltoall --help`, `bench repro --help`: their descriptions fit."""
+    monkeypatch.setenv("COLUMNS", "80")
+    proc = mpilens_inproc("bench", family, "--help")
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: mpilens bench {family}")
+    assert max(len(ln) for ln in proc.stdout.splitlines()) <= 80

@@ -49,7 +49,7 @@ def test_run_force_replaces_the_profile(build, tmp_path: Path) -> None:
     refused = mpilens("run", "--quiet", "--output", out, "--", *launcher(4), example("heat2d"),
                       16, 4, 2)
     assert refused.returncode == 2
-    assert f"{out} exists: choose another --output or add --force" in refused.stderr
+    assert f"--output {out} exists: choose another file or add --force" in refused.stderr
     again = mpilens("run", "--quiet", "--force", "--output", out, "--", *launcher(4),
                     example("heat2d"), 16, 4, 2)
     assert again.returncode == 0, again.stderr

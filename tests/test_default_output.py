@@ -82,7 +82,8 @@ def test_library_default_is_compressed(build: Path, tmp_path: Path) -> None:
     # mpilens html's default output: mpilens-<job>.html (refused here: it exists, which
     # names it without rendering)
     html = prof.with_name(f"mpilens-{header['job_id']}.html")
-    html.write_text("")
+    html.write_text('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+                    '<title>mpilens report: x</title>')
     proc = mpilens_inproc("html", prof)
     assert (proc.returncode, proc.stderr) == \
         (2, f"mpilens: HTML report {html} exists: choose another file or add --force\n")

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from conftest import launcher, mpi_env
 from mpilens.report import limits
-from test_cli_support import mpilens_inproc, real_profile
+from test_cli_support import cli_env, mpilens_inproc, real_profile
 
 SEED = 20261123
 NASTY: list[Any] = [-1, 10**23, 2**64, 2**64 - 1, 0, 1.5, float("nan"), float("inf"), -0.5,
@@ -236,6 +236,11 @@ BOUNDARY: list[tuple[str, Callable[[dict], None], bool]] = [
         {"kind": "cart", "dims": [2, 3], "periods": [True, False], "ranks": [0, 1, 2, 3]}]), False),
     ("a topology rank out of the job", lambda h: h.update(topologies=[
         {"kind": "dist_graph", "ranks": [0, 1, 2, 7], "edges": [[1], [0], [3], [2]]}]), False),
+    ("warmup_calls -5", lambda h: h["timing"].update(warmup_calls=-5), False),
+    ("warmup_calls 2^64", lambda h: h["timing"].update(warmup_calls=2**64), False),
+    ("warmup_calls 2^31-1", lambda h: h["timing"].update(warmup_calls=2**31 - 1), True),
+    ("sample_period 0", lambda h: h["timing"].update(sample_period=0), False),
+    ("an unknown timing mode", lambda h: h["timing"].update(mode="never"), False),
 ]
 
 
@@ -508,3 +513,35 @@ def test_network_model_file_within_the_same_limits(original: Path, tmp_path: Pat
                           (deep, f"{deep}: corrupted network model: JSON nested deeper than")):
         proc = _run("model", "advise", original, "--model", model)
         assert _one_line_error(proc) and needle in proc.stderr, proc.stderr
+
+
+def test_huge_nranks_claim_under_a_memory_limit(original: Path, tmp_path: Path) -> None:
+    """A header claiming nranks = 10^8 over 4 rank lines, read under a 1.5 GB address
+    space limit: one line saying the file cannot hold that many rank lines, before any
+    per-rank array is made (was numpy's ArrayMemoryError traceback), plain and gzip."""
+    import gzip
+    import resource
+    import subprocess
+    import sys
+
+    lines = original.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["nranks"] = 10**8
+    text = "\n".join([json.dumps(header)] + lines[1:]) + "\n"
+    plain, packed = tmp_path / "big.prof", tmp_path / "big.prof.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()))
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1500 << 20, 1500 << 20))
+
+    for path in (plain, packed):
+        for cmd in (["report"], ["report", "--format", "json"], ["html", "-o",
+                                                                  str(tmp_path / "b.html")]):
+            proc = subprocess.run([sys.executable, "-m", "mpilens.cli", cmd[0], str(path),
+                                   *cmd[1:]], preexec_fn=limit, capture_output=True, text=True,
+                                  env=cli_env(), timeout=120, check=False)
+            assert _one_line_error(proc), (cmd, proc.returncode, proc.stderr[-500:])
+            assert proc.stderr == (f"mpilens: {path}: truncated profile: the header says "
+                                   f"100000000 ranks, but its {path.stat().st_size} bytes "
+                                   f"cannot hold 100000000 rank lines\n")

@@ -86,6 +86,21 @@ def test_report_fits(how: str, width: int, monkeypatch: pytest.MonkeyPatch) -> N
     check_80(proc.stdout, prof, width)
 
 
+def test_too_narrow_a_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--width below 40 is refused in the usage's line; COLUMNS=1 (an environment, not
+    a choice) gets 40 columns.  Neither is a traceback."""
+    prof = real_profile(4)
+    for w in (1, 39):
+        proc = mpilens_inproc("report", prof, "--width", w)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert proc.stderr.splitlines()[-1] == (f"mpilens report: error: argument --width: {w} "
+                                                f"columns are too few: give 40 or more")
+    monkeypatch.setenv("COLUMNS", "1")
+    proc = mpilens_inproc("report", prof, "--function", "MPI_Isend", "--ranks")
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(ln) for ln in proc.stdout.splitlines()) == 40
+
+
 def test_wide_shows_every_column(monkeypatch: pytest.MonkeyPatch) -> None:
     prof = real_profile(4)
     monkeypatch.setenv("COLUMNS", "200")

@@ -286,6 +286,10 @@ int ml_write_file_atomic(const char *path, const char *text)
     const char *name;
     struct stat st;
     int have_mode = !stat(target, &st), err = 0;
+    if (have_mode && !S_ISREG(st.st_mode)) { /* a device, FIFO, ...: never replaced */
+        free(target);
+        return EEXIST;
+    }
     tmp = tmp_name(target, &name);
     int fd = open_tmp(tmp, 0666);
     if (fd < 0) err = errno;

@@ -8,8 +8,9 @@
 returns a `Profile` whose tables are built on first use from the same rows the
 CLI's views print (`mpilens report --format json`): `functions`, `ranks`,
 `callsites`, `peers`, `timeline`, `regions`, `communicators`.  pandas is needed
-for the tables only (`pip install 'mpilens[pandas]'`); `to_hatchet()` gives the call
-sites as a Hatchet GraphFrame (`pip install 'mpilens[hatchet]'`, mpilens.llnl).
+for the tables only (`pip install pandas` into the Python that runs mpilens: mpilens
+is not on PyPI, so pip cannot fetch an extra of it from there); `to_hatchet()`
+gives the call sites as a Hatchet GraphFrame (`pip install llnl-hatchet`, mpilens.llnl).
 
 Column names are those of the JSON report: units and percentages as suffixes
 (`time_s`, `bytes_sent`, `mpi_pct`).  Sizes stay linear in ranks and peers with
@@ -19,6 +20,7 @@ messages, never a dense rank x rank matrix.
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,8 +43,8 @@ def _pandas() -> Any:
         import pandas
     except ModuleNotFoundError:
         raise ModuleNotFoundError(
-            "mpilens's tables are pandas DataFrames: pip install 'mpilens[pandas]' "
-            "(or pip install pandas)") from None
+            f"mpilens's tables are pandas DataFrames: install pandas into this Python "
+            f"({sys.executable} -m pip install pandas)") from None
     return pandas
 
 

@@ -105,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     except JobStopped as exc:
         print(f"mpilens: {exc}", file=sys.stderr)
         return exc.status
+    except MemoryError:  # a huge (or hostile) input under a memory limit: one line
+        print("mpilens: out of memory: the input needs more memory than this process may "
+              "use", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

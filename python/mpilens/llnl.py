@@ -11,11 +11,12 @@ function with the file and line of the call).  Metrics, summed over ranks (job t
 frames, "mpi" for the MPI call), `file`, `line`.  `thicket(profiles)` composes
 several runs' GraphFrames into one Thicket.
 
-Needs llnl-hatchet, and llnl-thicket for `thicket` (`pip install 'mpilens[hatchet]'`).
+Needs llnl-hatchet, and llnl-thicket for `thicket` (`pip install llnl-hatchet llnl-thicket`).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from .report import callsites
@@ -72,8 +73,8 @@ def graphframe(profile: Profile) -> Any:
     try:
         import hatchet
     except ModuleNotFoundError:
-        raise ModuleNotFoundError("the Hatchet export needs llnl-hatchet: "
-                                  "pip install 'mpilens[hatchet]'") from None
+        raise ModuleNotFoundError(f"the Hatchet export needs llnl-hatchet: "
+                                  f"{sys.executable} -m pip install llnl-hatchet") from None
     tree = literal(profile)
     if not tree:
         raise ValueError(f"{profile.path}: the profile has no call sites (written with "
@@ -88,8 +89,8 @@ def thicket(profiles: list[Profile]) -> Any:
     try:
         import thicket as th
     except ModuleNotFoundError:
-        raise ModuleNotFoundError("composing runs needs llnl-thicket: "
-                                  "pip install 'mpilens[hatchet]'") from None
+        raise ModuleNotFoundError(f"composing runs needs llnl-thicket: "
+                                  f"{sys.executable} -m pip install llnl-thicket") from None
     names = [str(p.path) for p in profiles]
     if len(set(names)) != len(names):
         raise ValueError(f"thicket: a profile given twice ({', '.join(names)})")

@@ -5,22 +5,26 @@
 launcher line (launch.wrap), sets MPILENS_OUTPUT and the other MPILENS_*
 settings for the job, runs it with every signal passed on to the launcher
 (mpi_env.run_job), and returns the job's exit status with the profile it
-wrote, if any.
+wrote, if any.  Which profile that is, rank 0 says itself: in the file that
+MPILENS_REPORT_TO names (created here, in a new directory next to the
+output, else in $TMPDIR), it writes "profile<TAB>path" or "none<TAB>why" at
+MPI_Finalize and "partial<TAB>directory<TAB>job id" at MPI_Init
+(profile_write.c, ml_report_to).  Nothing is guessed from file names or times.
 """
 
 from __future__ import annotations
 
-import glob
+import json
 import os
 import re
 import shutil
 import signal
-import time
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import launch, mpi_env, paths, slurm
+from . import launch, mpi_env, outfile, paths, slurm
 from .errors import UserError
 
 DEFAULT_OUTPUT = "mpilens-%j.prof.gz"  # the library's default: gzip-compressed
@@ -37,10 +41,15 @@ class ProfiledRun:
     stderr: str | None = None
     signals: list[str] = field(default_factory=list)  # signals passed on to the launcher
     partial: Path | None = None  # the ranks' partial profiles (docs/flight-recorder.md), if any
+    reason: str | None = None  # why the runtime wrote no profile, as rank 0 said
+    told: bool = False         # rank 0 said what it wrote (else it never reached MPI_Finalize)
 
     def why_none(self) -> str:
         """Why there is no profile, for a one-line message."""
         after = f" after {', '.join(self.signals)}" if self.signals else ""
+        if self.reason:
+            return self.reason + (f"; the job exited with status {self.status}{after}"
+                                  if self.status else "")
         if self.status > 128 and self.status - 128 in signal.valid_signals():
             return f"the job was killed by {signal.Signals(self.status - 128).name}{after}"
         if self.status:
@@ -86,12 +95,16 @@ def default_output(settings: Mapping[str, str] | None = None,
 
 def claim_output(output: str, force: bool) -> None:
     """An existing profile at output (no placeholders) is an error unless force, which
-    removes it before the job starts (the library itself never overwrites)."""
-    if PLACEHOLDER.search(output) or not Path(output).exists():
+    removes it before the job starts (the library itself never overwrites).  Only a
+    profile mpilens wrote is removed (outfile.replace_refusal): anything else at the
+    path is refused, with or without force."""
+    if PLACEHOLDER.search(output):
         return
-    if not force:
-        raise UserError(f"{output} exists: choose another --output or add --force to "
-                        f"overwrite it")
+    why = outfile.replace_refusal(Path(output), force, "--output")
+    if why:
+        raise UserError(why)
+    if not os.path.lexists(output):
+        return
     try:
         Path(output).unlink()
     except OSError as e:
@@ -99,14 +112,57 @@ def claim_output(output: str, force: bool) -> None:
                         f"{e.strerror}") from None
 
 
-def find_profile(pattern: str, since: float) -> Path | None:
-    """The newest complete file matching the output pattern written after `since`."""
-    if not PLACEHOLDER.search(pattern):
-        p = Path(pattern)
-        return p if p.exists() and p.stat().st_mtime >= since - 1 else None
-    found = [Path(f) for f in glob.glob(PLACEHOLDER.sub("*", glob.escape(pattern)))]
-    found = [f for f in found if ".tmp-" not in f.name and f.stat().st_mtime >= since - 1]
-    return max(found, key=lambda f: f.stat().st_mtime) if found else None
+REPORT_TO = "MPILENS_REPORT_TO"
+REPORT_ROOM = 32768  # bytes of the report file, made before the job: rank 0 needs no more
+
+
+def _report_dir(output: str, cwd: str | Path | None) -> Path | None:
+    """A new private directory for the runtime's report: next to the output (on a
+    cluster, a file system rank 0 also sees), else in $TMPDIR; None if neither can
+    hold it (both full: the runtime then has nowhere to write its profile either)."""
+    parent = (Path(cwd or ".") / output).parent
+    for where in ([parent] if not PLACEHOLDER.search(str(parent)) else []) + [None]:
+        try:
+            d = Path(tempfile.mkdtemp(prefix=".mpilens-run-", dir=where)).absolute()
+        except OSError:
+            continue
+        try:  # room for the report, now: the file system may be full by the end
+            (d / "report").write_bytes(b"\n" * REPORT_ROOM)
+            return d
+        except OSError:
+            shutil.rmtree(d, ignore_errors=True)
+    return None
+
+
+def read_report(path: Path) -> dict[str, str]:
+    """The runtime's report (ml_report_to): key -> value, {} if it wrote none.  It is
+    overwritten in place, its last line "end": what follows is an older, longer text."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return {}
+    lines = text.split("\n")
+    if "end" not in lines:
+        return {}
+    return dict(line.split("\t", 1) for line in lines[:lines.index("end")] if "\t" in line)
+
+
+def partial_of(told: dict[str, str]) -> Path | None:
+    """The partial directory rank 0 named, if a rank of this job dumped into it."""
+    where, _, job = told.get("partial", "").partition("\t")
+    if not where:
+        return None
+    want = '"job_id":' + json.dumps(job)
+    try:
+        with os.scandir(where) as it:
+            for e in it:  # the first rank file of this job is enough
+                if re.fullmatch(r"rank-\d+(\.prev)?", e.name) and e.is_file(follow_symlinks=False):
+                    with open(e.path, "rb") as f:
+                        if want.encode() in f.readline(1 << 16):
+                            return Path(where)
+    except OSError:
+        return None
+    return None
 
 
 @dataclass
@@ -155,18 +211,25 @@ def run_profiled(command: list[str], output: str | None = None, *,
     (SIGTERM) and raise subprocess.TimeoutExpired after that many seconds."""
     if output is None:
         output = default_output(settings, env)
-    job = prepare(command, output, settings=settings, force=force,
-                  launcher_kind=launcher_kind, cwd=cwd)
-    job_env = dict(os.environ if env is None else env)
-    job_env.update(job.settings)
-    job_env.update(slurm.end_time_env(job_env))  # Slurm 22.05 sets none (docs/slurm.md)
-    start = time.time()
-    done = mpi_env.run_job(job.argv, env=job_env, timeout=timeout, cwd=cwd,
-                           capture_output=capture, text=True)
-    prof = find_profile(job.output, start)
-    partial = None if prof else find_profile(job.output + ".partial", start)
+    report_dir = _report_dir(output, cwd)
+    try:
+        report = report_dir / "report" if report_dir else None
+        told_to = {REPORT_TO: str(report)} if report else {}
+        job = prepare(command, output, settings={**(settings or {}), **told_to},
+                      force=force, launcher_kind=launcher_kind, cwd=cwd)
+        job_env = dict(os.environ if env is None else env)
+        job_env.update(job.settings)
+        job_env.update(slurm.end_time_env(job_env))  # Slurm 22.05 sets none (docs/slurm.md)
+        done = mpi_env.run_job(job.argv, env=job_env, timeout=timeout, cwd=cwd,
+                               capture_output=capture, text=True)
+        told = read_report(report) if report else {}
+    finally:
+        if report_dir:
+            shutil.rmtree(report_dir, ignore_errors=True)
+    prof = Path(told["profile"]) if told.get("profile") else None
     return ProfiledRun(done.returncode, prof, done.stdout, done.stderr, done.signals,
-                       partial if partial and partial.is_dir() else None)
+                       None if prof else partial_of(told), told.get("none"),
+                       "profile" in told or "none" in told)
 
 
 def _check_same_mpi(runtime: paths.Runtime, wrapped: launch.Wrapped) -> None:

@@ -11,6 +11,7 @@
 #include "flight.h"
 #include "profile.h"
 #include "scratch.h"
+#include "unwind.h"
 
 unsigned char ml_fon[ML_NFUNC];
 int ml_world_size = 1, ml_world_rank = 0;
@@ -99,39 +100,57 @@ void *ml_scratch(size_t bytes, int which)
     return p;
 }
 
-/* Instrumentation cost per call: the generated wrapper's path around
- * PMPI_Comm_rank (on the reserved record 0) minus the bare call; best of 7. */
+uint64_t ml_probe_backtraces = 0;
+
+/* The bare call of the probe, out of line as ml_probe_call is. */
+static __attribute__((noinline)) void ml_probe_plain(int *r)
+{
+    PMPI_Comm_rank(MPI_COMM_WORLD, r);
+}
+
+/* One call of the probe: the generated wrapper's path around PMPI_Comm_rank (on the
+ * reserved record 0).  Its call site: at depth 1 an application's address (0x1000),
+ * which the depth-1 cache then answers as for a call site called again; at depth 2 and
+ * more, where every call walks the stack, this function's own return address, a frame
+ * the walk follows (MPILENS_CALLSITE_UNWIND) as it follows an application's -- never
+ * the backtrace() fallback that an address outside the stack sends it to. */
+static __attribute__((noinline)) void ml_probe_call(int *r)
+{
+    enum { FID = 0 };
+    void *ra = ml_hot.cs_depth > 1 ? __builtin_return_address(0) : (void *)0x1000;
+    int on = ml_enter();
+    ml_slot_t *S = NULL;
+    int tm = 0;
+    uint64_t t0 = 0;
+    if (on) { S = ml_slot(); tm = ml_call_start(S, FID, 0); if (ML_TIMED(tm)) t0 = ml_now(); }
+    if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, ML_TIMED(tm) ? t0 : ml_hot.fl_clock);
+    PMPI_Comm_rank(MPI_COMM_WORLD, r);
+    if (on) ml_fl_out(S);
+    uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;
+    ml_leave();
+    /* one call-site record; no communicator's record (those are not emptied after the probe) */
+    if (on) ml_call_done(S, FID, -1, ML_TL_OTHER, tm, t0, dt, 0, MPI_COMM_NULL, 0, 0, -1, ra);
+}
+
+/* Instrumentation cost per call: the probe's call (ml_probe_call) minus the bare one;
+ * best of 7.  Its walks left to backtrace() are counted in ml_probe_backtraces. */
 static double ml_measure_overhead(void)
 {
     enum { N = 4000, REPS = 7 };
     int r;
-    uint64_t best_plain = UINT64_MAX, best_wrapped = UINT64_MAX;
+    uint64_t best_plain = UINT64_MAX, best_wrapped = UINT64_MAX, rules, fb0, fb1;
+    ml_uw_stats(&rules, &fb0);
     for (int rep = 0; rep < REPS; rep++) {
         uint64_t a0 = ml_now_slow();
-        for (int i = 0; i < N; i++) PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+        for (int i = 0; i < N; i++) ml_probe_plain(&r);
         uint64_t a1 = ml_now_slow();
-        for (int i = 0; i < N; i++) {
-            enum { FID = 0 };
-            int on = ml_enter();
-            ml_slot_t *S = NULL;
-            int tm = 0;
-            uint64_t t0 = 0;
-            if (on) { S = ml_slot(); tm = ml_call_start(S, FID, 0); if (ML_TIMED(tm)) t0 = ml_now(); }
-            if (on) ml_fl_in(S, FID, ML_FL_OTHER, MPI_COMM_WORLD, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, ML_TIMED(tm) ? t0 : ml_hot.fl_clock);
-            PMPI_Comm_rank(MPI_COMM_WORLD, &r);
-            if (on) ml_fl_out(S);
-            uint64_t dt = ML_TIMED(tm) ? ml_now() - t0 : 0;
-            ml_leave();
-            if (on) {
-                /* an application's call site (0x1000): one record; no communicator's
-                 * record (those are not emptied after the probe) */
-                ml_call_done(S, FID, -1, ML_TL_OTHER, tm, t0, dt, 0, MPI_COMM_NULL, 0, 0, -1, (void *)0x1000);
-            }
-        }
+        for (int i = 0; i < N; i++) ml_probe_call(&r);
         uint64_t a2 = ml_now_slow();
         if (a1 - a0 < best_plain) best_plain = a1 - a0;
         if (a2 - a1 < best_wrapped) best_wrapped = a2 - a1;
     }
+    ml_uw_stats(&rules, &fb1);
+    ml_probe_backtraces += fb1 - fb0;
     double ns = ((double)best_wrapped - (double)best_plain) / N;
     return ns > 0 ? ns : 0.0;
 }
@@ -241,6 +260,8 @@ void ml_before_finalize(void)
         if (ml_engines[i]->finalize) ml_engines[i]->finalize();
     ml_fin_mark("engines");
     int failed = was_active ? ml_write_profile() : 1;
+    if (!was_active)
+        ml_report_to("none", ml_cfg.profile ? "recording was off at MPI_Finalize" : "MPILENS_PROFILE=off");
     ml_flight_stop(!failed); /* a complete profile: the partial files go */
     ml_thr.depth--;
 }

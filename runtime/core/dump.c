@@ -259,9 +259,10 @@ static int ml_write_all(int fd, const char *p, size_t n)
 int ml_dump_is_mine(const char *path)
 {
     char *head = DM.head;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO: no wait */
     if (fd < 0) return 0;
-    ssize_t k = read(fd, head, sizeof DM.head - 1);
+    struct stat st; /* only a regular file is ever removed as ours */
+    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof DM.head - 1) : 0;
     close(fd);
     if (k <= 0) return 0;
     head[k] = 0;

@@ -344,6 +344,11 @@ void ml_flight_start(void)
     if (ml_world_rank == 0) ml_output_path(path, 4300, job, 128);
     PMPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
     snprintf(FL.dir, sizeof FL.dir, "%s.partial", path);
+    if (ml_world_rank == 0) { /* where dumps go, for `mpilens run` (its job id in them) */
+        char where[sizeof FL.dir + 130];
+        snprintf(where, sizeof where, "%s\t%s", FL.dir, job);
+        ml_report_to("partial", where);
+    }
     for (int i = 1; i < ML_NFUNC && !FL.fid_finalize; i++)
         if (strcmp(ml_func_name[i], "MPI_Finalize") == 0) FL.fid_finalize = i;
     ml_fl_cfg.deadline_s = ml_fl_cfg.dump_at;

@@ -706,6 +706,7 @@ int ml_config_load(ml_buf_t *err, int leader);
 /* ---- the profile (profile_*.c) ---- */
 int ml_write_profile(void);
 extern double ml_overhead_ns, ml_overhead_sampled_ns;
+extern uint64_t ml_probe_backtraces; /* the overhead probe's call-site walks left to backtrace() */
 extern uint64_t ml_t_init, ml_t_final;
 extern int ml_wrapped_c, ml_wrapped_f;
 __attribute__((visibility("default"))) size_t mpilens_record_bytes(void); /* exported */

@@ -125,9 +125,10 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_nodes_put_header(b);
     ml_buf_printf(b, ",\"clock\":{\"source\":\"%s\",\"ghz\":%.6g,\"resolution_ns\":%.4g},", ml_clock_source(),
                   ml_clock_ghz(), 1.0 / ml_clock_ghz());
-    ml_buf_printf(b, "\"timing\":{\"mode\":\"%s\",\"sample_period\":%d,\"warmup_calls\":%d,\"always_above_ns\":%d},",
+    ml_buf_printf(b, "\"timing\":{\"mode\":\"%s\",\"sample_period\":%d,\"warmup_calls\":%d,\"always_above_ns\":%d,"
+                  "\"probe_backtraces\":%llu},",
                   ml_cfg.timing == ML_TIMING_SAMPLED ? "sampled" : "all", (int)ml_hot.sample_mask + 1,
-                  ML_WARMUP_CALLS, ml_cfg.time_above_ns);
+                  ML_WARMUP_CALLS, ml_cfg.time_above_ns, (unsigned long long)ml_probe_backtraces);
     ml_buf_printf(b, "\"overhead_sampled_ns\":%.4g,", ml_overhead_sampled_ns);
     /* the profiler's end-of-run work on rank 0 (profile_reduce.c, profile_write.c): the
      * reductions, the lines' offsets, and all of it from MPI_Finalize's barrier to this

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -320,6 +321,35 @@ static int ml_write_placed(const ml_buf_t *b, int mpiio, long long hlen, long lo
     return 1;
 }
 
+/* ---- what `mpilens run` is told (rank 0) ---- */
+
+void ml_report_to(const char *key, const char *value)
+{
+    static char partial[4600], result[ML_PATH_BUF * 3];
+    const char *to = getenv("MPILENS_REPORT_TO");
+    if (!to || !*to || ml_world_rank != 0) return;
+    char *slot = strcmp(key, "partial") == 0 ? partial : result;
+    size_t cap = slot == partial ? sizeof partial : sizeof result;
+    snprintf(slot, cap, "%s\t", key);
+    size_t k = strlen(slot);
+    for (const char *v = value; *v && k + 2 < cap; v++) /* one line: no newline in a value */
+        slot[k++] = *v == '\n' ? ' ' : *v;
+    slot[k++] = '\n';
+    slot[k] = 0;
+    /* `run` made the file with room for the text (a full file system: no new block is
+     * needed); it is overwritten from the start in one write, "end" last: `run` reads up
+     * to that line only, so it sees a whole report or none */
+    char text[sizeof partial + sizeof result + 8];
+    int n = snprintf(text, sizeof text, "%s%send\n", partial, result);
+    int fd = open(to, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && n > 0 && (off_t)n <= st.st_size)
+        if (pwrite(fd, text, (size_t)n, 0) != n)
+            fprintf(stderr, "mpilens: cannot tell mpilens run what was written (%s: %s)\n", to, strerror(errno));
+    close(fd);
+}
+
 /* ---- step 4: claim the name (rank 0) ---- */
 
 /* Claims final for tmp without replacing an existing file: a hard link, or (where
@@ -353,8 +383,12 @@ static int ml_claim_name(const char *tmp, const char *path, const char *why)
     while ((rc = ml_claim_one(tmp, final)) == -1 && ++k <= 999)
         snprintf(final, sizeof final, "%.*s.%d%s", (int)(gz ? n - 3 : n), path, k, gz ? ".gz" : "");
     if (rc != 0) {
-        fprintf(stderr, "mpilens: %s%scannot name the profile %s (%s): it is kept as %s\n", why, why[0] ? "; " : "",
-                path, rc == -1 ? "the name and path.1 .. path.999 are taken" : strerror(errno), tmp);
+        char line[3 * ML_PATH_BUF];
+        snprintf(line, sizeof line, "%s%scannot name the profile %s (%s): it is kept as %s", why,
+                 why[0] ? "; " : "", path, rc == -1 ? "the name and path.1 .. path.999 are taken" : strerror(errno),
+                 tmp);
+        fprintf(stderr, "mpilens: %s\n", line);
+        ml_report_to("none", line);
         return 1;
     }
     unlink(tmp); /* after a link; gone already after a rename */
@@ -369,6 +403,7 @@ static int ml_claim_name(const char *tmp, const char *path, const char *why)
         close(dfd);
     }
     char *abs = realpath(final, NULL);
+    ml_report_to("profile", abs ? abs : final);
     if (why[0]) fprintf(stderr, "mpilens: cannot write profile %s: profile written to %s instead\n", why,
                         abs ? abs : final);
     else if (!ml_cfg.quiet) fprintf(stderr, "mpilens: profile written to %s\n", abs ? abs : final);
@@ -457,7 +492,10 @@ int ml_write_profile(void)
                                  sizeof why); /* 3. write */
     ml_fin_mark("write");
     if (ml_world_rank == 0) {                                   /* 4. claim the name */
-        if (failed) fprintf(stderr, "mpilens: profile not written: %s\n", why);
+        if (failed) {
+            fprintf(stderr, "mpilens: profile not written: %s\n", why);
+            ml_report_to("none", why);
+        }
         else failed = ml_claim_name(tmp, path, why);
     }
     ml_bcast(&failed, 1, MPI_INT, 0); /* the partial files stay unless it is named */

@@ -18,6 +18,7 @@ mpiexec pass on to the ranks).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 from statistics import median
@@ -78,6 +79,9 @@ def _run(command: list[str], output: Path, change: dict[str, Any] | None,
     return job.profile
 
 
+# the rankfile or hostfile --check writes (placement_change): what may be replaced
+MAPPING_FILE = re.compile(rb"(?:(?:rank \d+=\S+ slot=\d+|[\w.-]+(?::1)?)\n)+")
+
 ERROR_LINES = 40  # a failed run's error output shown, at most (its last lines)
 
 
@@ -98,8 +102,9 @@ def outputs(prefix: str, runs: int, force: bool, baseline: bool = True
     tag = [""] if runs == 1 else [f"-{i}" for i in range(1, runs + 1)]
     pairs = [(Path(f"{prefix}-baseline{t}.prof"), Path(f"{prefix}-changed{t}.prof")) for t in tag]
     for p in (p for pair in pairs for p in (pair if baseline else pair[1:])):
-        if p.exists() and not force:
-            raise UserError(f"{p} exists: choose another --check-output or add --force")
+        why = outfile.replace_refusal(p, force, "--check-output")
+        if why:
+            raise UserError(why)
         if not p.parent.is_dir():
             raise UserError(f"--check-output {prefix}: directory {p.parent} does not exist")
     return pairs
@@ -144,9 +149,8 @@ def check(result: dict[str, Any], prof: Profile, command: list[str], prefix: str
                                                        str(result.get("mpi_flavour", ""))))
     files = {key: Path(f"{prefix}-{key}") for key in finding["apply"].get("files", {})}
     for key, path in files.items():  # a rankfile the change names
-        if path.exists() and not force:
-            raise UserError(f"{path} exists: choose another --check-output or add --force")
-        outfile.write_text(path, finding["apply"]["files"][key])
+        outfile.check_output(path, force, "--check-output", also=MAPPING_FILE)
+        outfile.write_text(path, finding["apply"]["files"][key], also=MAPPING_FILE)
     runs_done: list[tuple[Profile, Profile]] = []
     for base_path, changed_path in pairs:  # alternating
         base = (load(_run(command, base_path, None, timeout, files, launcher_kind))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import textwrap
 from typing import Any
@@ -9,10 +10,26 @@ from typing import Any
 from ..units import fmt_bytes, fmt_time
 
 
+_UNIT = re.compile(r"(\d) (?=(?:ns|us|ms|s|B|KiB|MiB|GiB|TiB|%|x)(?![\w(]))")
+
+
+def _fill(text: str, width: int, first: str, indent: str) -> list[str]:
+    """text wrapped to width, a number never parted from its unit, a word (a path)
+    never cut: only a word longer than the width makes a line longer."""
+    lines = textwrap.wrap(_UNIT.sub("\\1\0", text), width=width, initial_indent=first,
+                          subsequent_indent=indent, break_on_hyphens=False,
+                          break_long_words=False)  # a path stays whole, to copy
+    return [ln.replace("\0", " ") for ln in lines]
+
+
 def _wrap(label: str, text: str, width: int) -> list[str]:
-    head = f"   {label:<11}"
-    return textwrap.wrap(text, width=width, initial_indent=head,
-                         subsequent_indent=" " * len(head)) or [head]
+    head = f"   {label:<11}" + (" " if len(label) >= 11 else "")
+    return _fill(text, width, head, " " * len(head)) or [head]
+
+
+def _para(text: str, width: int, indent: str = "   ", first: str = "") -> list[str]:
+    """A line of its own, wrapped to width (its continuation indented)."""
+    return _fill(text, width, first, indent)
 
 
 def _gain(f: dict[str, Any]) -> str:
@@ -24,7 +41,8 @@ def _gain(f: dict[str, Any]) -> str:
 
 
 def finding_lines(i: int, f: dict[str, Any], width: int) -> list[str]:
-    out = [f"{i}. [rule {f['rule']}] {f['title']}: {_gain(f)}, confidence {f['confidence']}"]
+    out = _para(f"{i}. [rule {f['rule']}] {f['title']}: {_gain(f)}, confidence "
+                f"{f['confidence']}", width)
     out += _wrap("what:", f["what"], width)
     out += _wrap("why:", f["why"], width)
     out += _wrap("change:", f["change"], width)
@@ -45,14 +63,17 @@ def text(result: dict[str, Any]) -> str:
     width = max(min(shutil.get_terminal_size((110, 20)).columns, 140), 80)
     share = 100 * result["mpi_s"] / result["wall_s"] if result["wall_s"] > 0 else 0.0
     m = result["model"]
-    lines = [(f"mpilens advise: {result['profile']} ({result['nranks']} ranks on "
-              f"{', '.join(result['hosts'])}; {result['mpi_library'].split(',')[0]}; wall "
-              f"{fmt_time(result['wall_s'])}, MPI {share:.1f} % of it, mean per rank)"),
-             (f"model: {m['source']}: L = {fmt_time(m['L_s'])}, g(0) = {fmt_time(m['g0_s'])}; "
-              f"eager crossover {_crossover(m['eager_crossover'])}, latency crossover "
-              f"{_crossover(m['latency_crossover'])}"), ""]
+    lines = [*_para(f"mpilens advise: {result['profile']} ({result['nranks']} ranks on "
+                    f"{', '.join(result['hosts'])}; {result['mpi_library'].split(',')[0]}; "
+                    f"wall {fmt_time(result['wall_s'])}, MPI {share:.1f} % of it, mean per "
+                    f"rank)", width),
+             *_para(f"model: {m['source']}: L = {fmt_time(m['L_s'])}, g(0) = "
+                    f"{fmt_time(m['g0_s'])}; eager crossover "
+                    f"{_crossover(m['eager_crossover'])}, latency crossover "
+                    f"{_crossover(m['latency_crossover'])}", width)]
     for w in result["warnings"]:
-        lines.insert(-1, f"warning: {w}")
+        lines += _para(f"warning: {w}", width)
+    lines.append("")
     if not result["findings"]:
         lines.append("No finding to propose: " + (
             "the rules found only minor or withheld ones (below)."
@@ -64,14 +85,16 @@ def text(result: dict[str, Any]) -> str:
         lines += textwrap.wrap(note, width=width, initial_indent="note: ",
                                subsequent_indent="      ") + [""]
     if result["minor"]:
-        lines.append("Minor (each under 1 % of the wall time): "
-                     + "; ".join(f"[rule {f['rule']}] {f['title']}: {_gain(f)}"
-                                 for f in result["minor"]))
+        lines.append("Minor (each under 1 % of the wall time):")
+        for f in result["minor"]:
+            lines += _para(f"[rule {f['rule']}] {f['title']}: {_gain(f)}", width, "      ",
+                           "   ")
     if result["withheld"]:
-        lines.append("Withheld, because the job is imbalance-bound (a network change would "
-                     "not shorten the waiting):")
+        lines += _para("Withheld, because the job is imbalance-bound (a network change would "
+                       "not shorten the waiting):", width, "")
         for f in result["withheld"]:
-            lines.append(f"   [rule {f['rule']}] {f['title']}: {_gain(f)}")
+            lines += _para(f"[rule {f['rule']}] {f['title']}: {_gain(f)}", width, "      ",
+                           "   ")
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -1,15 +1,17 @@
 """`mpilens bench alltoall`: native MPI_Alltoall vs every forced algorithm vs the
-adaptive engine with and without model pruning (the paper's model/nomodel table).
+adaptive engine with and without model pruning (the paper's model/nomodel
+table).
 
 Runs build/bin/mpilens-bench-alltoall --repeat times per rank count (each run a
 fresh job: fresh adaptive state, learning included); all variants are
 interleaved inside each run.  Every figure is the median over the runs; the
 targets are checked on the medians and counted per run.  Prints a table per
 rank count and whether the targets hold:
-  after   adaptive (model), after learning, within 5 % of the best forced algorithm
-          in the same stretch of the run (the chunks after its last learning call)
-  total   adaptive (model), learning included, within 10 % of the best of native
-          and every forced algorithm
+  after   adaptive (model), after learning, within 5 % of the best forced
+          algorithm in the same stretch of the run (the chunks after its last
+          learning call)
+  total   adaptive (model), learning included, within 10 % of the best of
+          native and every forced algorithm
   prune   model pruning cheaper in total than no pruning (checked from 4 KiB up)
 Column decide (information, not a target): what deciding cost with the model
 (Grouping + Learning) over what it cost without (Learning), from 4 KiB up:
@@ -20,21 +22,23 @@ Column A/A: native MPI_Alltoall run twice in the same run, on two communicators
 (max/min of the two): how far two identical variants land apart, the noise
 floor of every ratio.  A miss marked "no~" is within it (ratio <= target x A/A):
 this run cannot tell it from a hit.
-Intervals (JSON `intervals`, columns after/best and after/native): per chunk after
-the adaptive variant's last learning call, its time over the best forced
-algorithm's (the lowest median over the runs) and over native's in the same chunk
-(the variants of a chunk run back to back); the ratio of their times summed over those
-chunks of every run, with a 95 % bootstrap interval over the chunks.  "within 5 %" is claimed
-only when the whole interval lies below 1.05, "not within" when it lies above,
-else "not resolved"; against native likewise "faster", "slower", "not resolved".
---skip leaves variants out (forced algorithms, nomodel) to keep a slow sweep short.
-Before its timed part the first run makes a quick first measurement (the probe: per
-size, one call of native and of each algorithm forced, after one untimed) and the sweep
-announces its expected duration when it is 10 s or more: per size the calls times every
-variant's probed time (adaptive: its learning calls at the algorithms' mean, the rest at
-the fastest), for every run (a run at P ranks taken to last the first's x P / the first's
-ranks).  The JSON records it (expected_s, and the probe's times under probe) beside the
-whole sweep's time (elapsed_s) and the estimate the first run's own time gives
+Intervals (JSON `intervals`, columns after/best and after/native): per chunk
+after the adaptive variant's last learning call, its time over the best forced
+algorithm's (the lowest median over the runs) and over native's in the same
+chunk (the variants of a chunk run back to back); the ratio of their times
+summed over those chunks of every run, with a 95 % bootstrap interval over the
+chunks.  "within 5 %" is claimed only when the whole interval lies below 1.05,
+"not within" when it lies above, else "not resolved"; against native likewise
+"faster", "slower", "not resolved".
+--skip leaves variants out (forced algorithms, nomodel) to keep a slow sweep
+short. Before its timed part the first run makes a quick first measurement (the
+probe: per size, one call of native and of each algorithm forced, after one
+untimed) and the sweep announces its expected duration when it is 10 s or more:
+per size the calls times every variant's probed time (adaptive: its learning
+calls at the algorithms' mean, the rest at the fastest), for every run (a run at
+P ranks taken to last the first's x P / the first's ranks).  The JSON records it
+(expected_s, and the probe's times under probe) beside the whole sweep's time
+(elapsed_s) and the estimate the first run's own time gives
 (expected_first_run_s).
 """
 
@@ -226,9 +230,10 @@ def table(run: dict[str, Any]) -> str:
 def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list[int],
             chunks: int, timeout: float | None, race: str,
             network_model: Path | None = None, skip: str = "",
-            progress: float | None = None) -> dict[str, Any]:
+            progress: float | None = None, announce: bool = True) -> dict[str, Any]:
     """One job; progress: probe first and announce the expected duration x progress (the
-    whole sweep's, in runs like this one) before the timed part."""
+    whole sweep's, in runs like this one) before the timed part (announce False: only
+    probe, for the JSON's expected_s)."""
     exe = paths.artifact("bin/mpilens-bench-alltoall")
     argv = [str(exe), "--sizes", ",".join(map(str, sizes)),
             "--calls", ",".join(map(str, calls)), "--learn", ",".join(map(str, learn)),
@@ -236,7 +241,8 @@ def run_one(launcher: list[str], sizes: list[int], calls: list[int], learn: list
     model = str(network_model) if network_model else None
     if progress:
         proc, _ = launch.run_streamed(launcher, [*argv, "--progress", f"{progress:.9g}"],
-                                      "alltoall", timeout, {"MPILENS_NETWORK_MODEL": model})
+                                      "alltoall", timeout, {"MPILENS_NETWORK_MODEL": model},
+                                      announce)
     else:
         proc = launch.run_program(launcher, argv, {"MPILENS_NETWORK_MODEL": model}, timeout)
     for line in proc.stderr.splitlines():
@@ -385,6 +391,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--force", action="store_true", help="allow overwriting --json")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run")
     p.add_argument("--quiet", action="store_true", help="no table")
+    p.add_argument("--no-progress", action="store_true",
+                   help="do not announce the expected duration")
     args = p.parse_args(argv)
     nps = parse_ints(args.np, "--np")
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
@@ -409,7 +417,8 @@ def main(argv: list[str]) -> int:
             t0 = time.monotonic()
             reps.append(run_one(launcher_for(user_launcher, np_), sizes, calls, learn,
                                 args.chunks, args.timeout, race, args.network_model,
-                                ",".join(skip), None if first is not None else factor))
+                                ",".join(skip), None if first is not None else factor,
+                                not args.no_progress))
             if first is None:  # the first run's probe announced the expected duration
                 first = expected_duration(time.monotonic() - t0, nps, args.repeat)
                 probe = reps[-1].pop("probe", None)

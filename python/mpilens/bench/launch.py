@@ -110,12 +110,13 @@ def _finish(proc: subprocess.Popen[str], fw: mpi_env.Forwarder,
 
 
 def run_streamed(launcher: list[str], argv: list[str], family: str,
-                 timeout: float | None = None, extra_env: dict[str, str | None] | None = None
-                 ) -> tuple[subprocess.CompletedProcess[str], float | None]:
+                 timeout: float | None = None, extra_env: dict[str, str | None] | None = None,
+                 progress: bool = True) -> tuple[subprocess.CompletedProcess[str], float | None]:
     """run_program for a program that sends its expected duration (MLB-ESTIMATE <s>) on
-    stderr before its long part: announced as it comes (not after the run).  Returns the
-    finished job (stdout, the other stderr lines) and the expected seconds (None: none
-    sent).  extra_env: variables to set (None value: unset), as run_program's env."""
+    stderr before its long part: announced as it comes (not after the run; progress
+    False: not announced).  Returns the finished job (stdout, the other stderr lines) and
+    the expected seconds (None: none sent).  extra_env: variables to set (None value:
+    unset), as run_program's env."""
     if shutil.which(launcher[0]) is None:
         raise UserError(f"launcher '{launcher[0]}' not found")
     env = _job_env(extra_env)
@@ -129,7 +130,8 @@ def run_streamed(launcher: list[str], argv: list[str], family: str,
         for line in proc.stderr:
             if line.startswith(ESTIMATE):
                 expected = estimate(line)
-                announce(console, family, expected)
+                if progress:
+                    announce(console, family, expected)
             else:
                 other.append(line)
         rc = _finish(proc, fw, timeout)

@@ -5,8 +5,9 @@ interleaved) and prints its figures: per count (1, 16, 1 Ki, 1 Mi doubles) the
 median time of both and their ratio against the targets (<= 2x for counts <= 16,
 <= 4x for 1 Mi doubles on 4 ranks), then the accuracy of the native result in
 significant bits lost against the correctly rounded exact sum.  Before the timed
-samples it announces their expected duration (from a probe of every count) when it
-is 10 s or more; the JSON records it (expected_s) beside the samples' time (elapsed_s).
+samples it announces their expected duration (from a probe of every count) when
+it is 10 s or more; the JSON records it (expected_s) beside the samples' time
+(elapsed_s).
 """
 
 from __future__ import annotations
@@ -32,17 +33,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="interleaved native/reproducible samples per count (default 11)")
     p.add_argument("--json", type=Path, help="also write the JSON document to this file")
     p.add_argument("--force", action="store_true", help="allow overwriting --json")
+    p.add_argument("--no-progress", action="store_true",
+                   help="do not announce the expected duration")
     p.add_argument("launcher", nargs=argparse.REMAINDER,
                    help="-- LAUNCHER ARGS ('{np}' is replaced), default: the MPI's own")
     return p
 
 
-def run(np_: int, samples: int, launcher: list[str]) -> dict[str, Any]:
+def run(np_: int, samples: int, launcher: list[str], progress: bool = True) -> dict[str, Any]:
     exe = paths.artifact("bin/mpilens-bench-repro")
     # --progress: its expected duration (MLB-ESTIMATE) after a probe, announced from 10 s
     proc, _ = bench_launch.run_streamed(bench_launch.launcher_for(launcher, np_),
                                         [str(exe), "--samples", str(samples), "--progress"],
-                                        "repro")
+                                        "repro", progress=progress)
     cmd = proc.args
     start = proc.stdout.find("{")
     if proc.returncode != 0 or start < 0:
@@ -80,7 +83,7 @@ def main(argv: list[str]) -> int:
     outfile.check_output(args.json, args.force, "--json")
     launcher = args.launcher[1:] if args.launcher[:1] == ["--"] else args.launcher
     try:
-        doc = run(args.np, args.samples, launcher)
+        doc = run(args.np, args.samples, launcher, not args.no_progress)
     except bench_launch.BenchFailed as exc:
         print(f"mpilens: {exc}", file=sys.stderr)
         return 1

@@ -1,19 +1,22 @@
-"""`mpilens advise PROFILE [--model NETMODEL.json]`: what to change, with a predicted gain.
+"""`mpilens advise PROFILE [--model NETMODEL.json]`: what to change, with a
+predicted gain.
 
 A ranked list of findings (docs/advise.md): what was seen, why it costs time (a
-P-LogP prediction from the network model of `mpilens bench logp --model FILE`, or
-the model kept for this host, measured once), the change for the profile's MPI, and the predicted
-gain in seconds and % of wall time, each with how sure it is.
+P-LogP prediction from the network model of `mpilens bench logp --model FILE`,
+or the model kept for this host, measured once), the change for the profile's
+MPI, and the predicted gain in seconds and % of wall time, each with how sure it
+is.
 
 When the model is more than 3x off a collective's measured time per call, the
 candidates are measured instead (mpilens-bench coll at the profile's size and
 communicator size, on the launcher line given after --, else the one the profile
 recorded), kept beside the model, and the finding says so (--no-measure: scale).
 
-`--check -- LAUNCHER LINE` applies the top finding whose change needs no code edit,
-runs the job as it is and with the change under the profiler, alternately, and decides
-on the changed functions' time per call: confirmed (exit status 0), refuted (1) or not
-resolved (3), with the interval of the measured gain; the wall time is shown beside it.
+`--check -- LAUNCHER LINE` applies the top finding whose change needs no code
+edit, runs the job as it is and with the change under the profiler, alternately,
+and decides on the changed functions' time per call: confirmed (exit status 0),
+refuted (1) or not resolved (3), with the interval of the measured gain; the
+wall time is shown beside it.
 """
 
 from __future__ import annotations

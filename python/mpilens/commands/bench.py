@@ -183,6 +183,9 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--plot {opts.plot}: unknown format (accepted: "
                             f"{', '.join(PLOT_FORMATS)})")
         outfile.check_output(opts.plot, opts.force, "--plot")
+    model = next((mine[i + 1] for i, a in enumerate(mine[:-1]) if a == "--model"), None)
+    if args.family == "logp" and model:  # written by the benchmark itself (bench/src/logp.c)
+        outfile.check_output(Path(model), True, "--model")  # a model is replaced, as before
     counts = _nprocs(opts.nprocs, args.family)
     if counts and len(counts) > 1 and launcher and not any("{np}" in a for a in launcher):
         raise UserError("--nprocs with several counts needs '{np}' in the launcher line "

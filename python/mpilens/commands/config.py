@@ -1,4 +1,5 @@
-"""`mpilens config [--config FILE]`: the MPILENS_* settings in force, and where each comes from.
+"""`mpilens config [--config FILE]`: the MPILENS_* settings in force, and where
+each comes from.
 
 The settings are not described here: libmpilens.so holds the one table of them
 (the profiler core's and every engine's, runtime/common/settings.h) and reads

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import mpi_env, paths, profiled
+from .. import mpi_env, outfile, paths, profiled
 from ..cli import command_name
 from ..errors import UserError
 from ..report import terminal
@@ -84,8 +84,7 @@ def run(args: argparse.Namespace) -> int:
     html_path = prof_path.with_name(f"{name}-{args.ranks}ranks.html")
     force = args.force or (args.out_dir is None and rt.is_build_tree)  # <build>/demo: demo only
     for p in (prof_path, html_path):
-        if p.exists() and not force:
-            raise UserError(f"{p} exists: choose another --out-dir or add --force")
+        outfile.check_output(p, force, "demo output")
     flavour = rt.info().get("mpi") or paths.mpi_flavour()
     command = mpi_env.launcher_line(args.ranks, flavour) + [str(example), *EXAMPLE_ARGS]
     env = mpi_env.job_env(flavour)

@@ -80,8 +80,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def width_int(text: str) -> int:
+    v = positive_int(text)
+    if v < layout.MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"{v} columns are too few: give {layout.MIN_WIDTH} "
+                                         f"or more")
+    return v
+
+
 def add_width(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--width", type=positive_int, metavar="COLUMNS",
+    p.add_argument("--width", type=width_int, metavar="COLUMNS",
                    help="columns of the text output (default: COLUMNS, else the terminal's; "
                         "150 when piped); tables leave out their least important columns "
                         "to fit, and say which")

@@ -1,4 +1,5 @@
-"""`mpilens run [options] -- <launcher> <launcher args> <app> <args>`: run under the profiler.
+"""`mpilens run [options] -- <launcher> <launcher args> <app> <args>`: run under
+the profiler.
 
 Inserts mpilens-exec before the application (mpirun/mpiexec of Open MPI or
 MPICH hydra, srun; anything else is run as a single process), runs the job with
@@ -10,6 +11,8 @@ and SIGTSTP are passed on to the launcher.
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import glob
 import os
 import sys
 from pathlib import Path
@@ -82,13 +85,22 @@ def run(args: argparse.Namespace) -> int:
                                 force=args.force, launcher_kind=args.launcher)
     rc = job.status
     if job.profile is None:
-        looked = profiled.PLACEHOLDER.sub("*", output)
-        print(f"mpilens: no profile found at {looked} ({job.why_none()}; "
-              f"a profile is written at MPI_Finalize)", file=sys.stderr)
+        if job.told:  # rank 0 said why (its own line above says it too)
+            print(f"mpilens: no profile: {job.why_none()}", file=sys.stderr)
+        else:
+            print(f"mpilens: no profile ({job.why_none()}; rank 0 did not say it wrote one: "
+                  f"a profile is written at MPI_Finalize)", file=sys.stderr)
         if job.partial:
             print(f"mpilens: the ranks left a partial profile: see it with: {command_name()} "
                   f"report {job.partial}", file=sys.stderr)
         return rc if rc else 1
+    wanted = Path(output).resolve()
+    if not fnmatch.fnmatchcase(str(job.profile.resolve()),
+                               profiled.PLACEHOLDER.sub("*", glob.escape(str(wanted)))):
+        print(f"mpilens: the profile is {job.profile}, not {output} (the runtime's line above "
+              f"says why)", file=sys.stderr)
+    elif job.profile.parent == wanted.parent:  # where asked: named as the output was
+        job.profile = Path(output).parent / job.profile.name
     try:
         if args.quiet:
             load(job.profile)  # still say so when the profile is unusable

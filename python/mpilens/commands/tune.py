@@ -1,17 +1,20 @@
-"""`mpilens tune [--from PROFILE | --np N --sizes ...] [--output FILE] [--cache PATH|off]
-[-- launcher]`: learn the Alltoall choices offline, so that production runs start in Running.
+"""`mpilens tune [--from PROFILE | --np N --sizes ...] [--output FILE] [--cache
+PATH|off] [-- launcher]`: learn the Alltoall choices offline, so that production
+runs start in Running.
 
-For each rank count and block size, the engine learns with all eight candidates (the seven
-algorithms and the MPI's own, no model pruning, no race) on MPI_COMM_WORLD.  The choices go
-into the learning cache that every adaptive run reads (default
-$XDG_CACHE_HOME/mpilens/tuning-<machine>.json; --cache PATH or MPILENS_ALLTOALL_CACHE
-elsewhere) and, with --output, into the tuning file FILE (existing entries for other
-machines, rank counts or sizes are kept; MPILENS_TUNING_FILE=FILE reads it).
+For each rank count and block size, the engine learns with all eight candidates
+(the seven algorithms and the MPI's own, no model pruning, no race) on
+MPI_COMM_WORLD.  The choices go into the learning cache that every adaptive run
+reads (default $XDG_CACHE_HOME/mpilens/tuning-<machine>.json; --cache PATH or
+MPILENS_ALLTOALL_CACHE elsewhere) and, with --output, into the tuning file FILE
+(existing entries for other machines, rank counts or sizes are kept;
+MPILENS_TUNING_FILE=FILE reads it).
 
---from PROFILE sweeps what a profile shows: its adaptive Alltoall records (communicator
-size and block size), or else MPI_Alltoall's message-size histogram (one size per
-power-of-two class, the job's rank count).  The sweep runs on this node with the launcher:
-its entries are keyed by ranks per node = rank count.  See docs/alltoall.md.
+--from PROFILE sweeps what a profile shows: its adaptive Alltoall records
+(communicator size and block size), or else MPI_Alltoall's message-size
+histogram (one size per power-of-two class, the job's rank count).  The sweep
+runs on this node with the launcher: its entries are keyed by ranks per node =
+rank count.  See docs/alltoall.md.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from .. import paths
+from .. import outfile, paths
 from ..bench.alltoall import DEFAULT_SIZES, parse_ints, parse_size
 from ..bench.launch import launcher_for, run_program
 from ..errors import UserError
@@ -81,9 +84,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--cache '' is invalid: expected a file path, or off")
     if args.cache == "off" and args.output is None:
         raise UserError("--cache off without --output: the sweep would be written nowhere")
+    outfile.check_output(args.output, True, "--output")  # a tuning file is updated: no --force
     out = args.output.resolve() if args.output else None
-    if out is not None and not out.parent.is_dir():
-        raise UserError(f"--output {args.output}: directory {out.parent} does not exist")
+    if args.cache not in (None, "off"):
+        outfile.check_output(Path(args.cache), True, "--cache")
     env = {"MPILENS_ALLTOALL_CACHE": args.cache} if args.cache else None
     paths.use_launcher(user)
     exe = paths.artifact("bin/mpilens-bench-alltoall")

@@ -62,6 +62,8 @@ def summary(prof: Profile) -> dict[str, Any]:
     pct = mpi_percent_per_rank(prof)
     if pct is not None:
         vals = pct.tolist()
+        if prof.partial is not None:  # a rank without a dump has no figures (not 0 %)
+            vals = [vals[r] for r in prof.partial["ranks_dumped"]]
         mpi_pct = {"min": min(vals), "mean": sum(vals) / len(vals), "max": max(vals)}
     else:  # no rank lines: estimate from the cross-rank aggregates
         mpi_pct = {k: 100.0 * mpi[k] / wall[k] if wall[k] > 0 else 0.0 for k in mpi}
@@ -80,7 +82,8 @@ def summary(prof: Profile) -> dict[str, Any]:
         "wall_s": wall,
         "mpi_s": mpi,
         "mpi_pct": mpi_pct,
-        "overhead_ns": float(h.get("overhead_ns", 0.0)),
+        # None: not measured (a partial profile: the dumps do not hold it)
+        "overhead_ns": None if h.get("overhead_ns") is None else float(h["overhead_ns"]),
         # the profiler's own work at MPI_Finalize (rank 0) before the write, when the
         # profile has it: "total" (from MPI_Finalize's barrier to the header), else
         # "reduce" (its end-of-run collectives; profiles of before "total")

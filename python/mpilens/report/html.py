@@ -30,6 +30,7 @@ from . import (
     commpattern,
     headercheck,
     nodes,
+    partial,
     ranks,
     regions,
     spread,
@@ -332,7 +333,7 @@ def partial_html(prof: Profile) -> str:
         return ""
     e = html.escape
     w = waitsfor.analyse(prof)
-    rows = [[str(r["rank"]), e(f"{r['reason']} #{r['dump']}" if r["reason"] else "-"),
+    rows = [[str(r["rank"]), e(partial.dump_label(r["reason"], r["dump"])),
              e({"no_dump": "no dump", "not_in_mpi": "not in MPI"}.get(r["state"], r["call"] or "")),
              "" if r["since_s"] is None else fmt_time(r["since_s"]),
              e(waitsfor.ranges(r["waits_for"]))] for r in w["ranks"]]
@@ -488,7 +489,9 @@ def render(prof: Profile) -> str:
          + " (min/mean/max)"),
         ("Time in MPI", " / ".join(fmt_pct(s["mpi_pct"][k]) for k in ("min", "mean", "max"))
          + " of wall time (min/mean/max)"),
-        ("Profiler overhead", (f"{s['overhead_ns']:.1f} ns per call; "
+        ("Profiler overhead", ("not in a partial profile (measured at MPI_Init, written at "
+                               "MPI_Finalize)" if s["overhead_ns"] is None else
+                               f"{s['overhead_ns']:.1f} ns per call; "
                                f"{len(s['caution_functions'])} function"
                                f"{'' if len(s['caution_functions']) == 1 else 's'} marked caution")),
         ("Traffic pattern", f"{e(cp['pattern'])} ({e(cp['reason'])})"),

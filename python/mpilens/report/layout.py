@@ -11,7 +11,8 @@ widest cell.
 
 The console's width (`console`): `--width` when given, else `COLUMNS`, else the
 terminal's; piped or redirected without either, PIPED_WIDTH (wide enough for
-every table, as a file has no width).
+every table, as a file has no width).  Never below MIN_WIDTH: `--width` smaller is
+refused, a smaller COLUMNS or terminal gets MIN_WIDTH.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 PIPED_WIDTH = 150
+MIN_WIDTH = 40  # the narrowest report: a table's borders and one readable column
 OPTIONAL = 3  # columns of this priority and above are left out before text wraps
 WRAP_MIN = 16  # narrowest a wrapping text column is made (its words fold beyond that)
 
@@ -53,11 +55,11 @@ def console(width: int | None = None) -> Console:
         return _Console(width=width)
     env = os.environ.get("COLUMNS", "").strip()
     if env.isdigit() and int(env) > 0:
-        return _Console(width=int(env))
+        return _Console(width=max(int(env), MIN_WIDTH))
     c = _Console()
     if not c.is_terminal:
         return _Console(width=PIPED_WIDTH)
-    return c
+    return c if c.width >= MIN_WIDTH else _Console(width=MIN_WIDTH)
 
 
 def _cell_len(cell: Any) -> int:

@@ -27,6 +27,14 @@ from .validate import _Checker
 PARTIAL_FORMAT = "mpilens-partial"
 PARTIAL_VERSION = 1
 _RANK_FILE = re.compile(r"^rank-(\d+)(\.prev)?$")
+# a dump's reason in words, for the reports (the file's own word: time_limit)
+REASON_WORDS = {"signal": "signal", "time_limit": "time limit", "hang": "hang",
+                "abort": "MPI_Abort", "crash": "crash"}
+
+
+def dump_label(reason: str | None, dump: int | None) -> str:
+    """'time limit, dump 1': why a rank's last dump was written, and its number."""
+    return "-" if not reason else f"{REASON_WORDS.get(reason, reason)}, dump {dump}"
 _DUMP_KEYS: dict[str, type | tuple[type, ...]] = {
     "rank": int, "nranks": int, "reason": str, "dump": int, "elapsed_s": (int, float),
     "threads": list, "requests": list}
@@ -276,7 +284,7 @@ def load_partial(paths: list[str | Path]) -> Profile:
         "job_id": first.get("job_id", ""), "command": first.get("command", ""),
         "mpi_library": first.get("mpi_library", "unknown"), "nranks": nranks,
         "hosts": sorted({str(ln.get("host", "")) for ln in lines}),
-        "hist_labels": list(HIST_LABELS), "overhead_ns": 0.0, "detail": True,
+        "hist_labels": list(HIST_LABELS), "overhead_ns": None, "detail": True,
         "wall_s": _stat([float(ln["wall_s"]) for ln in lines]),
         "mpi_s": _stat([float(ln["mpi_s"]) for ln in lines]),
         "functions": _aggregate(nranks, lines),

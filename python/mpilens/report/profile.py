@@ -256,6 +256,24 @@ def _text(p: Path, raw: bytes) -> str:
         raise _bad(p, "not an mpilens profile (not UTF-8 text)") from None
 
 
+MIN_RANK_LINE = 16  # bytes: no rank line is shorter ('{"rank":0,...}' and its newline)
+GZIP_MAX_RATIO = 1032  # deflate expands at most ~1032:1
+
+
+def _check_room(p: Path, st: os.stat_result, header: dict[str, Any]) -> None:
+    """A header claiming more ranks than the file can hold lines for is refused before
+    any per-rank array is made (a corrupted nranks of 1e8 must not ask for gigabytes)."""
+    if not header.get("detail", True):
+        return
+    with open(p, "rb") as f:
+        gz = f.read(2) == rawfile.GZIP_MAGIC
+    room = st.st_size * (GZIP_MAX_RATIO if gz else 1)
+    nranks = int(header["nranks"])
+    if nranks * MIN_RANK_LINE > room:
+        raise _bad(p, f"truncated profile: the header says {nranks} ranks, but its "
+                      f"{st.st_size} bytes cannot hold {nranks} rank lines")
+
+
 def load(path: str | Path) -> Profile:
     """Read and validate the profile at path (UserError with one line if unusable).
 
@@ -278,6 +296,7 @@ def load(path: str | Path) -> Profile:
     checker = _Checker(p, nranks)
     checker.count("header nranks", header["nranks"], 1, 2**31 - 1)
     checker.header(header)
+    _check_room(p, st, header)
     fast = _load_fast(p, st, header)
     if fast is not None:
         lines.close()  # the header's reader: its file closed now

@@ -19,6 +19,7 @@ from . import (
     headercheck,
     layout,
     nodes,
+    partial,
     ranks,
     regions,
     spread_text,
@@ -48,9 +49,13 @@ def summary_panel(s: dict[str, Any]) -> Panel:
     t.add_row("time in MPI", _stat3(s["mpi_pct"], fmt_pct)
               + " of wall time (without MPI_Init/Finalize)")
     nc = len(s["caution_functions"])
-    t.add_row("profiler overhead", f"{s['overhead_ns']:.1f} ns per call; "
-              f"{nc} function{'s' if nc != 1 else ''} marked caution"
-              + (f" ({', '.join(s['caution_functions'])})" if nc else ""))
+    if s["overhead_ns"] is None:
+        t.add_row("profiler overhead", "not in a partial profile (measured at MPI_Init, "
+                  "written at MPI_Finalize)")
+    else:
+        t.add_row("profiler overhead", f"{s['overhead_ns']:.1f} ns per call; "
+                  f"{nc} function{'s' if nc != 1 else ''} marked caution"
+                  + (f" ({', '.join(s['caution_functions'])})" if nc else ""))
     if s.get("profiler_finalize_s") is not None:
         t.add_row("profiler finalize", f"{fmt_time(s['profiler_finalize_s'])} in its own "
                   "work at MPI_Finalize (rank 0; before the write)")
@@ -217,7 +222,7 @@ def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
     for r in w["ranks"]:
         state = {"no_dump": Text("no dump", style="yellow"),
                  "not_in_mpi": Text("not in MPI", style="yellow")}.get(r["state"])
-        t.add_row(str(r["rank"]), Text(f"{r['reason']} #{r['dump']}" if r["reason"] else "-"),
+        t.add_row(str(r["rank"]), Text(partial.dump_label(r["reason"], r["dump"])),
                   state or Text((r["call"] or "-") + (f" (+{r['threads_in_mpi'] - 1} thread(s))"
                                              if r["threads_in_mpi"] > 1 else "")),
                   "" if r["since_s"] is None else fmt_time(r["since_s"]),

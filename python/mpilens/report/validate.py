@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import UserError
 
 COUNT_MAX = 2**64 - 1
+INT_MAX = 2**31 - 1  # a setting the runtime writes as a C int
 NBINS = 25
 _FUNC_NAME = re.compile(r"MPI_[A-Za-z0-9_]+")
 
@@ -173,6 +174,13 @@ class _Checker:
             for key in ("reduce", "offsets", "total"):
                 if key in fin:
                     self.time(f"header profiler_finalize_s.{key}", fin[key])
+        if "timing" in h:  # the runtime's settings, C ints (profile_format.c)
+            timing = self.obj("header timing", h["timing"])
+            if "mode" in timing and timing["mode"] not in ("sampled", "all"):
+                raise self.fail("header timing.mode", timing["mode"], "sampled or all")
+            for key, lo in (("sample_period", 1), ("warmup_calls", 0), ("always_above_ns", 0)):
+                if key in timing:
+                    self.count(f"header timing.{key}", timing[key], lo, INT_MAX)
         if "clock" in h:
             clock = self.obj("header clock", h["clock"])
             for key in ("ghz", "resolution_ns"):

@@ -351,7 +351,13 @@ def _measured_ratio(ctx: Context, name: str, f: dict[str, Any], m: float, row: s
     if a is None or b is None or a.lo <= 0 or a.median <= 0:
         return "not measured: the benchmark gave no time"
     ratio = b.median / (AGGREGATE * a.median)
-    lo, hi = b.lo / (AGGREGATE * a.hi), b.hi / (AGGREGATE * a.lo)
+    floor = 1 / AGGREGATE  # one call of k buffers cannot cost less than one of one buffer
+    if ratio < floor:
+        return (f"not measured: the benchmark gave {AGGREGATE} buffers in one call "
+                f"{ratio:.3g} of {AGGREGATE} calls' time, below the floor 1/{AGGREGATE} "
+                f"(one call of {AGGREGATE} buffers costs at least one of one): a failed "
+                f"measurement")
+    lo, hi = max(b.lo / (AGGREGATE * a.hi), floor), b.hi / (AGGREGATE * a.lo)
     if hi >= 1:
         ctx.notes.append(
             f"rule 2, {row or name}: the model is more than {DISAGREE:g} x off its time per call; "
