@@ -112,8 +112,11 @@ def _ending(prof: Profile) -> tuple[str, str, str]:
         return "completed", "", ""
     from ..report import waitsfor
 
+    # a rank's earlier dump (.prev) counts too: a hang dump, then the SIGTERM that ended
+    # the job, is a hang
     reasons = [d.get("reason") for d in prof.partial.get("dumps", {}).values()]
-    order = ("crash", "abort", "time_limit", "hang", "signal")
+    reasons += [hd[0].get("reason") for hd in prof.partial.get("prev", {}).values()]
+    order = ("crash", "abort", "hang", "time_limit", "signal")
     ending = next((ENDINGS[r] for r in order if r in reasons), "unknown")
     try:
         verdict = waitsfor.analyse(prof)["verdict"]
