@@ -99,12 +99,14 @@ def run_add(args: argparse.Namespace) -> int:
             findings, note = ([], "partial profile: advise needs a complete one") \
                 if prof.partial is not None else record.advise_findings(path, args.model)
             rec = record.build(prof, path, env, findings, note)
-            dataset.spool_record(store, rec)
+            dataset.spool_record(store, rec, sync_dir=False)
         except UserError as exc:
             bad += 1
             print(f"rejected: {_one_line(str(exc))}", file=sys.stderr)
             continue
         print(f"added: {path} ({rec['app']}, {rec['nranks']} ranks, {rec['ending']})")
+    if bad < len(args.profiles):
+        dataset.sync_spool(store)
     if args.ingest:
         _print_ingest(dataset.ingest(store))
     return 1 if bad else 0

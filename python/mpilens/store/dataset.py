@@ -89,9 +89,10 @@ def _fsync_dir(d: Path) -> None:
         os.close(fd)
 
 
-def _write_atomic(dest: Path, data: bytes) -> None:
+def _write_atomic(dest: Path, data: bytes, sync_dir: bool = True) -> None:
     """data into dest: written and synced under a temporary name in dest's directory,
-    then renamed (a reader sees the whole file or none)."""
+    then renamed (a reader sees the whole file or none); the directory synced after
+    (sync_dir=False: the caller does it once for many files)."""
     tmp = dest.parent / f"{_TMP}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex}"
     try:
         with open(tmp, "wb") as f:
@@ -102,17 +103,24 @@ def _write_atomic(dest: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(dest.parent)
+    if sync_dir:
+        _fsync_dir(dest.parent)
 
 
-def spool_record(store: Path, rec: dict[str, Any]) -> Path:
+def spool_record(store: Path, rec: dict[str, Any], sync_dir: bool = True) -> Path:
     """One record into STORE/spool/ (made if need be): a job added twice overwrites
-    its own record (same job key), which ingest counts once anyway."""
+    its own record (same job key), which ingest counts once anyway.  sync_dir=False:
+    the caller syncs the spool once after many (sync_spool)."""
     d = spool_dir(store)
     d.mkdir(parents=True, exist_ok=True)
     dest = d / f"{rec['job_key']}.json"
-    _write_atomic(dest, json.dumps(rec, separators=(",", ":")).encode())
+    _write_atomic(dest, json.dumps(rec, separators=(",", ":")).encode(), sync_dir)
     return dest
+
+
+def sync_spool(store: Path) -> None:
+    """The spool's renames made durable (after spool_record(..., sync_dir=False))."""
+    _fsync_dir(spool_dir(store))
 
 
 def check_store(store: Path, create: bool = False) -> None:

@@ -127,14 +127,19 @@ def _ending(prof: Profile) -> tuple[str, str, str]:
 
 def _functions(prof: Profile) -> list[dict[str, Any]]:
     t = prof.columns() if prof.ranks else None
+    fq = None
+    if t is not None and len(t.functions):  # every function's quantiles in one call
+        keep = _present(prof)
+        if keep.any():
+            fq = np.quantile(t.fn_time[:, keep], QUANTILES, axis=1).T
     rows = []
     for name, f in sorted(prof.functions.items()):
         rt = f.get("rank_time_s", {})
         q: list[float] = []
-        if t is not None:
-            i = t.function_index(name)
+        if fq is not None:
+            i = t.function_index(name)  # type: ignore[union-attr]
             if i is not None:
-                q = _quantiles(t.fn_time[i][_present(prof)])
+                q = [float(x) for x in fq[i]]
         hs = [int(x) for x in f.get("hist_send") or []]
         hr = [int(x) for x in f.get("hist_recv") or []]
         med = median_class(hs) if sum(hs) else median_class(hr)
