@@ -175,17 +175,18 @@ def _rows(recs: list[dict[str, Any]], now: Any) -> dict[str, list[Any]]:
     return cols
 
 
-def ingest(store: Path) -> dict[str, Any]:
+# records compacted per pass: one Parquet file per month and pass, memory bounded
+BATCH = 5000
+
+
+def ingest(store: Path, batch: int = BATCH) -> dict[str, Any]:
     """Compact the spool into the dataset (module doc): {"added", "duplicates",
-    "rejected": [lines], "files": [new parquet files]}."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    "rejected": [lines], "files": [new parquet files]}.  The spool is taken `batch`
+    records at a time; each pass's records leave the spool once its files are in."""
     from datetime import UTC, datetime
 
     check_store(store)
-    added = dups = 0
-    rejected: list[str] = []
-    files: list[str] = []
+    res: dict[str, Any] = {"added": 0, "duplicates": 0, "rejected": [], "files": []}
     with ingest_lock(store):
         sp = spool_dir(store)
         entries = sorted(p for p in sp.glob("*.json") if not p.name.startswith(_TMP)) \
@@ -195,38 +196,48 @@ def ingest(store: Path) -> dict[str, Any]:
         stale = [p for p in sp.glob(f"{_TMP}*") if p.is_file() and p.stat().st_mtime < old] \
             if sp.is_dir() else []
         known = known_keys(store)
-        by_month: dict[tuple[int, int], list[dict[str, Any]]] = {}
-        done: list[Path] = []
-        for p in entries:
-            try:
-                rec = json.loads(p.read_bytes())
-                if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
-                    raise ValueError("not a store record")
-                key = rec["job_key"]
-                end = rec["end"]
-            except (OSError, ValueError, KeyError) as exc:
-                rejected.append(f"{p}: unreadable record ({exc}): left in the spool")
-                continue
-            if key in known:
-                dups += 1
-            else:
-                known.add(key)
-                by_month.setdefault((int(end[:4]), int(end[5:7])), []).append(rec)
-            done.append(p)
-        now = datetime.now(UTC).replace(microsecond=0)
-        sch = schema()
-        for (y, m), recs in sorted(by_month.items()):
-            d = jobs_dir(store) / f"year={y:04d}" / f"month={m:02d}"
-            d.mkdir(parents=True, exist_ok=True)
-            table = pa.Table.from_pydict(_rows(recs, now), schema=sch)
-            sink = pa.BufferOutputStream()
-            pq.write_table(table, sink, compression="zstd")
-            dest = d / f"part-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
-            _write_atomic(dest, sink.getvalue().to_pybytes())
-            files.append(str(dest))
-            added += len(recs)
-        for p in done:  # only now: every record taken is in the dataset
-            p.unlink(missing_ok=True)
+        for k in range(0, len(entries), batch):
+            _pass(store, entries[k:k + batch], known, res)
         for p in stale:
             p.unlink(missing_ok=True)
-    return {"added": added, "duplicates": dups, "rejected": rejected, "files": files}
+    return res
+
+
+def _pass(store: Path, entries: list[Path], known: set[str], res: dict[str, Any]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from datetime import UTC, datetime
+
+    by_month: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    done: list[Path] = []
+    for p in entries:
+        try:
+            rec = json.loads(p.read_bytes())
+            if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
+                raise ValueError("not a store record")
+            key = rec["job_key"]
+            end = rec["end"]
+            month = (int(end[:4]), int(end[5:7]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            res["rejected"].append(f"{p}: unreadable record ({exc}): left in the spool")
+            continue
+        if key in known:
+            res["duplicates"] += 1
+        else:
+            known.add(key)
+            by_month.setdefault(month, []).append(rec)
+        done.append(p)
+    now = datetime.now(UTC).replace(microsecond=0)
+    sch = schema()
+    for (y, m), recs in sorted(by_month.items()):
+        d = jobs_dir(store) / f"year={y:04d}" / f"month={m:02d}"
+        d.mkdir(parents=True, exist_ok=True)
+        table = pa.Table.from_pydict(_rows(recs, now), schema=sch)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        dest = d / f"part-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
+        _write_atomic(dest, sink.getvalue().to_pybytes())
+        res["files"].append(str(dest))
+        res["added"] += len(recs)
+    for p in done:  # only now: every record taken is in the dataset
+        p.unlink(missing_ok=True)
