@@ -182,11 +182,19 @@ def _short_fn(name: str) -> str:
 
 
 def text_apps(rows: list[dict[str, Any]]) -> list[str]:
+    heads = ["application", "jobs", "node-h", "MPI", "bound", "top functions (% of MPI)"]
     body = [[r["app"][:18], str(r["jobs"]), _nh(r["node_hours"]), _pct(r["mpi_pct"]),
-             r["bound"], " ".join(f"{_short_fn(f['function'])} {f['mpi_time_pct']:.0f}%"
-                                  for f in r["top_functions"])] for r in rows]
-    return table(["application", "jobs", "node-h", "MPI", "bound", "top functions (% of MPI)"],
-                 body, {1, 2, 3})
+             r["bound"]] for r in rows]
+    room = WIDTH - sum(max([len(heads[i])] + [len(b[i]) for b in body]) + 2 for i in range(5))
+    for b, r in zip(body, rows, strict=True):  # the functions that fit whole, heaviest first
+        text = ""
+        for f in r["top_functions"]:
+            more = f"{_short_fn(f['function'])} {f['mpi_time_pct']:.0f}%"
+            if len(text) + len(more) + 1 > room and text:
+                break
+            text = f"{text} {more}".strip()
+        b.append(text)
+    return table(heads, body, {1, 2, 3})
 
 
 def text_gains(rows: list[dict[str, Any]]) -> list[str]:
