@@ -79,6 +79,8 @@ RULES = [
     Rule(r"bench/reader/bench\.py|^--dir /tmp/reader-bench|^\.venv/bin/mpilens demo --out-dir "
          r"/tmp/demo$", "the reader benchmark synthesizes and reads profiles of up to 100,000 "
          "ranks (minutes); tests/test_scale.py reads a synthesized 10,000-rank profile"),
+    Rule(r"bench/store/ingest\.py", "the store benchmark synthesizes a 16,384-rank profile "
+         "and ingests 100,000 records (minutes); tests/test_store.py ingests real profiles"),
     Rule(r"bench/finalize/finalize\.py|^--lib OLD_BUILD/", "the finalize benchmark runs jobs of "
          "8 to 256 ranks, several times each (minutes); tests/test_finalize_write.py runs its "
          "program, tests/test_cluster.py the virtual cluster"),

@@ -17,7 +17,8 @@ from .errors import JobStopped, UserError
 # The commands whose last argument is a launcher line after `--` (set_defaults(remainder=
 # the name of that argument)).
 LAUNCHER_COMMANDS = ("run", "bench", "tune", "advise")
-COMMANDS = ["run", "report", "diff", "html", "demo", "bench", "tune", "config", "advise"]
+COMMANDS = ["run", "report", "diff", "html", "demo", "bench", "tune", "config", "advise",
+            "store"]
 
 
 def build_parser() -> argparse.ArgumentParser:
