@@ -64,7 +64,7 @@ def py_module(s: dict) -> str:
     out += [f'    "{x}",' for x in s["hist_labels"]]
     out.append(")")
     header = s["records"]["header"]["fields"]
-    sections = {f["section"]: s["records"][f["items"]]["version"]
+    sections = {f["section"]: s["records"][f.get("items") or f["record"]]["version"]
                 for f in header.values() if f.get("section")}
     out.append("# version of each engine section this reader understands, by its header key")
     out.append(f"SECTION_VERSIONS: dict[str, int] = {json.dumps(sections)}")

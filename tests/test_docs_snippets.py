@@ -92,7 +92,7 @@ RULES = [
     Rule(r"-ppn ", only=("mpich", "intelmpi")),
     Rule(r"^mpilens bench logp --model", "fits a model over minutes of sampling; "
          "tests/test_bench_families.py runs logp with small sizes"),
-    Rule(r"^(export PATH|mpilens |mpirun |MPILENS_[A-Z]+=\S+ (mpilens|mpirun) )"),
+    Rule(r"^(export PATH|mpilens |mpirun |(MPILENS_[A-Z_]+=\S+ )+(mpilens|mpirun) )"),
 ]
 
 SMALL = "16 4 2"  # heat2d: N, steps, transpose every

@@ -65,6 +65,7 @@ def check_record(where: str, rec: dict[str, Any], name: str) -> None:
     ("prof_c", ["io.dat"], {}),
     ("a2a_adaptive", ["20", "64"], {"MPILENS_ALLTOALL": "adaptive", "MPILENS_ALLTOALL_LEARN": "2",
                                     "MPILENS_ALLTOALL_CHECK": "0"}),
+    ("coll_allreduce", [], {"MPILENS_COLL_ALLREDUCE": "multileader", "MPILENS_COLL_NODES": "2,1"}),
 ])
 def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: str,
                                             args: list[str], env: dict[str, str]) -> None:
@@ -84,6 +85,9 @@ def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: s
     if prog == "a2a_adaptive":  # the engine's section, with its own version
         assert header["sections"] == {"alltoall": SCHEMA["records"]["alltoall"]["version"]}
         assert [e["bytes"] for e in header["alltoall"]] == [64]
+    elif prog == "coll_allreduce":
+        assert header["sections"] == {"coll": SCHEMA["records"]["coll"]["version"]}
+        assert header["coll"]["allreduce"]["calls"]["twolevel"] == 3 * 80
     else:
         assert "sections" not in header and "alltoall" not in header
     assert profile.load(out).nranks == 3

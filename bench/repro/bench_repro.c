@@ -49,7 +49,7 @@ static double batch(int repro, const double *x, double *y, int n, int reps)
     double t0 = MPI_Wtime();
     for (int i = 0; i < reps; i++) {
         if (repro)
-            mlo_MPI_Allreduce(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            ml_repro_allreduce(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         else
             PMPI_Allreduce(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     }
@@ -181,7 +181,7 @@ int main(int argc, char **argv)
                 x[i] = rank == 1 % P ? 1.0 : rank == P - 1 ? -1.0 : 0x1p-60;
         }
         PMPI_Allreduce(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        mlo_MPI_Allreduce(x, z, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        ml_repro_allreduce(x, z, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         double sum = 0, mx = 0;
         int exact = 0;
         for (int i = 0; i < n; i++) {

@@ -14,8 +14,11 @@
  * mlo_MPI_Xxx instead of PMPI_Xxx, inside the timed region.  The override
  * decides per call whether to run its engine's algorithm (and then calls
  * ml_mark_served()) or to call PMPI_Xxx itself.  Two engines cannot
- * override the same function.  Engines use PMPI_* calls only (MPI_* would
- * be profiled again). */
+ * override the same function: where several engines serve one MPI function,
+ * one override names their order and each engine gives it a function that
+ * serves the call or declines it (MPI_Allreduce: runtime/engines/coll/
+ * dispatch.c, repro first, then coll, then PMPI_Allreduce).  Engines use
+ * PMPI_* calls only (MPI_* would be profiled again). */
 #ifndef MLENS_ENGINE_H
 #define MLENS_ENGINE_H
 #include "mlbuf.h"
@@ -43,6 +46,11 @@ typedef struct ml_engine {
 /* An override served the call with its engine's own algorithm: the wrapper
  * counts it (the record's "repro_calls").  Defined by the core (core.c). */
 void ml_mark_served(void);
+
+/* This rank's node in the layout agreed at MPI_Init (ranks with the same
+ * host name; nodes numbered in order of their first world rank), -1 before
+ * it or without the profiler.  Defined by the core (nodes.c). */
+int ml_my_node(void);
 
 /* Collective over MPI_COMM_WORLD: if any rank has a message, the lowest such
  * rank prints it (one line), every rank finalizes MPI and exits with status 2. */

@@ -81,6 +81,11 @@ void ml_nodes_init(void)
     free(all); free(keys); free(vals); free(used);
 }
 
+int ml_my_node(void)
+{
+    return ml_hot.node_of ? ml_hot.my_node : -1;
+}
+
 /* Collective: on rank 0 the host names of the nodes, 256 bytes each in node order
  * (the name of each node's first rank, host its own name), NULL on the others.  Each
  * node's first rank but rank 0 sends its name to rank 0 over the profiler's private

@@ -46,7 +46,7 @@ HIST_LABELS: tuple[str, ...] = (
     ">=8Mi",
 )
 # version of each engine section this reader understands, by its header key
-SECTION_VERSIONS: dict[str, int] = {"alltoall": 1}
+SECTION_VERSIONS: dict[str, int] = {"alltoall": 1, "coll": 1}
 
 # Required fields and their types, per record
 HEADER_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -104,6 +104,8 @@ REGION_KEYS: dict[str, type | tuple[type, ...]] = {
 RANK_FUNCTION_KEYS: dict[str, type | tuple[type, ...]] = {
     "calls": int,
     "time_s": (int, float),
+}
+COLL_KEYS: dict[str, type | tuple[type, ...]] = {
 }
 ALLTOALL_KEYS: dict[str, type | tuple[type, ...]] = {
     "comm_size": int,

@@ -510,12 +510,14 @@ static int reduce_scatter_path(const void *sendbuf, void *recvbuf, const int *re
     return rc;
 }
 
-int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                      MPI_Op op, MPI_Comm comm)
+/* MPI_Allreduce has one override for several engines (runtime/engines/coll/dispatch.c):
+ * this is the reproducible engine's part of it. */
+int ml_repro_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, MPI_Comm comm)
 {
     kind_t k;
     if (!served(count, datatype, op, comm, &k))
-        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+        return -1;
     return allreduce_path(sendbuf, recvbuf, count * k.mult, k.single, -1, comm);
 }
 

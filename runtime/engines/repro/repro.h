@@ -12,6 +12,11 @@
 /* Turn the engine on or off regardless of MPILENS_REPRO (benchmarks, tests);
  * MPI must be initialised.  Returns 0 or an MPI error code. */
 int ml_repro_enable(int on);
+/* The reproducible MPI_Allreduce (MPILENS_REPRO=1, MPI_SUM on floating-point
+ * types): an MPI return code, or -1 when it does not serve the call (the
+ * caller then passes it on: runtime/engines/coll/dispatch.c). */
+int ml_repro_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, MPI_Comm comm);
 /* Frees the engine's MPI objects and scratch (benchmarks without the core). */
 void ml_repro_finalize(void);
 

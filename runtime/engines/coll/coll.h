@@ -1,0 +1,19 @@
+/* Node-aware collectives (runtime/engines/coll, docs/collectives.md): the
+ * engine ml_engine_coll, forced by a setting per collective
+ * (MPILENS_COLL_ALLREDUCE), off by default.
+ *
+ *   coll.c      settings, the node layout, per-communicator node
+ *               communicators, the algorithms, the profile section
+ *   dispatch.c  the overrides shared with other engines and their order
+ */
+#ifndef MLENS_COLL_H
+#define MLENS_COLL_H
+#include <mpi.h>
+
+/* The forced MPI_Allreduce algorithm: an MPI return code, or -1 when the
+ * call is not served (no algorithm forced, or the call is not eligible:
+ * dispatch.c then calls PMPI_Allreduce). */
+int ml_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                      MPI_Op op, MPI_Comm comm);
+
+#endif

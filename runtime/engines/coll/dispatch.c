@@ -1,0 +1,26 @@
+/* The overrides that several engines share, and their order: the one place
+ * that says which engine serves a call (runtime/common/engine.h, "Two
+ * engines cannot override the same function").  Each engine's part serves
+ * the call (an MPI return code) or declines it (-1).
+ *
+ * MPI_Allreduce:
+ *   1. the reproducible reductions (MPILENS_REPRO=1: MPI_SUM on
+ *      floating-point types; docs/repro.md), which take precedence;
+ *   2. the node-aware algorithms (MPILENS_COLL_ALLREDUCE=twolevel or
+ *      multileader, eligible calls only; docs/collectives.md);
+ *   3. the MPI's own PMPI_Allreduce.
+ * Both engines are off by default: then every call takes step 3. */
+#include "coll.h"
+#include "overrides.h"
+#include "../repro/repro.h"
+
+int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                      MPI_Op op, MPI_Comm comm)
+{
+    int rc;
+    if ((rc = ml_repro_allreduce(sendbuf, recvbuf, count, datatype, op, comm)) >= 0)
+        return rc;
+    if ((rc = ml_coll_allreduce(sendbuf, recvbuf, count, datatype, op, comm)) >= 0)
+        return rc;
+    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}

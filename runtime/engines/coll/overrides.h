@@ -1,0 +1,10 @@
+/* The MPI functions overridden for several engines at once, each override
+ * naming their order (dispatch.c).  How overrides work:
+ * runtime/common/engine.h. */
+#ifndef MLENS_COLL_OVERRIDES_H
+#define MLENS_COLL_OVERRIDES_H
+#include <mpi.h>
+
+int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+#endif
