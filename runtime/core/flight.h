@@ -151,9 +151,20 @@ void ml_flight_finalize_enter(void); /* MPI_Finalize reached: this thread is "in
 void ml_flight_stop(int profile_written); /* after the profile: stop; remove the partial files if written */
 void ml_flight_abort(int fid, MPI_Comm comm, int errorcode); /* MPI_Abort's wrapper, before the abort */
 
+/* Times this process was stopped (SIGSTOP, SIGTSTP: the recorder's clock ran, the
+ * process's CPU time did not), seen by the recorder's thread when it runs again; the
+ * last ML_FL_STOPS kept (ring), written in each dump. */
+#define ML_FL_STOPS 4
+typedef struct {
+    double from, for_s, cpu_s; /* epoch seconds; how long; CPU time used meanwhile */
+} ml_fl_stop_t;
+extern ml_fl_stop_t ml_fl_stops[ML_FL_STOPS];
+extern int ml_fl_stops_n; /* stops seen (the last ML_FL_STOPS kept) */
+
 /* ---- the dump (dump.c) ---- */
 enum { ML_DUMP_SIGNAL, ML_DUMP_TIME_LIMIT, ML_DUMP_HANG, ML_DUMP_ABORT, ML_DUMP_CRASH };
-/* Writes <dir>/rank-N atomically (the previous one kept as rank-N.prev).  0 ok. */
+/* Writes <dir>/rank-N atomically (the previous one kept as rank-N.prev, the first hang
+ * dump as rank-N.hang).  0 ok. */
 int ml_dump_write(const char *dir, int reason, int sig, int code);
 void ml_dump_prepare(const char *job); /* at start: fixed facts (job: rank 0's id), buffers: no allocation later */
 int ml_dump_is_mine(const char *path); /* 1: a dump of this process (job id and pid) */
