@@ -17,7 +17,10 @@ ranks, judged by MPI's matching rules:
   collectives (`coll_seq`, counted by the runtime on every rank): ranks inside the same
   place and operation have arrived; a member at a later place (or, on MPI_COMM_WORLD,
   with more collectives made: `world_collectives`) has passed it; a member behind is
-  needed.  Two ranks at the same place in different operations are a *proven mismatch*.
+  needed.  Two ranks whose dumps (now, or any dump kept) record different operations at
+  the same place are a *proven mismatch*, and nothing else is: ranks inside a collective
+  every other member has left are "stuck in a collective the others completed" (a
+  member may leave once its part is sent; a stalled one shows that way).
 
 A need is *certain* when both sides could be judged (communicators known, no untracked
 requests, the operation cannot complete without that rank); a rank is *settled* when it
@@ -31,8 +34,11 @@ tells them apart.
 
 Verdicts, each with what it rests on, the first that applies first:
 aborted, crashed, deadlock, mismatch, stuck (on a rank computing, stopped, crashed or
-without a dump), progressing (two dumps, calls completed between them), communicating
-(killed while inside MPI calls, no sign of a hang), stuck (cannot tell why), none.
+without a dump), stuck in a collective the others completed, progressing (two dumps,
+calls completed between them), communicating (killed while inside MPI calls, no sign
+of a hang), stuck (cannot tell why), none.  Over the history of the dumps (analyse):
+the ranks' first hang dumps are judged as the state at the hang; a hang there that the
+last dumps no longer show (the job moved again) leads the verdict as a time line.
 Plain data: the terminal, JSON and HTML reports show the same.
 """
 
@@ -342,14 +348,15 @@ def analyse(prof: Profile) -> dict[str, Any]:
     end = (f"then {' and '.join(why) or 'dumped again'} at {_clock(t_end)}" +
            (f" while moving again ({_ranks_word(moved)} completed MPI calls after the hang"
             + (f"; {_ranks_word(resumed)} resumed" if resumed else "") + ")" if moved
-            else ", still stuck"))
+            else f" after {_ranks_word(resumed)} resumed (no MPI call completed since the "
+                 "hang)" if resumed else ", still stuck"))
     line = {"kind": hv["kind"], "text": f"hung from {_clock(t_first)} ({hv['short']}), {end}",
             "short": hv["short"],
             "rests_on": "the hang dumps (rank-N.hang) as the verdict on them, and the call "
                         "counts and clocks of the last dumps"}
     timeline = [{"at": t_first, "what": "hang", "verdict": hv},
                 {"at": t_end, "what": ", ".join(why), "verdict": nv, "moved": moved}]
-    if nv["kind"] == hv["kind"] and not moved:  # still so at the end: the last dumps say it
+    if nv["kind"] in HANG_KINDS:  # a hang at the end too: the last dumps say the most
         return {**now, "findings": now["findings"] + [line], "timeline": timeline,
                 "at_hang": _public(hung)}
     findings = ([line] + [{**f, "text": f"at the hang: {f['text']}"} for f in hung["findings"]]
