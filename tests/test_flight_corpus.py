@@ -313,13 +313,47 @@ def test_mismatch_proven_by_an_earlier_dump(tmp_path: Path) -> None:
     w = _report(d)
     assert w["verdict"]["kind"] == "mismatch"
     assert w["verdict"]["text"] == (
-        "mismatched collectives on MPI_COMM_WORLD: rank 0 (an earlier dump) in MPI_Bcast "
+        "mismatched collectives on MPI_COMM_WORLD: rank 0 made MPI_Bcast "
         "(root 0), rank 3 in MPI_Allreduce -- for each of them its 5th collective on it")
     # the same with rank 0's 5th an MPI_Allreduce too: no mismatch
     _write(d, "rank-0.prev", _dump(0, 4, {**ALLRED, "coll_seq": 5, "since_s": 0.5},
                                    world=5, elapsed=5.0, time=T0 + 5))
     w = _report(d)
     assert w["mismatched"] == [] and w["verdict"]["kind"] == "stuck_in_completed"
+
+
+def test_world_ops_prove_a_mismatch_or_clear_one(tmp_path: Path) -> None:
+    """bcast_allreduce's shape: ranks 2-3 in their 4th collective, MPI_Allreduce, for 3 s;
+    ranks 0-1 went on to MPI_Finalize (their 5th).  Their world_ops say what their 4th
+    was: MPI_Bcast (root 0), a mismatch; MPI_Allreduce, none (a stalled member)."""
+    d = tmp_path / "job.prof.partial"
+    fin = {"function": "MPI_Finalize", "kind": "coll", "comm": "world", "root": None,
+           "coll_seq": 5, "tag": -1, "bytes": 0, "since_s": 3.0}
+    for fourth, kind in (("MPI_Bcast", "mismatch"), ("MPI_Allreduce", "stuck_in_completed")):
+        ops = [{"coll_seq": k, "function": "MPI_Barrier", "root": None} for k in (1, 2, 3)]
+        ops += [{"coll_seq": 4, "function": fourth, "root": 0 if fourth == "MPI_Bcast" else None},
+                {"coll_seq": 5, "function": "MPI_Finalize", "root": None}]
+        for r in range(4):
+            call = fin if r < 2 else {**ALLRED, "coll_seq": 4, "since_s": 3.0}
+            _write(d, f"rank-{r}", _dump(r, 4, call, world=5 if r < 2 else 4, time=T0 + 9,
+                                         world_ops=ops if r < 2 else ops[:3] + [
+                                             {**ops[3], "function": "MPI_Allreduce",
+                                              "root": None}]))
+        w = _report(d)
+        assert w["verdict"]["kind"] == kind, w["verdict"]
+    (m,) = [m for m in _report_mismatch(d, tmp_path)]
+    assert m == ("mismatched collectives on MPI_COMM_WORLD: ranks 0-1 made MPI_Bcast (root 0), "
+                 "ranks 2-3 in MPI_Allreduce -- for each of them its 4th collective on it")
+
+
+def _report_mismatch(d: Path, tmp: Path) -> list[str]:
+    """The mismatch texts of d with ranks 0-1's 4th collective made an MPI_Bcast again."""
+    for r in (0, 1):
+        text = (d / f"rank-{r}").read_text()
+        (d / f"rank-{r}").write_text(text.replace(
+            '{"coll_seq": 4, "function": "MPI_Allreduce", "root": null}',
+            '{"coll_seq": 4, "function": "MPI_Bcast", "root": 0}'))
+    return [f["text"] for f in _report(d)["findings"] if f["kind"] == "mismatch"]
 
 
 # ---- corrupted partial dumps ----

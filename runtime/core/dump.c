@@ -154,6 +154,42 @@ static long long ml_world_colls(void)
     return (long long)n;
 }
 
+/* This rank's last (at most 8) collectives on MPI_COMM_WORLD, each its place and
+ * operation, read from the ring of the one thread that made them (none written with
+ * several such threads, or while not counted): what a rank that went on had made,
+ * so a mismatch can be proven by the operation at one place. */
+static void ml_put_world_ops(ml_buf_t *b)
+{
+    const ml_slot_t *one = NULL;
+    int threads = 0;
+    if (ml_hot.cm_max && !ml_ever_paused)
+        for (const ml_slot_t *t = ml_first_slot(); t; t = t->next)
+            if (t->cm && __atomic_load_n(&t->cm[0].colls, __ATOMIC_RELAXED)) {
+                one = t;
+                threads++;
+            }
+    ml_buf_printf(b, ",\"world_ops\":[");
+    if (threads == 1) {
+        uint64_t n = __atomic_load_n(&one->cm[0].colls, __ATOMIC_ACQUIRE), k0 = n > 8 ? n - 7 : 1;
+        uint64_t v[8];
+        for (uint64_t k = k0; k <= n; k++) v[k - k0] = __atomic_load_n(&one->wcoll[k & 7], __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        uint64_t n2 = __atomic_load_n(&one->cm[0].colls, __ATOMIC_RELAXED);
+        int first = 1;
+        for (uint64_t k = k0; k <= n; k++) {
+            if (k + 8 <= n2) continue; /* overwritten meanwhile */
+            int fid = (int)(uint32_t)v[k - k0], root = (int)(uint32_t)(v[k - k0] >> 32);
+            if (fid <= 0 || fid >= ML_NFUNC) continue;
+            ml_buf_printf(b, "%s{\"coll_seq\":%llu,\"function\":\"%s\"", first ? "" : ",",
+                          (unsigned long long)k, ml_func_name[fid]);
+            ml_put_peer(b, "root", root);
+            ml_buf_printf(b, "}");
+            first = 0;
+        }
+    }
+    ml_buf_printf(b, "]");
+}
+
 static void ml_put_call(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f, uint64_t now)
 {
     ml_buf_printf(b, "{\"function\":\"%s\",\"kind\":\"%s\"", ml_func_name[f->fid], ml_kind[f->kind]);
@@ -230,6 +266,7 @@ static void ml_dump_header(ml_buf_t *b, int reason, int sig, int code, uint64_t 
     ml_buf_printf(b, ",\"hang_after_s\":%.6g,\"world_collectives\":", ml_fl_cfg.hang_after);
     if (wc >= 0) ml_buf_printf(b, "%lld", wc);
     else ml_buf_printf(b, "null");
+    ml_put_world_ops(b);
     ml_buf_printf(b, ",\"threads\":[");
     int i = 0, live = 0, shown = 0;
     for (const ml_slot_t *s = ml_first_slot(); s; s = s->next, i++) {

@@ -97,6 +97,12 @@ ML_INLINE void ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int pee
          * constant of each wrapper, so other calls pay nothing) */
         ml_cm_rec_t *cm = S->cm;
         int id = comm == MPI_COMM_WORLD ? 0 : cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_hot.cm_max;
+        if (id == 0 && cm && ml_hot.cm_max) {
+            /* which operation the k-th on MPI_COMM_WORLD is, before k is counted: a dump that
+             * reads the count finds its entry (dump.c; x86-64 keeps stores in order) */
+            S->wcoll[(cm[0].colls + 1) & 7] = (uint64_t)(uint32_t)fid | (uint64_t)(uint32_t)peer << 32;
+            __atomic_signal_fence(__ATOMIC_RELEASE);
+        }
         f->cseq = cm && id < ml_hot.cm_max ? ++cm[id].colls : 0;
         ml_la_in(fid, id, f->cseq); /* late arrival: a sampled call on MPI_COMM_WORLD (late.h) */
         /* a collective on a new communicator: its members known to the recorder (sem.c's table) */

@@ -170,6 +170,16 @@ def _clean_head(c: _Checker, head: dict[str, Any]) -> dict[str, Any]:
         stops.append({k: c.time(f"dump header stopped[{i}].{k}", st.get(k, 0.0))
                       for k in ("from", "for_s", "cpu_s")})
     h["stopped"] = stops
+    ops = []  # the rank's last collectives on MPI_COMM_WORLD: place and operation
+    for i, op in enumerate(c.seq("dump header world_ops", h.get("world_ops", []))):
+        w = f"dump header world_ops[{i}]"
+        op = c.obj(w, op)
+        root = op.get("root")
+        if root is not None and root not in _PEER_WORDS:
+            root = c.rank(f"{w}.root", root)
+        ops.append({"coll_seq": c.count(f"{w}.coll_seq", op.get("coll_seq"), 1),
+                    "function": c.text(f"{w}.function", op.get("function")), "root": root})
+    h["world_ops"] = ops
     for key in ("requests_live", "untracked_requests"):
         h[key] = c.count(f"dump header {key}", h.get(key, 0))
     threads = []

@@ -468,7 +468,8 @@ def _judge(n: int, dumps: dict[int, dict[str, Any]], lines: dict[int, dict[str, 
             in_coll.setdefault(_ckey(c.get("comm")), {})[r] = c
     # a mismatch is proven only by two ranks' dumps recording different operations at the
     # same place of one communicator's order of collectives: the calls they are inside
-    # now, or were inside at any dump they kept (partial.py's history)
+    # now, or were inside at any dump they kept (partial.py's history), or made on
+    # MPI_COMM_WORLD (each dump's world_ops: its last 8 there)
     places: dict[tuple[Any, int], dict[tuple[str, Any], dict[int, bool]]] = {}
     comm_of: dict[Any, Any] = {}
 
@@ -487,6 +488,8 @@ def _judge(n: int, dumps: dict[int, dict[str, Any]], lines: dict[int, dict[str, 
             for t in h["threads"]:
                 if t.get("call"):
                     record(r, t["call"], False)
+            for op in h.get("world_ops", []):  # the last collectives it made on world
+                record(r, {**op, "kind": "coll", "comm": "world"}, False)
     mismatched: list[dict[str, Any]] = []
     for (ck, seq), ops in sorted(places.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         if len(ops) > 1:
@@ -864,7 +867,7 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
             now = [x for x in g["ranks"] if x not in set(g["earlier"])]
             where = [f"{_ranks_word(now)} in"] if now else []
             if g["earlier"]:
-                where.append(f"{_ranks_word(g['earlier'])} (an earlier dump) in")
+                where.append(f"{_ranks_word(g['earlier'])} made")
             parts.append(f"{', '.join(where)} {g['function']}{root}")
         out.append({"kind": "mismatch", "text":
                     f"mismatched collectives on {m['comm']}: " + ", ".join(parts) +
