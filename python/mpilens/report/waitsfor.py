@@ -405,6 +405,17 @@ def _stops(hist: list[Any]) -> list[dict[str, float]]:
     return [seen[k] for k in sorted(seen)]
 
 
+def _resumed_for(d: dict[str, Any], stops: list[dict[str, float]]) -> dict[str, float] | None:
+    """The stop a rank's last dump reports as ended just before it (within SETTLED_S): the
+    rank was stopped while the others waited, and resumed only to end (a launcher's SIGCONT
+    before its SIGTERM)."""
+    t = _when(d)
+    if not stops or t is None or not d.get("stopped"):
+        return None
+    st = stops[-1]
+    return st if t - (st["from"] + st["for_s"]) <= SETTLED_S else None
+
+
 def _stopped_at(stops: list[dict[str, float]], t: float) -> dict[str, float] | None:
     """The stop that covers time t (within the recorder's tick)."""
     for st in stops:
@@ -438,7 +449,10 @@ def _judge(n: int, dumps: dict[int, dict[str, Any]], lines: dict[int, dict[str, 
                  "aborted" if d["reason"] == "abort" else "in_mpi" if inside else "not_in_mpi")
         if r in stale:
             state = "stale"
-        stop = _stopped_at(stops.get(r, []), at) if at is not None else None
+        if at is not None:
+            stop = _stopped_at(stops.get(r, []), at)
+        else:  # at the end: stopped until just before its last dump (resumed to end)
+            stop = _resumed_for(d, stops.get(r, [])) if d else None
         if stop is not None and state in ("no_dump", "stale", "not_in_mpi"):
             state = "stopped"
         rows.append({"rank": r, "state": state, "stopped": stops.get(r, []),
