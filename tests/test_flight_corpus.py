@@ -231,16 +231,21 @@ def test_stopped_rank_then_sigterm_keeps_the_hang(tmp_path: Path) -> None:
         "SIGTERM at 12:00:08 UTC while moving again (ranks 0, 2-3 completed MPI calls after "
         "the hang; rank 1 resumed)")
     assert [f["text"][:40] for f in w["findings"][1:]] == [
-        "at the hang: stuck on rank 1: ranks 0, 2", "at the end: still progressing: ranks 0, "]
+        "at the hang: stuck on rank 1: ranks 0, 2", "at the end: rank 1 was stopped from 12:0",
+        "at the end: still progressing: ranks 0, "]
     assert w["findings"][1]["text"].endswith(
         "for rank 1, which was stopped from 12:00:02 UTC for 6 s (its clock ran, its CPU time "
         "did not); 3 of 4 ranks left a dump")
     assert [t["what"] for t in w["timeline"]] == ["hang", "ended by SIGTERM"]
-    # without the hang dumps (the files before this version): the old, wrong verdict
+    # without the hang dumps (as before rank-N.hang): rank 1's own dump still says it was
+    # stopped (it was 'still progressing')
     for r in (0, 2, 3):
         (d / f"rank-{r}.hang").unlink()
         (d / f"rank-{r}.prev").unlink()
-    assert _report(d)["verdict"]["kind"] in ("none", "progressing")
+    v = _report(d)["verdict"]
+    assert (v["kind"], v["text"]) == ("stopped", (
+        "rank 1 was stopped from 12:00:02 UTC for 6 s -- its clock ran, its CPU time did not; "
+        "4 of 4 ranks left a dump"))
 
 
 def test_stopped_rank_left_stopped_then_sigterm(tmp_path: Path) -> None:
@@ -255,6 +260,20 @@ def test_stopped_rank_left_stopped_then_sigterm(tmp_path: Path) -> None:
     assert w["findings"][-1]["text"] == (
         "hung from 12:00:03 UTC (stuck on rank 1, which left no dump), then ended by SIGTERM "
         "at 12:00:08 UTC, still stuck")
+
+
+def test_a_stop_long_before_the_dump_is_a_note(tmp_path: Path) -> None:
+    """Rank 2 stopped for 3 s at 12:00:05, then ran on for a minute: the verdict is the
+    job's (no rank inside MPI), the stop a note after it."""
+    d = tmp_path / "job.prof.partial"
+    for r in range(4):
+        stops = [{"from": T0 + 5, "for_s": 3.0, "cpu_s": 0.0}] if r == 2 else []
+        _write(d, f"rank-{r}", _dump(r, 4, None, elapsed=70.0, time=T0 + 70, stopped=stops))
+    w = _report(d)
+    assert [(f["kind"], f["text"]) for f in w["findings"]] == [
+        ("none", "no rank is inside an MPI call; 4 of 4 ranks left a dump"),
+        ("stopped_earlier", "rank 2 was stopped earlier and ran on (rank 2 from 12:00:05 UTC "
+                            "for 3 s)")]
 
 
 def test_slow_call_hang_dump_then_progress_accuses_no_one(tmp_path: Path) -> None:

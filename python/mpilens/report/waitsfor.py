@@ -34,7 +34,8 @@ tells them apart.
 
 Verdicts, each with what it rests on, the first that applies first:
 aborted, crashed, deadlock, mismatch, stuck (on a rank computing, stopped, crashed or
-without a dump), stuck in a collective the others completed, progressing (two dumps,
+without a dump), stuck in a collective the others completed, stopped (a rank resumed
+only to end), progressing (two dumps,
 calls completed between them), communicating (killed while inside MPI calls, no sign
 of a hang), stuck (cannot tell why), none.  Over the history of the dumps (analyse):
 the ranks' first hang dumps are judged as the state at the hang; a hang there that the
@@ -295,7 +296,8 @@ def _need_p2p(r: int, obj: dict[str, Any], kind: str, posted: _Posted, sh: _Shar
 
 
 HANG_KINDS = ("deadlock", "mismatch", "stuck_on_missing", "stuck_on_stopped",
-              "stuck_on_computing", "stuck_on_crashed", "stuck_in_completed", "stuck")
+              "stuck_on_computing", "stuck_on_crashed", "stopped", "stuck_in_completed",
+              "stuck")
 
 
 def analyse(prof: Profile) -> dict[str, Any]:
@@ -356,7 +358,8 @@ def analyse(prof: Profile) -> dict[str, Any]:
                         "counts and clocks of the last dumps"}
     timeline = [{"at": t_first, "what": "hang", "verdict": hv},
                 {"at": t_end, "what": ", ".join(why), "verdict": nv, "moved": moved}]
-    if nv["kind"] in HANG_KINDS:  # a hang at the end too: the last dumps say the most
+    if nv["kind"] in HANG_KINDS and nv["kind"] != "stopped":  # a hang at the end too: the
+        # last dumps say the most (a rank stopped, nothing stuck: the hang says more)
         return {**now, "findings": now["findings"] + [line], "timeline": timeline,
                 "at_hang": _public(hung)}
     findings = ([line] + [{**f, "text": f"at the hang: {f['text']}"} for f in hung["findings"]]
@@ -916,6 +919,23 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
                     "rests_on": "MPI's matching rules, calls inside for >= "
                                 f"{fmt_time(SETTLED_S)}, and the dumps (or their absence) of "
                                 f"{_ranks_word(list(term))}"})
+    # ranks that say they were stopped (clock ran, CPU time did not), not named above
+    named = {x for t in blockers for x in t if rows[x]["state"] == "stopped"}
+    stopped = [r for r in range(n) if rows[r].get("stop") and r not in named]
+    if stopped:
+        top = max(stopped, key=lambda r: rows[r]["stop"]["for_s"])
+        st = rows[top]["stop"]
+        when = f"from {_clock(st['from'])} for {fmt_time(st['for_s'])}"
+        last = rows[top]["last_call"]
+        out.append({"kind": "stopped", "text":
+                    (f"rank {top} was stopped {when}" if len(stopped) == 1 else
+                     f"{_ranks_word(stopped)} were stopped (the longest: rank {top}, {when})")
+                    + " -- its clock ran, its CPU time did not"
+                    + (f" (its last MPI call: {last})" if last and len(stopped) == 1 else "")
+                    + f"; {of}",
+                    "short": f"{_ranks_word(stopped)} stopped",
+                    "rests_on": "each rank's recorder: its 100 ms poll took that long while "
+                                "the process used almost no CPU time"})
     for c in completed:
         since = min(float(calls[r].get("since_s") or 0) for r in c["ranks"])
         others = _ranks_word(c["others"]) + (" ..." if c["others_n"] > len(c["others"]) else "")
@@ -972,6 +992,17 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
     if not out:
         out.append({"kind": "none", "text": f"no rank is inside an MPI call; {of}",
                     "rests_on": "the dumps"})
+    # stops the ranks' dumps report that ended well before (the rank ran on since): noted
+    earlier = [r for r, d in sorted(dumps.items()) if d.get("stopped") and not rows[r].get("stop")]
+    if earlier:
+        top = max(earlier, key=lambda r: dumps[r]["stopped"][-1]["for_s"])
+        st = dumps[top]["stopped"][-1]
+        out.append({"kind": "stopped_earlier", "text":
+                    f"{_ranks_word(earlier)} {'was' if len(earlier) == 1 else 'were'} stopped "
+                    f"earlier and ran on (rank {top} from {_clock(st['from'])} for "
+                    f"{fmt_time(st['for_s'])})",
+                    "rests_on": "the stops each rank's recorder saw (its clock ran, its CPU "
+                                "time did not)"})
     return [{**f, "short": f.get("short", f["kind"])} for f in out]
 
 
