@@ -35,9 +35,8 @@ tells them apart.
 Verdicts, each with what it rests on, the first that applies first:
 aborted, crashed, deadlock, mismatch, stuck (on a rank computing, stopped, crashed or
 without a dump), stuck in a collective the others completed, stopped (a rank resumed
-only to end), progressing (two dumps,
-calls completed between them), communicating (killed while inside MPI calls, no sign
-of a hang), stuck (cannot tell why), none.  Over the history of the dumps (analyse):
+only to end), progressing (two dumps, calls completed between them), communicating
+(killed while inside MPI calls, no sign of a hang), stuck (cannot tell why), none.  Over the history of the dumps (analyse):
 the ranks' first hang dumps are judged as the state at the hang; a hang there that the
 last dumps no longer show (the job moved again) leads the verdict as a time line.
 Plain data: the terminal, JSON and HTML reports show the same.
