@@ -43,7 +43,9 @@ class Scenario:
     #                                  each of kill_at; exit: the job ends by itself;
     #                                  kill9: SIGKILL one rank; stop: wait for a rank to stop
     #                                  and judge the dumps before the kill (Open MPI sends
-    #                                  SIGCONT with its SIGTERM: the job then goes on)
+    #                                  SIGCONT with its SIGTERM: the job then goes on);
+    #                                  stopterm: the same, then SIGTERM STOP_S after the
+    #                                  stop, and the dumps judged as the job left them
     kill_at: tuple[float, ...] = ()
     dumps: tuple[int, ...] = ()      # hang: the ranks whose hang dumps are waited for
     env: dict[str, str] = field(default_factory=dict)
@@ -51,6 +53,7 @@ class Scenario:
 
 
 HANG = {"MPILENS_HANG_AFTER": "1"}
+STOP_S = 5.0  # stopterm: the rank stays stopped this long (5x the recorder's 1 s threshold)
 SCENARIOS: dict[str, Scenario] = {
     "pipeline": Scenario("pipeline", "healthy", HEALTHY_OK, "kill", (0.4, 1.3, 2.5)),
     "ring": Scenario("ring", "healthy", HEALTHY_OK, "kill", (0.4, 1.3, 2.5)),
@@ -73,6 +76,8 @@ SCENARIOS: dict[str, Scenario] = {
                         dumps=(0, 1, 2), env=HANG, ranks={"on": 3}),
     "sigstop": Scenario("stopme", "stuck on stopped", ("stuck_on_missing", "stuck_on_stopped"),
                         "stop", dumps=(0, 2, 3), env=HANG, ranks={"on": 1}),
+    "stopterm": Scenario("stopme", "stopped, then SIGTERM", ("stuck_on_missing", "stuck_on_stopped"),
+                         "stopterm", dumps=(0, 2, 3), env=HANG, ranks={"on": 1}),
     "kill9": Scenario("loop", "killed rank", ("missing", "stuck_on_missing"), "kill9",
                       (1.0,), ranks={"missing": [2]}),
     "abort": Scenario("abort", "aborted", ("aborted",), "exit", ranks={"rank": 2, "code": 42}),
@@ -149,7 +154,7 @@ def run_one(sc: Scenario, mpi: str, prefix: Path, kill_at: float | None = None,
                 _wait(lambda: proc.poll() is not None, proc, 30)
             else:
                 since = 0.0
-                if sc.end == "stop":
+                if sc.end in ("stop", "stopterm"):
                     _wait(lambda: (tmp / "stop-me").exists(), proc, 60)
                     since = (tmp / "stop-me").stat().st_mtime if (tmp / "stop-me").exists() else 0
 
@@ -166,6 +171,8 @@ def run_one(sc: Scenario, mpi: str, prefix: Path, kill_at: float | None = None,
                 if sc.end == "stop":  # judged as they are: Open MPI's kill resumes the rank
                     shutil.copytree(d, tmp / "snapshot")
                     d = tmp / "snapshot"
+                if sc.end == "stopterm" and since:  # stopped for STOP_S at least
+                    time.sleep(max(0.0, since + STOP_S - time.time()))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
             try:
@@ -203,8 +210,9 @@ def names_right(sc: Scenario, res: dict[str, Any]) -> bool:
     if "groups" in want:
         return any(sorted(g["ranks"] for g in m["groups"]) == want["groups"]
                    for m in w["mismatched"])
-    if "on" in want:
-        return res["text"].startswith(f"stuck on rank {want['on']}:")
+    if "on" in want:  # the verdict, or the hang it gives as the first step of a time line
+        return res["text"].startswith(f"stuck on rank {want['on']}:") or \
+            (res["text"].startswith("hung from ") and f"(stuck on rank {want['on']}," in res["text"])
     if "missing" in want:
         return w["missing"] == want["missing"]
     if "code" in want:

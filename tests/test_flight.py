@@ -141,8 +141,8 @@ def test_mismatched_collectives(build: Path, tmp_path: Path) -> None:
     w = _report(d)["partial"]
     # every rank's 4th collective on MPI_COMM_WORLD (after 3 MPI_Barrier): a proven mismatch
     assert w["mismatched"] == [{"comm": "MPI_COMM_WORLD", "coll_seq": 4, "groups": [
-        {"function": "MPI_Bcast", "root": 3, "ranks": [0, 1]},
-        {"function": "MPI_Barrier", "root": None, "ranks": [2, 3]}]}]
+        {"function": "MPI_Bcast", "root": 3, "ranks": [0, 1], "earlier": []},
+        {"function": "MPI_Barrier", "root": None, "ranks": [2, 3], "earlier": []}]}]
     assert w["cycles"] == [] and w["verdict"]["kind"] == "mismatch"
     assert w["verdict"]["text"] == ("mismatched collectives on MPI_COMM_WORLD: ranks 0-1 in "
                                     "MPI_Bcast (root 3), ranks 2-3 in MPI_Barrier -- for each "

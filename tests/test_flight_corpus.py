@@ -26,7 +26,8 @@ FLAVOUR = os.environ.get("MPILENS_MPI", "openmpi")
 
 # (scenario, kill moment): healthy ones at a moment each, then one of each kind of hang
 CI = [("pipeline", 1.3), ("ring", 0.4), ("colls", 2.5), ("ssend2", None), ("recvrecv", None),
-      ("bcast_allreduce", None), ("compute", None), ("abort", None)]
+      ("bcast_allreduce", None), ("skip", None), ("compute", None), ("abort", None),
+      ("stopterm", None)]
 
 
 @pytest.mark.parametrize("name,at", CI, ids=[f"{n}@{a}" if a else n for n, a in CI])
@@ -45,20 +46,39 @@ def test_corpus_verdict(build: Path, name: str, at: float | None) -> None:
     assert res["verdict"] in ok, (res["verdict"], res["text"], res["note"])
     if sc.label != "healthy":
         assert names_right(sc, res), res["text"]
+    if name == "stopterm":
+        w = res["w"]
+        if FLAVOUR == "openmpi":
+            # mpirun sends SIGCONT before SIGTERM: rank 1 resumed and dumped (the others
+            # may have moved on before their SIGTERM, or not); the hang stays the verdict,
+            # and rank 1 says it was stopped (its 5 s stop: 5x the recorder's 1 s threshold)
+            assert w["verdict"]["kind"] == "stuck_on_stopped"
+            assert w["at_hang"]["verdict"]["kind"] == "stuck_on_stopped"
+            assert "which was stopped from " in w["at_hang"]["verdict"]["text"]
+            assert w["ranks"][1]["reason"] == "signal"
+            (stop,) = w["ranks"][1]["stopped"]
+            assert stop["for_s"] >= 1.0 and stop["cpu_s"] < 0.25 * stop["for_s"], stop
+        else:
+            # hydra leaves the rank stopped: no dump of rank 1; the others still inside
+            # the collective at SIGTERM; the time line says so
+            assert res["text"].startswith("stuck on rank 1: ")
+            assert w["ranks"][1]["state"] == "no_dump"
+            assert any(f["text"].startswith("hung from ") and f["text"].endswith(", still stuck")
+                       for f in w["findings"][1:]), w["findings"]
 
 
 # ---- hand-made dumps ----
 
 def _dump(rank: int, n: int, call: dict[str, Any] | None, *, reason: str = "signal",
           elapsed: float = 3.0, requests: list[dict[str, Any]] | None = None,
-          world: int | None = 3, calls: int = 10) -> str:
+          world: int | None = 3, calls: int = 10, **extra: Any) -> str:
     head = {"format": "mpilens-partial", "version": 1, "rank": rank, "nranks": n,
             "reason": reason, "signal": "SIGTERM" if reason == "signal" else None,
             "errorcode": None, "dump": 1, "created": "2026-01-01T00:00:00Z",
             "elapsed_s": elapsed, "job_id": "j", "command": "./a", "host": "h", "pid": 100 + rank,
             "mpi_library": "x", "hang_after_s": 0, "world_collectives": world,
             "threads": [{"thread": 0, "call": call}], "requests": requests or [],
-            "requests_live": len(requests or []), "untracked_requests": 0}
+            "requests_live": len(requests or []), "untracked_requests": 0, **extra}
     line = {"rank": rank, "host": "h", "pid": 100 + rank, "wall_s": elapsed,
             "mpi_s": 0.5 * (rank + 1), "threads": 1,
             "functions": {"MPI_Barrier": {"calls": calls, "time_s": 0.5 * (rank + 1)}},
@@ -159,6 +179,201 @@ def test_stopped_rank_is_named(tmp_path: Path) -> None:
     assert w["verdict"]["text"].startswith("stuck on rank 1: ranks 0, 2-3 (in MPI_Allreduce, "
                                            "up to 2 s) wait, directly or through others, for "
                                            "rank 1, which stopped dumping")
+
+
+# ---- the history of the dumps ----
+
+T0 = 1796644800.0  # 2026-12-07 12:00:00 UTC
+ALLRED = {"function": "MPI_Allreduce", "kind": "coll", "comm": "world", "root": None,
+          "tag": -1, "bytes": 8}
+
+
+def _write(d: Path, name: str, text: str) -> None:
+    d.mkdir(exist_ok=True)
+    (d / name).write_text(text)
+
+
+def _report(d: Path) -> dict[str, Any]:
+    proc = mpilens_inproc("report", d, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["partial"]
+
+
+def _stopped_job(d: Path, resumed: bool) -> None:
+    """Rank 1 stopped (SIGSTOP) from 12:00:02 while ranks 0, 2, 3 wait in their 7th
+    MPI_Allreduce: their hang dumps at 12:00:03 (rank-N.hang, also rank-N.prev).  Then
+    SIGTERM at 12:00:08: resumed (Open MPI's SIGCONT), every rank moved on and dumped
+    outside MPI; or not (MPICH's hydra leaves it stopped): ranks 0, 2, 3 still inside."""
+    for r in (0, 2, 3):
+        hang = _dump(r, 4, {**ALLRED, "coll_seq": 7, "since_s": 1.0}, reason="hang",
+                     elapsed=3.0, world=7, calls=20, time=T0 + 3, cpu_s=2.9, stopped=[])
+        _write(d, f"rank-{r}.hang", hang)
+        _write(d, f"rank-{r}.prev", hang)
+        call = None if resumed else {**ALLRED, "coll_seq": 7, "since_s": 6.0}
+        _write(d, f"rank-{r}", _dump(r, 4, call, elapsed=8.0, world=9 if resumed else 7,
+                                     calls=30 if resumed else 20, dump=2, time=T0 + 8,
+                                     cpu_s=7.9, stopped=[]))
+    if resumed:
+        _write(d, "rank-1", _dump(1, 4, None, elapsed=8.0, world=9, calls=30, time=T0 + 8,
+                                  cpu_s=2.1, stopped=[{"from": T0 + 2, "for_s": 6.0,
+                                                       "cpu_s": 0.001}]))
+
+
+def test_stopped_rank_then_sigterm_keeps_the_hang(tmp_path: Path) -> None:
+    """Open MPI: the stopped rank resumed by SIGCONT before SIGTERM; the last dumps show
+    everyone moving again.  The verdict keeps the hang (it was 'still progressing')."""
+    d = tmp_path / "job.prof.partial"
+    _stopped_job(d, resumed=True)
+    w = _report(d)
+    assert w["verdict"]["kind"] == "stuck_on_stopped"
+    assert w["verdict"]["text"] == (
+        "hung from 12:00:03 UTC (stuck on rank 1, which was stopped for 6 s), then ended by "
+        "SIGTERM at 12:00:08 UTC while moving again (ranks 0, 2-3 completed MPI calls after "
+        "the hang; rank 1 resumed)")
+    assert [f["text"][:40] for f in w["findings"][1:]] == [
+        "at the hang: stuck on rank 1: ranks 0, 2", "at the end: rank 1 was stopped from 12:0",
+        "at the end: still progressing: ranks 0, "]
+    assert w["findings"][1]["text"].endswith(
+        "for rank 1, which was stopped from 12:00:02 UTC for 6 s (its clock ran, its CPU time "
+        "did not); 3 of 4 ranks left a dump")
+    assert [t["what"] for t in w["timeline"]] == ["hang", "ended by SIGTERM"]
+    # without the hang dumps (as before rank-N.hang): rank 1's own dump still says it was
+    # stopped (it was 'still progressing')
+    for r in (0, 2, 3):
+        (d / f"rank-{r}.hang").unlink()
+        (d / f"rank-{r}.prev").unlink()
+    v = _report(d)["verdict"]
+    assert (v["kind"], v["text"]) == ("stopped", (
+        "rank 1 was stopped from 12:00:02 UTC for 6 s -- its clock ran, its CPU time did not; "
+        "4 of 4 ranks left a dump"))
+
+
+def test_stopped_rank_left_stopped_then_sigterm(tmp_path: Path) -> None:
+    """MPICH: the rank stays stopped, no dump of it; the last dumps already show the hang,
+    and the time line adds when it began."""
+    d = tmp_path / "job.prof.partial"
+    _stopped_job(d, resumed=False)
+    w = _report(d)
+    assert w["verdict"]["kind"] == "stuck_on_missing"
+    assert w["verdict"]["text"].startswith("stuck on rank 1: ranks 0, 2-3 (in MPI_Allreduce, "
+                                           "up to 6 s) wait")
+    assert w["findings"][-1]["text"] == (
+        "hung from 12:00:03 UTC (stuck on rank 1, which left no dump), then ended by SIGTERM "
+        "at 12:00:08 UTC, still stuck")
+
+
+def test_a_stop_long_before_the_dump_is_a_note(tmp_path: Path) -> None:
+    """Rank 2 stopped for 3 s at 12:00:05, then ran on for a minute: the verdict is the
+    job's (no rank inside MPI), the stop a note after it."""
+    d = tmp_path / "job.prof.partial"
+    for r in range(4):
+        stops = [{"from": T0 + 5, "for_s": 3.0, "cpu_s": 0.0}] if r == 2 else []
+        _write(d, f"rank-{r}", _dump(r, 4, None, elapsed=70.0, time=T0 + 70, stopped=stops))
+    w = _report(d)
+    assert [(f["kind"], f["text"]) for f in w["findings"]] == [
+        ("none", "no rank is inside an MPI call; 4 of 4 ranks left a dump"),
+        ("stopped_earlier", "rank 2 was stopped earlier and ran on (rank 2 from 12:00:05 UTC "
+                            "for 3 s)")]
+
+
+def test_slow_call_hang_dump_then_progress_accuses_no_one(tmp_path: Path) -> None:
+    """Healthy: a matched MPI_Send/MPI_Recv pair inside for 1.5 s (a slow transfer) made
+    hang dumps; later dumps show the job moving.  No hang in the verdict."""
+    d = tmp_path / "job.prof.partial"
+    calls = {0: _p2p("MPI_Send", "send", 1, 2, 1.5), 1: _p2p("MPI_Recv", "recv", 0, 2, 1.5)}
+    for r in range(4):
+        hang = _dump(r, 4, calls.get(r), reason="hang", elapsed=3.0, calls=20, time=T0 + 3)
+        if r in calls:
+            _write(d, f"rank-{r}.hang", hang)
+        _write(d, f"rank-{r}.prev", hang)
+        _write(d, f"rank-{r}", _dump(r, 4, None, elapsed=8.0, calls=30, dump=2, time=T0 + 8))
+    w = _report(d)
+    assert w["verdict"]["kind"] == "progressing" and w["timeline"] == [], w["verdict"]
+    assert all(f["kind"] not in ("deadlock", "mismatch") for f in w["findings"])
+
+
+def test_stalled_allreduce_member_is_not_a_mismatch(tmp_path: Path) -> None:
+    """LULESH's case, 8 ranks: rank 5 in its 17th MPI_Allreduce for 4 s; the others made
+    their 17th (an MPI_Allreduce too: rank 0's earlier dump shows it) and went on to their
+    18th.  Ranks may leave a collective whose stalled member already sent its part: no
+    mismatch, 'stuck in a collective the others completed'."""
+    d = tmp_path / "job.prof.partial"
+    for r in range(8):
+        seq = 17 if r == 5 else 18
+        _write(d, f"rank-{r}", _dump(r, 8, {**ALLRED, "coll_seq": seq,
+                                            "since_s": 4.0 if r == 5 else 0.2},
+                                     world=seq, elapsed=9.0, dump=2, time=T0 + 9))
+    _write(d, "rank-0.prev", _dump(0, 8, {**ALLRED, "coll_seq": 17, "since_s": 0.01},
+                                   world=17, elapsed=5.0, time=T0 + 5))
+    w = _report(d)
+    assert w["mismatched"] == []
+    assert w["verdict"]["kind"] == "stuck_in_completed"
+    assert w["verdict"]["text"] == (
+        "stuck in a collective the others completed: rank 5 in MPI_Allreduce on "
+        "MPI_COMM_WORLD, 17th collective on it, for 4 s or more, while ranks 0-4, 6-7 made "
+        "it and went on (cannot tell why: a member may leave once its part is sent)")
+    # the others outside MPI after their 17th: the same
+    for r in (0, 1, 2, 3, 4, 6, 7):
+        _write(d, f"rank-{r}", _dump(r, 8, None, world=17, elapsed=9.0, dump=2, time=T0 + 9))
+    w = _report(d)
+    assert w["mismatched"] == [] and w["verdict"]["kind"] == "stuck_in_completed"
+
+
+def test_mismatch_proven_by_an_earlier_dump(tmp_path: Path) -> None:
+    """Rank 3 in its 5th collective, MPI_Allreduce, for 4 s; rank 0's earlier dump shows
+    its 5th was MPI_Bcast (root 0): proven, by the operations at one collective number."""
+    d = tmp_path / "job.prof.partial"
+    for r in range(4):
+        call = {**ALLRED, "coll_seq": 5, "since_s": 4.0} if r == 3 else None
+        _write(d, f"rank-{r}", _dump(r, 4, call, world=5 if r == 3 else 6, elapsed=9.0,
+                                     dump=2, time=T0 + 9))
+    _write(d, "rank-0.prev", _dump(0, 4, {**ALLRED, "function": "MPI_Bcast", "root": 0,
+                                          "coll_seq": 5, "since_s": 0.5},
+                                   world=5, elapsed=5.0, time=T0 + 5))
+    w = _report(d)
+    assert w["verdict"]["kind"] == "mismatch"
+    assert w["verdict"]["text"] == (
+        "mismatched collectives on MPI_COMM_WORLD: rank 0 made MPI_Bcast "
+        "(root 0), rank 3 in MPI_Allreduce -- for each of them its 5th collective on it")
+    # the same with rank 0's 5th an MPI_Allreduce too: no mismatch
+    _write(d, "rank-0.prev", _dump(0, 4, {**ALLRED, "coll_seq": 5, "since_s": 0.5},
+                                   world=5, elapsed=5.0, time=T0 + 5))
+    w = _report(d)
+    assert w["mismatched"] == [] and w["verdict"]["kind"] == "stuck_in_completed"
+
+
+def test_world_ops_prove_a_mismatch_or_clear_one(tmp_path: Path) -> None:
+    """bcast_allreduce's shape: ranks 2-3 in their 4th collective, MPI_Allreduce, for 3 s;
+    ranks 0-1 went on to MPI_Finalize (their 5th).  Their world_ops say what their 4th
+    was: MPI_Bcast (root 0), a mismatch; MPI_Allreduce, none (a stalled member)."""
+    d = tmp_path / "job.prof.partial"
+    fin = {"function": "MPI_Finalize", "kind": "coll", "comm": "world", "root": None,
+           "coll_seq": 5, "tag": -1, "bytes": 0, "since_s": 3.0}
+    for fourth, kind in (("MPI_Bcast", "mismatch"), ("MPI_Allreduce", "stuck_in_completed")):
+        ops = [{"coll_seq": k, "function": "MPI_Barrier", "root": None} for k in (1, 2, 3)]
+        ops += [{"coll_seq": 4, "function": fourth, "root": 0 if fourth == "MPI_Bcast" else None},
+                {"coll_seq": 5, "function": "MPI_Finalize", "root": None}]
+        for r in range(4):
+            call = fin if r < 2 else {**ALLRED, "coll_seq": 4, "since_s": 3.0}
+            _write(d, f"rank-{r}", _dump(r, 4, call, world=5 if r < 2 else 4, time=T0 + 9,
+                                         world_ops=ops if r < 2 else ops[:3] + [
+                                             {**ops[3], "function": "MPI_Allreduce",
+                                              "root": None}]))
+        w = _report(d)
+        assert w["verdict"]["kind"] == kind, w["verdict"]
+    (m,) = [m for m in _report_mismatch(d, tmp_path)]
+    assert m == ("mismatched collectives on MPI_COMM_WORLD: ranks 0-1 made MPI_Bcast (root 0), "
+                 "ranks 2-3 in MPI_Allreduce -- for each of them its 4th collective on it")
+
+
+def _report_mismatch(d: Path, tmp: Path) -> list[str]:
+    """The mismatch texts of d with ranks 0-1's 4th collective made an MPI_Bcast again."""
+    for r in (0, 1):
+        text = (d / f"rank-{r}").read_text()
+        (d / f"rank-{r}").write_text(text.replace(
+            '{"coll_seq": 4, "function": "MPI_Allreduce", "root": null}',
+            '{"coll_seq": 4, "function": "MPI_Bcast", "root": 0}'))
+    return [f["text"] for f in _report(d)["findings"] if f["kind"] == "mismatch"]
 
 
 # ---- corrupted partial dumps ----

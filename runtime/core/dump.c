@@ -9,8 +9,9 @@
  *
  * Written to a temporary name and renamed: a reader sees the last complete
  * dump (the one before is kept as rank-N.prev, to tell a stuck rank from a
- * slow one).  The buffers are made at start, so a dump normally allocates
- * nothing. */
+ * slow one, and the rank's first hang dump as rank-N.hang: a later dump never
+ * erases the evidence of a hang).  The buffers are made at start, so a dump
+ * normally allocates nothing. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,7 @@ static struct {
     char host[256], job[128], cmd[2048], lib[256];
     char head[1 << 15];          /* ml_dump_is_mine's first line of a file */
     int seq;                     /* dumps written */
+    int hang_kept;               /* rank-N.hang written */
 } DM;
 ML_TLS int ml_in_dump = 0;
 
@@ -152,6 +154,42 @@ static long long ml_world_colls(void)
     return (long long)n;
 }
 
+/* This rank's last (at most 8) collectives on MPI_COMM_WORLD, each its place and
+ * operation, read from the ring of the one thread that made them (none written with
+ * several such threads, or while not counted): what a rank that went on had made,
+ * so a mismatch can be proven by the operation at one place. */
+static void ml_put_world_ops(ml_buf_t *b)
+{
+    const ml_slot_t *one = NULL;
+    int threads = 0;
+    if (ml_hot.cm_max && !ml_ever_paused)
+        for (const ml_slot_t *t = ml_first_slot(); t; t = t->next)
+            if (t->cm && __atomic_load_n(&t->cm[0].colls, __ATOMIC_RELAXED)) {
+                one = t;
+                threads++;
+            }
+    ml_buf_printf(b, ",\"world_ops\":[");
+    if (threads == 1) {
+        uint64_t n = __atomic_load_n(&one->cm[0].colls, __ATOMIC_ACQUIRE), k0 = n > 8 ? n - 7 : 1;
+        uint64_t v[8];
+        for (uint64_t k = k0; k <= n; k++) v[k - k0] = __atomic_load_n(&one->wcoll[k & 7], __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        uint64_t n2 = __atomic_load_n(&one->cm[0].colls, __ATOMIC_RELAXED);
+        int first = 1;
+        for (uint64_t k = k0; k <= n; k++) {
+            if (k + 8 <= n2) continue; /* overwritten meanwhile */
+            int fid = (int)(uint32_t)v[k - k0], root = (int)(uint32_t)(v[k - k0] >> 32);
+            if (fid <= 0 || fid >= ML_NFUNC) continue;
+            ml_buf_printf(b, "%s{\"coll_seq\":%llu,\"function\":\"%s\"", first ? "" : ",",
+                          (unsigned long long)k, ml_func_name[fid]);
+            ml_put_peer(b, "root", root);
+            ml_buf_printf(b, "}");
+            first = 0;
+        }
+    }
+    ml_buf_printf(b, "]");
+}
+
 static void ml_put_call(ml_buf_t *b, const ml_slot_t *s, const ml_fl_t *f, uint64_t now)
 {
     ml_buf_printf(b, "{\"function\":\"%s\",\"kind\":\"%s\"", ml_func_name[f->fid], ml_kind[f->kind]);
@@ -203,8 +241,20 @@ static void ml_dump_header(ml_buf_t *b, int reason, int sig, int code, uint64_t 
     ml_buf_printf(b, ",\"errorcode\":");
     if (reason == ML_DUMP_ABORT) ml_buf_printf(b, "%d", code);
     else ml_buf_printf(b, "null");
-    ml_buf_printf(b, ",\"dump\":%d,\"created\":\"%s\",\"elapsed_s\":%.6f,\"job_id\":", ++DM.seq, iso,
-                  ml_since(now, ml_t_init));
+    struct timespec wall, cpu;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) != 0) cpu.tv_sec = cpu.tv_nsec = 0;
+    ml_buf_printf(b, ",\"dump\":%d,\"created\":\"%s\",\"elapsed_s\":%.6f,\"time\":%.3f,\"cpu_s\":%.6f", ++DM.seq,
+                  iso, ml_since(now, ml_t_init), (double)wall.tv_sec + wall.tv_nsec * 1e-9,
+                  (double)cpu.tv_sec + cpu.tv_nsec * 1e-9);
+    ml_buf_printf(b, ",\"stopped\":[");
+    int ns = ml_fl_stops_n < ML_FL_STOPS ? ml_fl_stops_n : ML_FL_STOPS;
+    for (int k = 0; k < ns; k++) { /* the last ones, oldest first */
+        const ml_fl_stop_t *st = &ml_fl_stops[(ml_fl_stops_n - ns + k) % ML_FL_STOPS];
+        ml_buf_printf(b, "%s{\"from\":%.3f,\"for_s\":%.3f,\"cpu_s\":%.3f}", k ? "," : "", st->from, st->for_s,
+                      st->cpu_s);
+    }
+    ml_buf_printf(b, "],\"job_id\":");
     ml_buf_json_str(b, DM.job);
     ml_buf_printf(b, ",\"command\":");
     ml_buf_json_str(b, DM.cmd);
@@ -216,6 +266,7 @@ static void ml_dump_header(ml_buf_t *b, int reason, int sig, int code, uint64_t 
     ml_buf_printf(b, ",\"hang_after_s\":%.6g,\"world_collectives\":", ml_fl_cfg.hang_after);
     if (wc >= 0) ml_buf_printf(b, "%lld", wc);
     else ml_buf_printf(b, "null");
+    ml_put_world_ops(b);
     ml_buf_printf(b, ",\"threads\":[");
     int i = 0, live = 0, shown = 0;
     for (const ml_slot_t *s = ml_first_slot(); s; s = s->next, i++) {
@@ -297,11 +348,13 @@ int ml_dump_write(const char *dir, int reason, int sig, int code)
     ml_profile_rank_line(b, &prof);
     ml_in_dump = 0;
 
-    char tmp[4600], fin[4600], ptmp[4600], prev[4600];
+    char tmp[4600], fin[4600], ptmp[4600], prev[4600], htmp[4600], hang[4600];
     snprintf(tmp, sizeof tmp, "%s/.rank-%d.tmp", dir, ml_world_rank);
     snprintf(fin, sizeof fin, "%s/rank-%d", dir, ml_world_rank);
     snprintf(ptmp, sizeof ptmp, "%s/.rank-%d.prev.tmp", dir, ml_world_rank);
     snprintf(prev, sizeof prev, "%s/rank-%d.prev", dir, ml_world_rank);
+    snprintf(htmp, sizeof htmp, "%s/.rank-%d.hang.tmp", dir, ml_world_rank);
+    snprintf(hang, sizeof hang, "%s/rank-%d.hang", dir, ml_world_rank);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
     struct stat st; /* a symbolic link (or a file) at the partial path is not followed */
     if (lstat(dir, &st) != 0) return -1;
@@ -323,6 +376,10 @@ int ml_dump_write(const char *dir, int reason, int sig, int code)
     unlink(ptmp); /* keep the dump before as rank-N.prev; rank-N is never missing */
     if (link(fin, ptmp) == 0) rename(ptmp, prev);
     int rc = rename(tmp, fin);
+    if (rc == 0 && reason == ML_DUMP_HANG && !DM.hang_kept) { /* the first hang dump, kept for good */
+        unlink(htmp);
+        if (link(fin, htmp) == 0 && rename(htmp, hang) == 0) DM.hang_kept = 1;
+    }
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the new name on disk too */
     if (dfd >= 0) {
         fsync(dfd);

@@ -38,8 +38,14 @@
 #define ML_FL_SIGNAL_WAIT_S 5 /* a terminating signal waits this long at most for its dump */
 #define ML_FL_PEER_WAIT_MS 1500 /* ... and for the other ranks' dumps (see ml_fl_wait_peers) */
 #define ML_FL_PEER_STAT_MAX 128 /* beyond this many ranks: a fixed wait instead of looking */
+/* The recorder's poll took this long (ten ticks or more) while the process used less
+ * than ML_FL_STOP_CPU of it in CPU time: the process was stopped (or not run at all) */
+#define ML_FL_STOP_MIN_S 1.0
+#define ML_FL_STOP_CPU 0.25
 
 ml_fl_cfg_t ml_fl_cfg;
+ml_fl_stop_t ml_fl_stops[ML_FL_STOPS];
+int ml_fl_stops_n;
 
 /* The recorder's state (one per process). */
 static struct {
@@ -274,6 +280,27 @@ static int ml_fl_hanging(uint64_t now, uint64_t limit)
 }
 
 
+static double ml_fl_clock(clockid_t id)
+{
+    struct timespec t;
+    return clock_gettime(id, &t) == 0 ? (double)t.tv_sec + t.tv_nsec * 1e-9 : 0.0;
+}
+
+/* After the recorder's poll (which began at mono0, cpu0): a stop of the process is kept
+ * (ml_fl_stops) when its clock ran and its CPU time did not.  Only the poll is measured:
+ * a dump's own waits are not a stop. */
+static void ml_fl_check_stop(double mono0, double cpu0)
+{
+    double gap = ml_fl_clock(CLOCK_MONOTONIC) - mono0;
+    double cpu = ml_fl_clock(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    if (gap < ML_FL_STOP_MIN_S || cpu >= ML_FL_STOP_CPU * gap) return;
+    ml_fl_stop_t *st = &ml_fl_stops[ml_fl_stops_n % ML_FL_STOPS];
+    st->from = ml_fl_clock(CLOCK_REALTIME) - gap;
+    st->for_s = gap;
+    st->cpu_s = cpu > 0 ? cpu : 0;
+    ml_fl_stops_n++;
+}
+
 static void *ml_fl_main(void *arg)
 {
     (void)arg;
@@ -283,7 +310,9 @@ static void *ml_fl_main(void *arg)
     uint64_t hang = ml_fl_cfg.hang_after > 0 ? ml_ns_to_ticks((uint64_t)(ml_fl_cfg.hang_after * 1e9)) : 0;
     for (;;) {
         struct pollfd p = {FL.pipe[0], POLLIN, 0};
+        double mono0 = ml_fl_clock(CLOCK_MONOTONIC), cpu0 = ml_fl_clock(CLOCK_PROCESS_CPUTIME_ID);
         int n = poll(&p, 1, ML_FL_TICK_MS);
+        ml_fl_check_stop(mono0, cpu0);
         uint64_t now = ml_now();
         __atomic_store_n(&ml_hot.fl_clock, now, __ATOMIC_RELAXED);
         if (n > 0) {
@@ -406,9 +435,10 @@ void ml_flight_abort(int fid, MPI_Comm comm, int errorcode)
  * directory once empty. */
 static void ml_fl_remove(void)
 {
-    static const char *const names[] = {"rank-%d", "rank-%d.prev", ".rank-%d.tmp", ".rank-%d.prev.tmp"};
+    static const char *const names[] = {"rank-%d", "rank-%d.prev", "rank-%d.hang", ".rank-%d.tmp",
+                                        ".rank-%d.prev.tmp", ".rank-%d.hang.tmp"};
     char f[4500];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         int k = snprintf(f, sizeof f, "%s/", FL.dir);
         snprintf(f + k, sizeof f - (size_t)k, names[i], ml_world_rank);
         if (ml_dump_is_mine(f)) unlink(f);

@@ -97,6 +97,12 @@ ML_INLINE void ml_fl_set(ml_slot_t *S, int fid, int kind, MPI_Comm comm, int pee
          * constant of each wrapper, so other calls pay nothing) */
         ml_cm_rec_t *cm = S->cm;
         int id = comm == MPI_COMM_WORLD ? 0 : cm && comm != MPI_COMM_NULL ? ml_cm_id(comm) : ml_hot.cm_max;
+        if (id == 0 && cm && ml_hot.cm_max) {
+            /* which operation the k-th on MPI_COMM_WORLD is, before k is counted: a dump that
+             * reads the count finds its entry (dump.c; x86-64 keeps stores in order) */
+            S->wcoll[(cm[0].colls + 1) & 7] = (uint64_t)(uint32_t)fid | (uint64_t)(uint32_t)peer << 32;
+            __atomic_signal_fence(__ATOMIC_RELEASE);
+        }
         f->cseq = cm && id < ml_hot.cm_max ? ++cm[id].colls : 0;
         ml_la_in(fid, id, f->cseq); /* late arrival: a sampled call on MPI_COMM_WORLD (late.h) */
         /* a collective on a new communicator: its members known to the recorder (sem.c's table) */
@@ -151,9 +157,20 @@ void ml_flight_finalize_enter(void); /* MPI_Finalize reached: this thread is "in
 void ml_flight_stop(int profile_written); /* after the profile: stop; remove the partial files if written */
 void ml_flight_abort(int fid, MPI_Comm comm, int errorcode); /* MPI_Abort's wrapper, before the abort */
 
+/* Times this process was stopped (SIGSTOP, SIGTSTP: the recorder's clock ran, the
+ * process's CPU time did not), seen by the recorder's thread when it runs again; the
+ * last ML_FL_STOPS kept (ring), written in each dump. */
+#define ML_FL_STOPS 4
+typedef struct {
+    double from, for_s, cpu_s; /* epoch seconds; how long; CPU time used meanwhile */
+} ml_fl_stop_t;
+extern ml_fl_stop_t ml_fl_stops[ML_FL_STOPS];
+extern int ml_fl_stops_n; /* stops seen (the last ML_FL_STOPS kept) */
+
 /* ---- the dump (dump.c) ---- */
 enum { ML_DUMP_SIGNAL, ML_DUMP_TIME_LIMIT, ML_DUMP_HANG, ML_DUMP_ABORT, ML_DUMP_CRASH };
-/* Writes <dir>/rank-N atomically (the previous one kept as rank-N.prev).  0 ok. */
+/* Writes <dir>/rank-N atomically (the previous one kept as rank-N.prev, the first hang
+ * dump as rank-N.hang).  0 ok. */
 int ml_dump_write(const char *dir, int reason, int sig, int code);
 void ml_dump_prepare(const char *job); /* at start: fixed facts (job: rank 0's id), buffers: no allocation later */
 int ml_dump_is_mine(const char *path); /* 1: a dump of this process (job id and pid) */

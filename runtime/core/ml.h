@@ -118,6 +118,8 @@ typedef struct ml_slot {
     void *kx[ML_NKINDS];   /* a record kind's own per-thread tables (mltypes.h; the built-in kinds use the typed pointers above) */
     int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
     ml_fl_t fl;            /* the call this thread is inside (flight.h) */
+    uint64_t wcoll[8];     /* its last collectives on MPI_COMM_WORLD: entry k % 8 for its k-th,
+                            * function id | root (world rank, or ML_FL_*) << 32 (flight.h) */
     ml_cs1_t cs1[ML_NFUNC]; /* call sites, depth 1: one entry per function (callend.h) */
 } ml_slot_t;
 

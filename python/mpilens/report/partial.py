@@ -3,7 +3,8 @@
 A job that never reached MPI_Finalize leaves `<output>.partial/rank-N`, one file per
 rank that could write one, each two JSON lines: the dump's header (why, when, what each
 thread is inside, outstanding requests) and the rank's records in the profile's
-rank-line format.  `rank-N.prev` is the rank's dump before, if any.
+rank-line format.  `rank-N.prev` is the rank's dump before, if any, and `rank-N.hang`
+its first hang dump (kept for good: a later dump never erases the evidence of a hang).
 
 `load_partial(paths)` takes the directory or some of its files (ranks may be missing)
 and returns a `Profile` whose header is built from the rank lines (the usual tables
@@ -26,7 +27,7 @@ from .validate import _Checker
 
 PARTIAL_FORMAT = "mpilens-partial"
 PARTIAL_VERSION = 1
-_RANK_FILE = re.compile(r"^rank-(\d+)(\.prev)?$")
+_RANK_FILE = re.compile(r"^rank-(\d+)(\.prev|\.hang)?$")
 # a dump's reason in words, for the reports (the file's own word: time_limit)
 REASON_WORDS = {"signal": "signal", "time_limit": "time limit", "hang": "hang",
                 "abort": "MPI_Abort", "crash": "crash"}
@@ -35,6 +36,8 @@ REASON_WORDS = {"signal": "signal", "time_limit": "time limit", "hang": "hang",
 def dump_label(reason: str | None, dump: int | None) -> str:
     """'time limit, dump 1': why a rank's last dump was written, and its number."""
     return "-" if not reason else f"{REASON_WORDS.get(reason, reason)}, dump {dump}"
+
+
 _DUMP_KEYS: dict[str, type | tuple[type, ...]] = {
     "rank": int, "nranks": int, "reason": str, "dump": int, "elapsed_s": (int, float),
     "threads": list, "requests": list}
@@ -168,6 +171,25 @@ def _clean_head(c: _Checker, head: dict[str, Any]) -> dict[str, Any]:
     c.time("dump header elapsed_s", h["elapsed_s"])
     if h.get("world_collectives") is not None:
         c.count("dump header world_collectives", h["world_collectives"])
+    for key in ("time", "cpu_s"):  # the wall clock (epoch seconds) and CPU time at the dump
+        if h.get(key) is not None:
+            h[key] = c.time(f"dump header {key}", h[key])
+    stops = []
+    for i, st in enumerate(c.seq("dump header stopped", h.get("stopped", []))):
+        st = c.obj(f"dump header stopped[{i}]", st)
+        stops.append({k: c.time(f"dump header stopped[{i}].{k}", st.get(k, 0.0))
+                      for k in ("from", "for_s", "cpu_s")})
+    h["stopped"] = stops
+    ops = []  # the rank's last collectives on MPI_COMM_WORLD: place and operation
+    for i, op in enumerate(c.seq("dump header world_ops", h.get("world_ops", []))):
+        w = f"dump header world_ops[{i}]"
+        op = c.obj(w, op)
+        root = op.get("root")
+        if root is not None and root not in _PEER_WORDS:
+            root = c.rank(f"{w}.root", root)
+        ops.append({"coll_seq": c.count(f"{w}.coll_seq", op.get("coll_seq"), 1),
+                    "function": c.text(f"{w}.function", op.get("function")), "root": root})
+    h["world_ops"] = ops
     for key in ("requests_live", "untracked_requests"):
         h[key] = c.count(f"dump header {key}", h.get(key, 0))
     threads = []
@@ -238,6 +260,7 @@ def load_partial(paths: list[str | Path]) -> Profile:
     """The partial profile in paths (a directory, or rank files)."""
     latest: dict[int, tuple[dict[str, Any], dict[str, Any], Path]] = {}
     prev: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+    hang: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
     skipped: list[str] = []  # one line per file left out
     files = _files(paths)
     read: list[tuple[Path, dict[str, Any], dict[str, Any]]] = []
@@ -265,6 +288,8 @@ def load_partial(paths: list[str | Path]) -> Profile:
         r = head["rank"]
         if p.name.endswith(".prev"):
             prev[r] = (head, rank)
+        elif p.name.endswith(".hang"):
+            hang[r] = (head, rank)
         elif r in latest and latest[r][2] != p:
             skipped.append(f"{p}: rank {r} given twice (also {latest[r][2]}): left out")
         else:
@@ -273,6 +298,19 @@ def load_partial(paths: list[str | Path]) -> Profile:
         if r not in latest:
             latest[r] = (head, rank, Path(paths[0]))
             del prev[r]
+    for r, (head, rank) in hang.items():  # nor rank-N.prev: its hang dump is
+        if r not in latest:
+            latest[r] = (head, rank, Path(paths[0]))
+    # each rank's dumps oldest first, one per dump number (the hang dump may also be
+    # rank-N.prev or rank-N)
+    history: dict[int, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for src in (hang, prev, {r: v[:2] for r, v in latest.items()}):
+        for r, (head, rank) in src.items():
+            history.setdefault(r, [])
+            if all(h["dump"] != head["dump"] for h, _ in history[r]):
+                history[r].append((head, rank))
+    for r in history:
+        history[r].sort(key=lambda hr: hr[0]["dump"])
     if nranks is None or not latest:
         raise UserError(skipped[0] + (f" (and {len(skipped) - 1} more files: none usable)"
                                       if len(skipped) > 1 else ""))
@@ -296,6 +334,6 @@ def load_partial(paths: list[str | Path]) -> Profile:
     partial = {"ranks_dumped": present, "missing": [r for r in range(nranks) if r not in latest],
                "dumps": {r: latest[r][0] for r in present},
                "rank_lines": {r: latest[r][1] for r in present},
-               "prev": {r: prev[r] for r in prev}, "skipped": skipped}
+               "prev": {r: prev[r] for r in prev}, "history": history, "skipped": skipped}
     src = Path(paths[0]) if len(paths) == 1 else Path(paths[0]).parent
     return Profile(path=src, header=header, ranks=ranks, partial=partial)

@@ -17,7 +17,10 @@ ranks, judged by MPI's matching rules:
   collectives (`coll_seq`, counted by the runtime on every rank): ranks inside the same
   place and operation have arrived; a member at a later place (or, on MPI_COMM_WORLD,
   with more collectives made: `world_collectives`) has passed it; a member behind is
-  needed.  Two ranks at the same place in different operations are a *proven mismatch*.
+  needed.  Two ranks whose dumps (now, or any dump kept) record different operations at
+  the same place are a *proven mismatch*, and nothing else is: ranks inside a collective
+  every other member has left are "stuck in a collective the others completed" (a
+  member may leave once its part is sent; a stalled one shows that way).
 
 A need is *certain* when both sides could be judged (communicators known, no untracked
 requests, the operation cannot complete without that rank); a rank is *settled* when it
@@ -31,13 +34,17 @@ tells them apart.
 
 Verdicts, each with what it rests on, the first that applies first:
 aborted, crashed, deadlock, mismatch, stuck (on a rank computing, stopped, crashed or
-without a dump), progressing (two dumps, calls completed between them), communicating
-(killed while inside MPI calls, no sign of a hang), stuck (cannot tell why), none.
+without a dump), stuck in a collective the others completed, stopped (a rank resumed
+only to end), progressing (two dumps, calls completed between them), communicating
+(killed while inside MPI calls, no sign of a hang), stuck (cannot tell why), none.  Over the history of the dumps (analyse):
+the ranks' first hang dumps are judged as the state at the hang; a hang there that the
+last dumps no longer show (the job moved again) leads the verdict as a time line.
 Plain data: the terminal, JSON and HTML reports show the same.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 from ..units import fmt_bytes, fmt_time
@@ -287,13 +294,146 @@ def _need_p2p(r: int, obj: dict[str, Any], kind: str, posted: _Posted, sh: _Shar
     return out
 
 
+HANG_KINDS = ("deadlock", "mismatch", "stuck_on_missing", "stuck_on_stopped",
+              "stuck_on_computing", "stuck_on_crashed", "stopped", "stuck_in_completed",
+              "stuck")
+
+
 def analyse(prof: Profile) -> dict[str, Any]:
+    """The verdict on the ranks' last dumps, and over the history of the dumps: a hang
+    some ranks dumped for (`rank-N.hang`) is judged as it was then, and stays in the
+    verdict when the job moved again before it ended (a stopped rank resumed by the
+    launcher's SIGCONT, say)."""
     part = prof.partial or {}
     n = prof.nranks
     dumps: dict[int, dict[str, Any]] = part.get("dumps", {})
     lines = part.get("rank_lines", {})
-    prev = part.get("prev", {})
+    history = part.get("history", {})
+    now = _judge(n, dumps, lines, part.get("prev", {}), part, history, None)
+    first_hang: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+    for r, hist in history.items():
+        hd = next(((h, ln) for h, ln in hist if h["reason"] == "hang"), None)
+        if hd is not None and _when(hd[0]) is not None:
+            first_hang[r] = hd
+    if not first_hang:
+        return {**now, "timeline": []}
+    t_first = min(_when(h) or 0.0 for h, _ in first_hang.values())
+    t_last = max(_when(h) or 0.0 for h, _ in first_hang.values())
+    snap: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+    later = False  # some rank dumped again after the hang
+    for r, hist in history.items():
+        if r in first_hang:
+            snap[r] = first_hang[r]
+            later = later or hist[-1][0]["dump"] > first_hang[r][0]["dump"]
+            continue
+        before = [(h, ln) for h, ln in hist if (_when(h) or 0.0) <= t_last + 0.5]
+        if before:
+            snap[r] = before[-1]
+        later = later or len(before) < len(hist)
+    if not later:  # the last dumps are the hang's: judged above
+        return {**now, "timeline": []}
+    hung = _judge(n, {r: h for r, (h, _) in snap.items()},
+                  {r: ln for r, (_, ln) in snap.items()}, {},
+                  {**part, "missing": [r for r in range(n) if r not in snap]}, history, t_last)
+    hv, nv = hung["verdict"], now["verdict"]
+    if hv["kind"] not in HANG_KINDS:
+        return {**now, "timeline": []}
+    # the end: the last dumps written after the hang, and whether the ranks moved since
+    ends = [h for r, h in dumps.items() if (_when(h) or 0.0) > t_last]
+    t_end = max((_when(h) or 0.0 for h in ends), default=t_last)
+    why = sorted({_why(h) for h in ends})
+    moved = sorted(r for r, (_, ln) in snap.items()
+                   if r in lines and _total_calls(lines[r]) != _total_calls(ln))
+    resumed = sorted(r for r in range(n) if hung["ranks"][r]["state"] == "stopped"
+                     and r in dumps and (_when(dumps[r]) or 0.0) > t_last)
+    end = (f"then {' and '.join(why) or 'dumped again'} at {_clock(t_end)}" +
+           (f" while moving again ({_ranks_word(moved)} completed MPI calls after the hang"
+            + (f"; {_ranks_word(resumed)} resumed" if resumed else "") + ")" if moved
+            else f" after {_ranks_word(resumed)} resumed (no MPI call completed since the "
+                 "hang)" if resumed else ", still stuck"))
+    line = {"kind": hv["kind"], "text": f"hung from {_clock(t_first)} ({hv['short']}), {end}",
+            "short": hv["short"],
+            "rests_on": "the hang dumps (rank-N.hang) as the verdict on them, and the call "
+                        "counts and clocks of the last dumps"}
+    timeline = [{"at": t_first, "what": "hang", "verdict": hv},
+                {"at": t_end, "what": ", ".join(why), "verdict": nv, "moved": moved}]
+    if nv["kind"] in HANG_KINDS and nv["kind"] != "stopped":  # a hang at the end too: the
+        # last dumps say the most (a rank stopped, nothing stuck: the hang says more)
+        return {**now, "findings": now["findings"] + [line], "timeline": timeline,
+                "at_hang": _public(hung)}
+    findings = ([line] + [{**f, "text": f"at the hang: {f['text']}"} for f in hung["findings"]]
+                + [{**f, "text": f"at the end: {f['text']}"} for f in now["findings"]])
+    return {**now, "verdict": line, "findings": findings, "timeline": timeline,
+            "at_hang": _public(hung)}
+
+
+def _public(w: dict[str, Any]) -> dict[str, Any]:
+    """The analysis of the hang's dumps as JSON shows it (the verdict and what it rests on)."""
+    return {k: w[k] for k in ("cycles", "deadlocked", "mismatched", "completed_by_others",
+                              "missing", "verdict", "findings")}
+
+
+def _when(h: dict[str, Any]) -> float | None:
+    """A dump's wall-clock time (epoch seconds): its `time`, else its `created`."""
+    t = h.get("time")
+    if isinstance(t, (int, float)) and t > 0:
+        return float(t)
+    try:
+        return datetime.strptime(str(h.get("created", "")), "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def _clock(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%H:%M:%S UTC")
+
+
+def _why(h: dict[str, Any]) -> str:
+    r = h["reason"]
+    if r == "signal":
+        sig = h.get("signal") or "a signal"
+        return f"a snapshot on {sig}" if sig in ("SIGUSR1", "SIGUSR2") else f"ended by {sig}"
+    return {"time_limit": "the time-limit dump", "hang": "another hang dump",
+            "abort": "MPI_Abort", "crash": f"a crash ({h.get('signal') or 'a fault'})"}.get(r, r)
+
+
+def _stops(hist: list[Any]) -> list[dict[str, float]]:
+    """The stops a rank's dumps report (the recorder's clock ran, the CPU time did not)."""
+    seen: dict[float, dict[str, float]] = {}
+    for h, _ in hist:
+        for st in h.get("stopped", []):
+            seen[round(st["from"], 1)] = st
+    return [seen[k] for k in sorted(seen)]
+
+
+def _resumed_for(d: dict[str, Any], stops: list[dict[str, float]]) -> dict[str, float] | None:
+    """The stop a rank's last dump reports as ended just before it (within SETTLED_S): the
+    rank was stopped while the others waited, and resumed only to end (a launcher's SIGCONT
+    before its SIGTERM)."""
+    t = _when(d)
+    if not stops or t is None or not d.get("stopped"):
+        return None
+    st = stops[-1]
+    return st if t - (st["from"] + st["for_s"]) <= SETTLED_S else None
+
+
+def _stopped_at(stops: list[dict[str, float]], t: float) -> dict[str, float] | None:
+    """The stop that covers time t (within the recorder's tick)."""
+    for st in stops:
+        if st["from"] - 0.2 <= t <= st["from"] + st["for_s"] + 0.2:
+            return st
+    return None
+
+
+def _judge(n: int, dumps: dict[int, dict[str, Any]], lines: dict[int, dict[str, Any]],
+           prev: dict[int, Any], part: dict[str, Any], history: dict[int, list[Any]],
+           at: float | None) -> dict[str, Any]:
+    """The analysis of one state of the job: each rank's dump in dumps (its last, or the
+    one it had at a hang); history: every dump kept (for the collectives they record and
+    the stops they saw); at: the wall-clock time judged (None: the end)."""
     stale = _stale(dumps)
+    stops = {r: _stops(h) for r, h in history.items()}
     calls: dict[int, dict[str, Any]] = {}
     all_in: dict[int, bool] = {}
     rows: list[dict[str, Any]] = []
@@ -311,7 +451,14 @@ def analyse(prof: Profile) -> dict[str, Any]:
                  "aborted" if d["reason"] == "abort" else "in_mpi" if inside else "not_in_mpi")
         if r in stale:
             state = "stale"
-        rows.append({"rank": r, "state": state,
+        if at is not None:
+            stop = _stopped_at(stops.get(r, []), at)
+        else:  # at the end: stopped until just before its last dump (resumed to end)
+            stop = _resumed_for(d, stops.get(r, [])) if d else None
+        if stop is not None and state in ("no_dump", "stale", "not_in_mpi"):
+            state = "stopped"
+        rows.append({"rank": r, "state": state, "stopped": stops.get(r, []),
+                     "stop": stop,
                      "function": inside[0]["function"] if inside else None,
                      "call": describe(inside[0]) if inside else None,
                      "since_s": inside[0].get("since_s") if inside else None,
@@ -335,33 +482,52 @@ def analyse(prof: Profile) -> dict[str, Any]:
     for r, c in calls.items():
         if c.get("kind") == "coll" and _ckey(c.get("comm")) is not None:
             in_coll.setdefault(_ckey(c.get("comm")), {})[r] = c
-    mismatched: list[dict[str, Any]] = []
-    for ck, byrank in sorted(in_coll.items(), key=lambda kv: str(kv[0])):
-        places: dict[int, dict[tuple[str, Any], list[int]]] = {}
-        for r, c in byrank.items():
-            if isinstance(c.get("coll_seq"), int):
-                places.setdefault(c["coll_seq"], {}).setdefault(
-                    (c["function"], c.get("root")), []).append(r)
-        for seq, ops in sorted(places.items()):
-            if len(ops) > 1:
-                comm = next(iter(byrank.values())).get("comm")
-                mismatched.append({"comm": comm_label(comm), "coll_seq": seq, "groups": [
-                    {"function": fn, "root": root, "ranks": sorted(rs)}
-                    for (fn, root), rs in sorted(ops.items(), key=lambda kv: min(kv[1]))]})
+    # a mismatch is proven only by two ranks' dumps recording different operations at the
+    # same place of one communicator's order of collectives: the calls they are inside
+    # now, or were inside at any dump they kept (partial.py's history), or made on
+    # MPI_COMM_WORLD (each dump's world_ops: its last 8 there)
+    places: dict[tuple[Any, int], dict[tuple[str, Any], dict[int, bool]]] = {}
+    comm_of: dict[Any, Any] = {}
 
-    # a collective some ranks have been inside for long while every other member has
-    # made its collective of that place and gone on: theirs was another operation
+    def record(r: int, c: dict[str, Any], now: bool) -> None:
+        ck = _ckey(c.get("comm"))
+        if c.get("kind") != "coll" or ck is None or not isinstance(c.get("coll_seq"), int):
+            return
+        comm_of.setdefault(ck, c.get("comm"))
+        ranks = places.setdefault((ck, c["coll_seq"]), {}).setdefault(
+            (c["function"], c.get("root")), {})
+        ranks[r] = ranks.get(r, False) or now
+    for r, c in calls.items():
+        record(r, c, True)
+    for r, hist in history.items():
+        for h, _ in hist:
+            for t in h["threads"]:
+                if t.get("call"):
+                    record(r, t["call"], False)
+            for op in h.get("world_ops", []):  # the last collectives it made on world
+                record(r, {**op, "kind": "coll", "comm": "world"}, False)
+    mismatched: list[dict[str, Any]] = []
+    for (ck, seq), ops in sorted(places.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        if len(ops) > 1:
+            mismatched.append({"comm": comm_label(comm_of[ck]), "coll_seq": seq, "groups": [
+                {"function": fn, "root": root, "ranks": sorted(rs),
+                 "earlier": sorted(x for x, now in rs.items() if not now)}
+                for (fn, root), rs in sorted(ops.items(), key=lambda kv: min(kv[1]))]})
+    proven = {(m["comm"], m["coll_seq"]) for m in mismatched}
+
+    # ranks long inside a collective that every other member has made and left: they
+    # may be stalled (stopped, descheduled) after their part was sent -- MPI lets the
+    # others leave then -- so this proves no mismatch; it cannot tell why
+    completed: list[dict[str, Any]] = []
     for ck, byrank in sorted(in_coll.items(), key=lambda kv: str(kv[0])):
         comm = next(iter(byrank.values())).get("comm")
         members = _members(comm, n) or []
-        at: dict[int, list[int]] = {}
+        at_seq: dict[int, list[int]] = {}
         for r, c in byrank.items():
             if isinstance(c.get("coll_seq"), int):
-                at.setdefault(c["coll_seq"], []).append(r)
-        for seq, rs in sorted(at.items()):
-            ops = {(byrank[r]["function"], byrank[r].get("root")) for r in rs}
-            if len(ops) != 1 or any(m.get("coll_seq") == seq for m in mismatched
-                                    if m["comm"] == comm_label(comm)):
+                at_seq.setdefault(c["coll_seq"], []).append(r)
+        for seq, rs in sorted(at_seq.items()):
+            if (comm_label(comm), seq) in proven:
                 continue
             if min(float(byrank[r].get("since_s") or 0) for r in rs) < SETTLED_S:
                 continue
@@ -369,11 +535,10 @@ def analyse(prof: Profile) -> dict[str, Any]:
             others = [m for m in members if m not in rset]
             if not others or not all(_passed(m, ck, seq, in_coll, world_colls) for m in others):
                 continue
-            (fn, root), = ops
-            mismatched.append({"comm": comm_label(comm), "coll_seq": seq, "inferred": True,
-                               "groups": [{"function": fn, "root": root, "ranks": sorted(rs)},
-                                          {"function": None, "root": None,
-                                           "ranks": sorted(others)}]})
+            completed.append({"comm": comm_label(comm), "coll_seq": seq,
+                              "function": sorted({byrank[r]["function"] for r in rs}),
+                              "ranks": sorted(rs), "others": sorted(others)[:WAITS_SHOWN],
+                              "others_n": len(others)})
 
     # what each blocked rank needs (need objects shared by the ranks of one collective)
     sh = _Shared(n, untracked)
@@ -435,14 +600,15 @@ def analyse(prof: Profile) -> dict[str, Any]:
     progress = {"compared": compared, "moved": moved} if compared else None
 
     findings = _findings(rows, dumps, calls, needs, settled, dead, cycles, mismatched,
-                         progress, n, part, blockers)
+                         progress, n, part, blockers, completed)
     never_list = [{**v, "waiting": [{"function": fn, "ranks": sorted(rs)}
                                     for fn, rs in v["waiting"].items()],
                    "away": sorted(v["away"], key=lambda a: a["rank"])}
                   for _, v in sorted(never.items(), key=lambda kv: (kv[0][0] != "world",
                                                                      str(kv[0])))]
     return {"ranks": rows, "cycles": cycles, "deadlocked": sorted(dead),
-            "mismatched": mismatched, "never_arrived": never_list, "progress": progress,
+            "mismatched": mismatched, "completed_by_others": completed,
+            "never_arrived": never_list, "progress": progress,
             "missing": part.get("missing", []), "skipped": part.get("skipped", []),
             "settled_s": SETTLED_S, "verdict": findings[0], "findings": findings}
 
@@ -602,7 +768,7 @@ def _greatest_dead(cand: set[int], sure: dict[int, list[dict[str, Any]]]) -> set
     return dead
 
 
-_TERMINAL = ("no_dump", "stale", "crashed", "aborted", "not_in_mpi")
+_TERMINAL = ("no_dump", "stale", "stopped", "crashed", "aborted", "not_in_mpi")
 
 
 def _blockers(rows: list[dict[str, Any]], waiting: set[int],
@@ -650,8 +816,13 @@ def _state_words(row: dict[str, Any], plural: bool = False) -> str:
     st = row["state"]
     last = f" (its last MPI call: {row['last_call']})" if row.get("last_call") and not plural \
         else ""
+    if st == "stopped" and not plural:
+        stop = row.get("stop") or {}
+        return (f"was stopped from {_clock(stop.get('from', 0.0))} for "
+                f"{fmt_time(stop.get('for_s', 0.0))} (its clock ran, its CPU time did not)")
     if plural:
         return {"no_dump": "left no dump (stopped, killed or ended before they could write one)",
+                "stopped": "were stopped (their clocks ran, their CPU time did not)",
                 "crashed": "crashed", "aborted": "called MPI_Abort",
                 "stale": "stopped dumping (their last dumps are older than the others': "
                          "stopped or unresponsive)",
@@ -669,7 +840,7 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
               settled: set[int], dead: set[int], cycles: list[list[int]],
               mismatched: list[dict[str, Any]], progress: dict[str, Any] | None, n: int,
               part: dict[str, Any], blockers: dict[tuple[int, ...], list[int]],
-              ) -> list[dict[str, str]]:
+              completed: list[dict[str, Any]]) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     have = len(dumps)
     of = f"{have} of {n} ranks left a dump"
@@ -701,33 +872,28 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
                     "): none of them can be met -- missing: " + "; ".join(unmatched) +
                     f"; every call waiting for {fmt_time(shortest)} or more" +
                     (f"; {_ranks_word(others)} wait on them" if others else ""),
+                    "short": "deadlock " + " -> ".join(str(r) for r in cyc),
                     "rests_on": "MPI's matching rules on the dumps' calls and requests, and "
                                 f"calls inside for >= {fmt_time(SETTLED_S)}"})
     for m in mismatched:
         nth = _ordinal(m["coll_seq"])
-        if m.get("inferred"):
-            g, o = m["groups"]
-            root = f" (root {g['root']})" if isinstance(g["root"], int) else ""
-            since = min(float(calls[r].get("since_s") or 0) for r in g["ranks"])
-            out.append({"kind": "mismatch", "text":
-                        f"mismatched collectives on {m['comm']}: {_ranks_word(g['ranks'])} in "
-                        f"{g['function']}{root}, their {nth} collective on it, for "
-                        f"{fmt_time(since)} or more, while {_ranks_word(o['ranks'])} made "
-                        f"their {nth} and went on: theirs was another operation",
-                        "rests_on": "each rank's count of collectives per communicator, and "
-                                    f"calls inside for >= {fmt_time(SETTLED_S)}"})
-            continue
         parts = []
         for g in m["groups"]:
             root = f" (root {g['root']})" if isinstance(g["root"], int) else ""
-            parts.append(f"{_ranks_word(g['ranks'])} in {g['function']}{root}")
+            now = [x for x in g["ranks"] if x not in set(g["earlier"])]
+            where = [f"{_ranks_word(now)} in"] if now else []
+            if g["earlier"]:
+                where.append(f"{_ranks_word(g['earlier'])} made")
+            parts.append(f"{', '.join(where)} {g['function']}{root}")
         out.append({"kind": "mismatch", "text":
                     f"mismatched collectives on {m['comm']}: " + ", ".join(parts) +
                     f" -- for each of them its {nth} collective on it",
-                    "rests_on": "each rank's count of collectives per communicator"})
+                    "short": f"mismatched collectives on {m['comm']}",
+                    "rests_on": "the operation each rank's dump records at one place of the "
+                                "communicator's order of collectives"})
     # stuck on someone outside MPI, dead, or without a dump
     blocked = sorted(r for r in settled if r not in dead and needs.get(r))
-    kinds = {"no_dump": "stuck_on_missing", "stale": "stuck_on_stopped",
+    kinds = {"no_dump": "stuck_on_missing", "stale": "stuck_on_stopped", "stopped": "stuck_on_stopped",
              "crashed": "stuck_on_crashed", "aborted": "stuck_on_crashed",
              "not_in_mpi": "stuck_on_computing"}
     order = list(kinds)
@@ -747,9 +913,41 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
                     f"stuck on {_ranks_word(list(term))}: {_ranks_word(waiting)} (in "
                     f"{', '.join(fns)}, up to {fmt_time(longest)}) wait, directly or through "
                     f"others, for {what}; {of}",
+                    "short": f"stuck on {_ranks_word(list(term))}, which " +
+                             "; ".join(sorted({_short_state(rows[x]) for x in term})),
                     "rests_on": "MPI's matching rules, calls inside for >= "
                                 f"{fmt_time(SETTLED_S)}, and the dumps (or their absence) of "
                                 f"{_ranks_word(list(term))}"})
+    # ranks that say they were stopped (clock ran, CPU time did not), not named above
+    named = {x for t in blockers for x in t if rows[x]["state"] == "stopped"}
+    stopped = [r for r in range(n) if rows[r].get("stop") and r not in named]
+    if stopped:
+        top = max(stopped, key=lambda r: rows[r]["stop"]["for_s"])
+        st = rows[top]["stop"]
+        when = f"from {_clock(st['from'])} for {fmt_time(st['for_s'])}"
+        last = rows[top]["last_call"]
+        out.append({"kind": "stopped", "text":
+                    (f"rank {top} was stopped {when}" if len(stopped) == 1 else
+                     f"{_ranks_word(stopped)} were stopped (the longest: rank {top}, {when})")
+                    + " -- its clock ran, its CPU time did not"
+                    + (f" (its last MPI call: {last})" if last and len(stopped) == 1 else "")
+                    + f"; {of}",
+                    "short": f"{_ranks_word(stopped)} stopped",
+                    "rests_on": "each rank's recorder: its 100 ms poll took that long while "
+                                "the process used almost no CPU time"})
+    for c in completed:
+        since = min(float(calls[r].get("since_s") or 0) for r in c["ranks"])
+        others = _ranks_word(c["others"]) + (" ..." if c["others_n"] > len(c["others"]) else "")
+        fn = "/".join(c["function"])
+        out.append({"kind": "stuck_in_completed", "text":
+                    f"stuck in a collective the others completed: {_ranks_word(c['ranks'])} "
+                    f"in {fn} on {c['comm']}, {_ordinal(c['coll_seq'])} collective on it, for "
+                    f"{fmt_time(since)} or more, while {others} made it and went on (cannot "
+                    "tell why: a member may leave once its part is sent)",
+                    "short": f"{_ranks_word(c['ranks'])} stuck in {fn}, which the others "
+                             "completed",
+                    "rests_on": "each rank's count of collectives per communicator, and "
+                                f"calls inside for >= {fmt_time(SETTLED_S)}"})
     if progress and progress["moved"]:
         out.append({"kind": "progressing", "text":
                     f"still progressing: {_ranks_word(progress['moved'])} completed MPI calls "
@@ -768,7 +966,7 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
     stuck_unknown = [r for r in blocked if r not in labelled and not waits_on_active(r)]
     inside = sorted(calls)
     if stuck_unknown and not any(f["kind"] in ("deadlock", "mismatch") for f in out):
-        out.append({"kind": "stuck", "text":
+        out.append({"kind": "stuck", "short": "ranks inside MPI without a proven cause", "text":
                     f"{_ranks_word(stuck_unknown)} inside MPI for {fmt_time(SETTLED_S)} or more "
                     "without a proven cause (a peer's state or a communicator could not be "
                     f"judged); {of}", "rests_on": "the calls' times in the dumps"})
@@ -793,4 +991,23 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
     if not out:
         out.append({"kind": "none", "text": f"no rank is inside an MPI call; {of}",
                     "rests_on": "the dumps"})
-    return out
+    # stops the ranks' dumps report that ended well before (the rank ran on since): noted
+    earlier = [r for r, d in sorted(dumps.items()) if d.get("stopped") and not rows[r].get("stop")]
+    if earlier:
+        top = max(earlier, key=lambda r: dumps[r]["stopped"][-1]["for_s"])
+        st = dumps[top]["stopped"][-1]
+        out.append({"kind": "stopped_earlier", "text":
+                    f"{_ranks_word(earlier)} {'was' if len(earlier) == 1 else 'were'} stopped "
+                    f"earlier and ran on (rank {top} from {_clock(st['from'])} for "
+                    f"{fmt_time(st['for_s'])})",
+                    "rests_on": "the stops each rank's recorder saw (its clock ran, its CPU "
+                                "time did not)"})
+    return [{**f, "short": f.get("short", f["kind"])} for f in out]
+
+
+def _short_state(row: dict[str, Any]) -> str:
+    st = row["state"]
+    if st == "stopped":
+        return f"was stopped for {fmt_time((row.get('stop') or {}).get('for_s', 0.0))}"
+    return {"no_dump": "left no dump", "stale": "stopped dumping", "crashed": "crashed",
+            "aborted": "called MPI_Abort", "not_in_mpi": "is outside MPI"}.get(st, st)
