@@ -116,7 +116,11 @@ class Slurm:
                                         "SUSPENDED"):
                 return info
             time.sleep(0.5)
-        raise AssertionError(f"job {job_id} did not end within {timeout:.0f} s: {self.job(job_id)}")
+        info = self.job(job_id)
+        out = Path(info.get("StdOut", ""))  # the job's output so far: where it is stuck
+        tail = out.read_text(errors="replace").splitlines()[-60:] if out.is_file() else []
+        raise AssertionError("\n".join([f"job {job_id} did not end within {timeout:.0f} s: {info}",
+                                        f"its output ({out}), last lines:", *tail]))
 
 
 END_TIME_LINE = next(ln for ln in (REPO / "docs" / "slurm.md").read_text().splitlines()
