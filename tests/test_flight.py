@@ -96,10 +96,15 @@ def _hang_job(build: Path, tmp: Path, mode: str, ranks: list[int]) -> Path:
     """The job in mode with a 1 s hang watchdog, ended once ranks have dumped."""
     d = tmp / "job.prof.partial"
     proc = _start(build, tmp, mode, {"MPILENS_HANG_AFTER": "1"})
+    failed = None
     try:
         _wait_for(lambda: _dumps(d, ranks), proc, f"the hang dumps of ranks {ranks}")
+    except AssertionError as exc:  # what there was: which ranks started, which dumped
+        pids = sorted(p.name for p in tmp.glob("rank-*.pid"))
+        failed = f"{exc}; pid files {pids}, dumps {sorted(p.name for p in d.glob('*'))}"
     finally:
-        _end(proc, tmp)
+        _, err = _end(proc, tmp)
+    assert failed is None, f"{failed}; the job's stderr:\n{err[-3000:]}"
     assert not (tmp / "job.prof").exists()
     return d
 

@@ -116,7 +116,11 @@ class Slurm:
                                         "SUSPENDED"):
                 return info
             time.sleep(0.5)
-        raise AssertionError(f"job {job_id} did not end within {timeout:.0f} s: {self.job(job_id)}")
+        info = self.job(job_id)
+        out = Path(info.get("StdOut", ""))  # the job's output so far: where it is stuck
+        tail = out.read_text(errors="replace").splitlines()[-60:] if out.is_file() else []
+        raise AssertionError("\n".join([f"job {job_id} did not end within {timeout:.0f} s: {info}",
+                                        f"its output ({out}), last lines:", *tail]))
 
 
 END_TIME_LINE = next(ln for ln in (REPO / "docs" / "slurm.md").read_text().splitlines()
@@ -445,8 +449,9 @@ def test_time_limit_dump_before_sigterm(slurm: Slurm) -> None:
                 for f in sorted(part.iterdir())} if part.is_dir()
                else {"no directory; beside it": sorted(f.name for f in d.iterdir())})
     for r in range(NODES):
-        assert (part / f"rank-{r}.prev").exists(), (listing, [ln for ln in out.splitlines()
-                                                             if "allreduce" not in ln])
+        # (a text, which pytest prints whole: a crash's backtrace is in the job's output)
+        assert (part / f"rank-{r}.prev").exists(), "\n".join(
+            [repr(listing)] + [ln for ln in out.splitlines() if "allreduce" not in ln][:80])
         first, first_lines = read_profile(part / f"rank-{r}.prev")
         second, second_lines = read_profile(part / f"rank-{r}")
         assert (first["reason"], first["dump"], first["signal"]) == ("time_limit", 1, None)
