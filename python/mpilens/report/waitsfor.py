@@ -312,7 +312,12 @@ def analyse(prof: Profile) -> dict[str, Any]:
     now = _judge(n, dumps, lines, part.get("prev", {}), part, history, None)
     first_hang: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
     for r, hist in history.items():
-        hd = next(((h, ln) for h, ln in hist if h["reason"] == "hang"), None)
+        stops = _stops(hist)
+        # a hang dump just after a stop of its own rank timed the stop, not a hang (the
+        # recorder now counts a call from the resumption)
+        hd = next(((h, ln) for h, ln in hist if h["reason"] == "hang" and not any(
+            st["from"] <= (_when(h) or 0.0) <= st["from"] + st["for_s"] + STALE_S
+            for st in stops)), None)
         if hd is not None and _when(hd[0]) is not None:
             first_hang[r] = hd
     if not first_hang:
@@ -408,14 +413,14 @@ def _stops(hist: list[Any]) -> list[dict[str, float]]:
 
 
 def _resumed_for(d: dict[str, Any], stops: list[dict[str, float]]) -> dict[str, float] | None:
-    """The stop a rank's last dump reports as ended just before it (within SETTLED_S): the
+    """The stop a rank's last dump reports as ended just before it (within STALE_S): the
     rank was stopped while the others waited, and resumed only to end (a launcher's SIGCONT
     before its SIGTERM)."""
     t = _when(d)
     if not stops or t is None or not d.get("stopped"):
         return None
     st = stops[-1]
-    return st if t - (st["from"] + st["for_s"]) <= SETTLED_S else None
+    return st if t - (st["from"] + st["for_s"]) <= STALE_S else None
 
 
 def _stopped_at(stops: list[dict[str, float]], t: float) -> dict[str, float] | None:
@@ -457,6 +462,8 @@ def _judge(n: int, dumps: dict[int, dict[str, Any]], lines: dict[int, dict[str, 
             stop = _resumed_for(d, stops.get(r, [])) if d else None
         if stop is not None and state in ("no_dump", "stale", "not_in_mpi"):
             state = "stopped"
+        elif at is not None and state == "no_dump" and history.get(r):
+            state = "dumped_later"  # no dump yet at the hang, later ones: not known then
         rows.append({"rank": r, "state": state, "stopped": stops.get(r, []),
                      "stop": stop,
                      "function": inside[0]["function"] if inside else None,
@@ -832,6 +839,7 @@ def _state_words(row: dict[str, Any], plural: bool = False) -> str:
             "stale": "stopped dumping (its last dump is older than the others': stopped or "
                      "unresponsive)",
             "not_in_mpi": f"is outside MPI (computing, or waiting outside MPI){last}",
+            "dumped_later": "had not dumped yet (its dumps came later)",
             }.get(st, f"is in {row['call']}")
 
 
