@@ -36,9 +36,10 @@ Verdicts, each with what it rests on, the first that applies first:
 aborted, crashed, deadlock, mismatch, stuck (on a rank computing, stopped, crashed or
 without a dump), stuck in a collective the others completed, stopped (a rank resumed
 only to end), progressing (two dumps, calls completed between them), communicating
-(killed while inside MPI calls, no sign of a hang), stuck (cannot tell why), none.  Over the history of the dumps (analyse):
-the ranks' first hang dumps are judged as the state at the hang; a hang there that the
-last dumps no longer show (the job moved again) leads the verdict as a time line.
+(killed while inside MPI calls, no sign of a hang), stuck (cannot tell why), none.
+Over the history of the dumps (analyse): the ranks' first hang dumps are judged as the
+state at the hang; a hang there that the last dumps no longer show (the job moved
+again) leads the verdict as a time line.
 Plain data: the terminal, JSON and HTML reports show the same.
 """
 
@@ -391,7 +392,10 @@ def _when(h: dict[str, Any]) -> float | None:
 
 
 def _clock(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(t, timezone.utc).strftime("%H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):  # a clock no calendar holds (a bad file)
+        return f"{t:.6g} s since 1970"
 
 
 def _why(h: dict[str, Any]) -> str:
@@ -901,7 +905,8 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
                                 "communicator's order of collectives"})
     # stuck on someone outside MPI, dead, or without a dump
     blocked = sorted(r for r in settled if r not in dead and needs.get(r))
-    kinds = {"no_dump": "stuck_on_missing", "stale": "stuck_on_stopped", "stopped": "stuck_on_stopped",
+    kinds = {"no_dump": "stuck_on_missing", "stale": "stuck_on_stopped",
+             "stopped": "stuck_on_stopped",
              "crashed": "stuck_on_crashed", "aborted": "stuck_on_crashed",
              "not_in_mpi": "stuck_on_computing"}
     order = list(kinds)
