@@ -479,6 +479,22 @@ def test_mutated_partial_dumps_never_trace_back(tmp_path: Path) -> None:
     assert outcomes["left out"] >= 20 and outcomes["report"] >= 5, outcomes
 
 
+def test_mutated_dump_history_never_traces_back(tmp_path: Path) -> None:
+    """40 value mutations of the last dumps of a stopped-then-SIGTERMed job (its hang dumps
+    kept beside them): clocks, stops, world_ops included; never a traceback."""
+    d = tmp_path / "job.prof.partial"
+    _stopped_job(d, resumed=True)
+    ops = [{"coll_seq": 6, "function": "MPI_Bcast", "root": 0},
+           {"coll_seq": 7, "function": "MPI_Allreduce", "root": None}]
+    text = (d / "rank-0").read_text().splitlines()
+    head = json.loads(text[0])
+    head["world_ops"] = ops
+    (d / "rank-0").write_text(json.dumps(head) + "\n" + text[1] + "\n")
+    base = {r: (d / f"rank-{r}").read_text() for r in range(4)}
+    outcomes = _mutate_all(d, base, 40, 20261207, 0.1, tmp_path)
+    assert outcomes["left out"] >= 10 and outcomes["report"] >= 5, outcomes
+
+
 def test_mutated_real_dumps_never_trace_back(build: Path, tmp_path: Path) -> None:
     """50 value mutations of a real job's dumps (mostly their rank lines: functions, peers,
     call sites, time line, communicators -- 13 of 120 such mutations once traced back)."""
