@@ -76,8 +76,8 @@ SCENARIOS: dict[str, Scenario] = {
                         dumps=(0, 1, 2), env=HANG, ranks={"on": 3}),
     "sigstop": Scenario("stopme", "stuck on stopped", ("stuck_on_missing", "stuck_on_stopped"),
                         "stop", dumps=(0, 2, 3), env=HANG, ranks={"on": 1}),
-    "stopterm": Scenario("stopme", "stopped, then SIGTERM", ("stuck_on_missing", "stuck_on_stopped"),
-                         "stopterm", dumps=(0, 2, 3), env=HANG, ranks={"on": 1}),
+    "stopterm": Scenario("stopme", "stopped, then SIGTERM",
+                         ("stuck_on_missing", "stuck_on_stopped"), "stopterm", dumps=(0, 2, 3), env=HANG, ranks={"on": 1}),
     "kill9": Scenario("loop", "killed rank", ("missing", "stuck_on_missing"), "kill9",
                       (1.0,), ranks={"missing": [2]}),
     "abort": Scenario("abort", "aborted", ("aborted",), "exit", ranks={"rank": 2, "code": 42}),
@@ -211,8 +211,9 @@ def names_right(sc: Scenario, res: dict[str, Any]) -> bool:
         return any(sorted(g["ranks"] for g in m["groups"]) == want["groups"]
                    for m in w["mismatched"])
     if "on" in want:  # the verdict, or the hang it gives as the first step of a time line
-        return res["text"].startswith(f"stuck on rank {want['on']}:") or \
-            (res["text"].startswith("hung from ") and f"(stuck on rank {want['on']}," in res["text"])
+        on = want["on"]
+        return res["text"].startswith(f"stuck on rank {on}:") or \
+            (res["text"].startswith("hung from ") and f"(stuck on rank {on}," in res["text"])
     if "missing" in want:
         return w["missing"] == want["missing"]
     if "code" in want:

@@ -276,6 +276,31 @@ def test_a_stop_long_before_the_dump_is_a_note(tmp_path: Path) -> None:
                             "for 3 s)")]
 
 
+def test_hang_dump_timing_a_stop_accuses_no_one(tmp_path: Path) -> None:
+    """hpcc's case: rank 2 stopped at 12:00:08 inside MPI_Testany for 15 s; the others
+    poll (short calls: no hang dump).  A recorder before 'a stop is not a hang' wrote a
+    hang dump on resuming (its call 'inside for 15 s'), then all dumped on SIGTERM.  Not
+    'stuck on ranks 0-1, 3, which left no dump': rank 2 was stopped."""
+    d = tmp_path / "job.prof.partial"
+    testany = {"function": "MPI_Testany", "kind": "wait", "comm": None, "tag": -1,
+               "bytes": 0, "since_s": 15.0, "requests": 1, "waits_on": [
+                   {**_p2p("MPI_Irecv", "recv", 0, 5, 15.0), "persistent": False}]}
+    stop = [{"from": T0 + 8, "for_s": 15.0, "cpu_s": 0.01}]
+    hang = _dump(2, 4, testany, reason="hang", elapsed=23.0, time=T0 + 23.05, stopped=stop)
+    _write(d, "rank-2.hang", hang)
+    _write(d, "rank-2.prev", hang)
+    _write(d, "rank-2", _dump(2, 4, None, elapsed=23.5, calls=12, dump=2, time=T0 + 23.5,
+                              stopped=stop))
+    for r in (0, 1, 3):
+        _write(d, f"rank-{r}", _dump(r, 4, _p2p("MPI_Iprobe", "other", 2, 5, 0.001),
+                                     elapsed=23.5, time=T0 + 23.5))
+    w = _report(d)
+    assert w["timeline"] == []
+    assert (w["verdict"]["kind"], w["verdict"]["text"]) == ("stopped", (
+        "rank 2 was stopped from 12:00:08 UTC for 15 s -- its clock ran, its CPU time did "
+        "not; 4 of 4 ranks left a dump"))
+
+
 def test_slow_call_hang_dump_then_progress_accuses_no_one(tmp_path: Path) -> None:
     """Healthy: a matched MPI_Send/MPI_Recv pair inside for 1.5 s (a slow transfer) made
     hang dumps; later dumps show the job moving.  No hang in the verdict."""
@@ -452,6 +477,22 @@ def test_mutated_partial_dumps_never_trace_back(tmp_path: Path) -> None:
         (d / f"rank-{r}").write_text(text)
     outcomes = _mutate_all(d, base, 50, 20261126, 0.3, tmp_path)
     assert outcomes["left out"] >= 20 and outcomes["report"] >= 5, outcomes
+
+
+def test_mutated_dump_history_never_traces_back(tmp_path: Path) -> None:
+    """40 value mutations of the last dumps of a stopped-then-SIGTERMed job (its hang dumps
+    kept beside them): clocks, stops, world_ops included; never a traceback."""
+    d = tmp_path / "job.prof.partial"
+    _stopped_job(d, resumed=True)
+    ops = [{"coll_seq": 6, "function": "MPI_Bcast", "root": 0},
+           {"coll_seq": 7, "function": "MPI_Allreduce", "root": None}]
+    text = (d / "rank-0").read_text().splitlines()
+    head = json.loads(text[0])
+    head["world_ops"] = ops
+    (d / "rank-0").write_text(json.dumps(head) + "\n" + text[1] + "\n")
+    base = {r: (d / f"rank-{r}").read_text() for r in range(4)}
+    outcomes = _mutate_all(d, base, 40, 20261207, 0.1, tmp_path)
+    assert outcomes["left out"] >= 10 and outcomes["report"] >= 5, outcomes
 
 
 def test_mutated_real_dumps_never_trace_back(build: Path, tmp_path: Path) -> None:

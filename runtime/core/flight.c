@@ -58,6 +58,7 @@ static struct {
     struct sigaction old[65];      /* the handlers ours replaced */
     unsigned char mine[65];        /* our handler is installed for this signal */
     uint64_t ended[65];            /* when the dump for an ending signal was written (recorder thread) */
+    uint64_t resumed;              /* when the process last ran again after a stop (ml_fl_check_stop) */
 } FL = {.pipe = {-1, -1}, .mu = PTHREAD_MUTEX_INITIALIZER};
 static ML_TLS int ml_fl_is_recorder = 0;
 
@@ -269,7 +270,7 @@ static int ml_fl_hanging(uint64_t now, uint64_t limit)
     int found = 0;
     for (ml_slot_t *s = ml_first_slot(); s; s = s->next) {
         uint64_t seq = __atomic_load_n(&s->fl.seq, __ATOMIC_ACQUIRE);
-        uint64_t t0 = s->fl.t0;
+        uint64_t t0 = s->fl.t0 > FL.resumed ? s->fl.t0 : FL.resumed; /* a stop is not a hang */
         if (!(seq & 1) || seq == s->fl.hang_seq || __atomic_load_n(&s->fl.seq, __ATOMIC_ACQUIRE) != seq) continue;
         if (now > t0 && now - t0 >= limit) {
             s->fl.hang_seq = seq;
@@ -294,6 +295,7 @@ static void ml_fl_check_stop(double mono0, double cpu0)
     double gap = ml_fl_clock(CLOCK_MONOTONIC) - mono0;
     double cpu = ml_fl_clock(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     if (gap < ML_FL_STOP_MIN_S || cpu >= ML_FL_STOP_CPU * gap) return;
+    FL.resumed = ml_now(); /* a call the stop caught is not a hang of its own (ml_fl_hanging) */
     ml_fl_stop_t *st = &ml_fl_stops[ml_fl_stops_n % ML_FL_STOPS];
     st->from = ml_fl_clock(CLOCK_REALTIME) - gap;
     st->for_s = gap;

@@ -334,7 +334,8 @@ def partial_html(prof: Profile) -> str:
     e = html.escape
     w = waitsfor.analyse(prof)
     rows = [[str(r["rank"]), e(partial.dump_label(r["reason"], r["dump"])),
-             e({"no_dump": "no dump", "not_in_mpi": "not in MPI"}.get(r["state"], r["call"] or "")),
+             e({"no_dump": "no dump", "not_in_mpi": "not in MPI", "stopped": "stopped"}.get(
+                 r["state"], r["call"] or "")),
              "" if r["since_s"] is None else fmt_time(r["since_s"]),
              e(waitsfor.ranges(r["waits_for"]))] for r in w["ranks"]]
     findings = "".join(f'<p class="callout">{"Verdict" if i == 0 else "Also"}: {e(f["text"])}</p>'

@@ -221,6 +221,8 @@ def partial_block(prof: Profile, w: dict[str, Any]) -> list[Any]:
         t.add_column(col, no_wrap=col != "inside")
     for r in w["ranks"]:
         state = {"no_dump": Text("no dump", style="yellow"),
+                 "stopped": Text("stopped (resumed to end)" if r["reason"] else "stopped",
+                                 style="yellow"),
                  "not_in_mpi": Text("not in MPI", style="yellow")}.get(r["state"])
         t.add_row(str(r["rank"]), Text(partial.dump_label(r["reason"], r["dump"])),
                   state or Text((r["call"] or "-") + (f" (+{r['threads_in_mpi'] - 1} thread(s))"

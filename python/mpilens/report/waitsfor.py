@@ -36,9 +36,10 @@ Verdicts, each with what it rests on, the first that applies first:
 aborted, crashed, deadlock, mismatch, stuck (on a rank computing, stopped, crashed or
 without a dump), stuck in a collective the others completed, stopped (a rank resumed
 only to end), progressing (two dumps, calls completed between them), communicating
-(killed while inside MPI calls, no sign of a hang), stuck (cannot tell why), none.  Over the history of the dumps (analyse):
-the ranks' first hang dumps are judged as the state at the hang; a hang there that the
-last dumps no longer show (the job moved again) leads the verdict as a time line.
+(killed while inside MPI calls, no sign of a hang), stuck (cannot tell why), none.
+Over the history of the dumps (analyse): the ranks' first hang dumps are judged as the
+state at the hang; a hang there that the last dumps no longer show (the job moved
+again) leads the verdict as a time line.
 Plain data: the terminal, JSON and HTML reports show the same.
 """
 
@@ -312,7 +313,12 @@ def analyse(prof: Profile) -> dict[str, Any]:
     now = _judge(n, dumps, lines, part.get("prev", {}), part, history, None)
     first_hang: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
     for r, hist in history.items():
-        hd = next(((h, ln) for h, ln in hist if h["reason"] == "hang"), None)
+        stops = _stops(hist)
+        # a hang dump just after a stop of its own rank timed the stop, not a hang (the
+        # recorder now counts a call from the resumption)
+        hd = next(((h, ln) for h, ln in hist if h["reason"] == "hang" and not any(
+            st["from"] <= (_when(h) or 0.0) <= st["from"] + st["for_s"] + STALE_S
+            for st in stops)), None)
         if hd is not None and _when(hd[0]) is not None:
             first_hang[r] = hd
     if not first_hang:
@@ -386,7 +392,10 @@ def _when(h: dict[str, Any]) -> float | None:
 
 
 def _clock(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(t, timezone.utc).strftime("%H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):  # a clock no calendar holds (a bad file)
+        return f"{t:.6g} s since 1970"
 
 
 def _why(h: dict[str, Any]) -> str:
@@ -408,14 +417,14 @@ def _stops(hist: list[Any]) -> list[dict[str, float]]:
 
 
 def _resumed_for(d: dict[str, Any], stops: list[dict[str, float]]) -> dict[str, float] | None:
-    """The stop a rank's last dump reports as ended just before it (within SETTLED_S): the
+    """The stop a rank's last dump reports as ended just before it (within STALE_S): the
     rank was stopped while the others waited, and resumed only to end (a launcher's SIGCONT
     before its SIGTERM)."""
     t = _when(d)
     if not stops or t is None or not d.get("stopped"):
         return None
     st = stops[-1]
-    return st if t - (st["from"] + st["for_s"]) <= SETTLED_S else None
+    return st if t - (st["from"] + st["for_s"]) <= STALE_S else None
 
 
 def _stopped_at(stops: list[dict[str, float]], t: float) -> dict[str, float] | None:
@@ -457,6 +466,8 @@ def _judge(n: int, dumps: dict[int, dict[str, Any]], lines: dict[int, dict[str, 
             stop = _resumed_for(d, stops.get(r, [])) if d else None
         if stop is not None and state in ("no_dump", "stale", "not_in_mpi"):
             state = "stopped"
+        elif at is not None and state == "no_dump" and history.get(r):
+            state = "dumped_later"  # no dump yet at the hang, later ones: not known then
         rows.append({"rank": r, "state": state, "stopped": stops.get(r, []),
                      "stop": stop,
                      "function": inside[0]["function"] if inside else None,
@@ -832,6 +843,7 @@ def _state_words(row: dict[str, Any], plural: bool = False) -> str:
             "stale": "stopped dumping (its last dump is older than the others': stopped or "
                      "unresponsive)",
             "not_in_mpi": f"is outside MPI (computing, or waiting outside MPI){last}",
+            "dumped_later": "had not dumped yet (its dumps came later)",
             }.get(st, f"is in {row['call']}")
 
 
@@ -893,7 +905,8 @@ def _findings(rows: list[dict[str, Any]], dumps: dict[int, dict[str, Any]],
                                 "communicator's order of collectives"})
     # stuck on someone outside MPI, dead, or without a dump
     blocked = sorted(r for r in settled if r not in dead and needs.get(r))
-    kinds = {"no_dump": "stuck_on_missing", "stale": "stuck_on_stopped", "stopped": "stuck_on_stopped",
+    kinds = {"no_dump": "stuck_on_missing", "stale": "stuck_on_stopped",
+             "stopped": "stuck_on_stopped",
              "crashed": "stuck_on_crashed", "aborted": "stuck_on_crashed",
              "not_in_mpi": "stuck_on_computing"}
     order = list(kinds)
