@@ -45,7 +45,8 @@ class Rule:
     only: tuple[str, ...] = ()  # run under these MPIs only (skip: why not the others)
 
 
-T_INSTALL = "tests/test_install.py runs make install and the by-hand steps into a temporary prefix"
+T_INSTALL = ("tests/test_install.py runs the by-hand steps into a temporary prefix and checks "
+             "the commands of make install (make -n); .ci/newcomer installs by hand")
 T_CLUSTER = ("needs the virtual cluster (root, network namespaces; tests/cluster/vcluster): "
              "tests/test_cluster*.py run these lines")
 T_SLURM = ("Slurm: needs slurmctld and slurmd on the virtual cluster; tests/test_slurm.py "
