@@ -107,8 +107,7 @@ def test_announce_names_options_the_family_has() -> None:
     for family, options in SHORTEN.items():
         out = io.StringIO()
         announce(Console(file=out, width=300), family, 12.0)
-        bound = "at most about" if family in ("overhead", "alltoall") else "about"
-        assert out.getvalue().startswith(f"{family}: expected duration {bound} 12 s (") and \
+        assert out.getvalue().startswith(f"{family}: expected duration about 12 s (") and \
             out.getvalue().endswith(f"; {options} shorten it\n"), out.getvalue()
         for opt in re.findall(r"--[a-z-]+", options):
             if family in helps:  # the CLI's own options

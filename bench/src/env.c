@@ -49,11 +49,8 @@ void ml_announce(const char *family, double expected, long long probe)
                                                         : "--max-size, --samples or --iters";
     if (ml_progress_on) fprintf(stderr, "MLB-ESTIMATE %.6g\n", expected);
     else if (expected >= 10)
-        /* overhead's estimate is an upper bound (launch.py UPPER_BOUND) */
-        fprintf(stderr, "%s: expected duration %s %.0f s (from a probe of up to %lld B "
-                "before most of it); %s shorten it\n", family,
-                !strcmp(family, "overhead") ? "at most about" : "about", expected, probe,
-                shorten);
+        fprintf(stderr, "%s: expected duration about %.0f s (from a probe of up to %lld B "
+                "before most of it); %s shorten it\n", family, expected, probe, shorten);
     fflush(stderr);
 }
 

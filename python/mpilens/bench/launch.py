@@ -33,11 +33,6 @@ SHORTEN = {"p2p": "--max-size, --samples or --iters", "coll": "--max-size, --sam
            "halo": "--max-size, --samples or --iters", "logp": "--max-size, --samples or --iters",
            "io": "--size, --samples or --patterns", "overhead": "--calls, --blocks or --rss-calls",
            "alltoall": "--sizes, --calls, --repeat or --np", "repro": "--samples"}
-# the families whose estimate is costed as an upper bound (overhead: every later call at
-# the profiled call's time, PMPI blocks included; alltoall: every learning call of the
-# race, a run at P ranks as P / the first's): said "at most about N s" (they took 6-8x
-# less than announced), the others "about N s"
-UPPER_BOUND = {"overhead", "alltoall"}
 
 
 class BenchFailed(Exception):
@@ -95,8 +90,7 @@ def announce(console: Console, family: str, seconds: float | None,
     family's options that shorten it: a long benchmark says so before it runs."""
     if seconds is not None and seconds >= ANNOUNCE_S:
         from ..units import fmt_time
-        bound = "at most about" if family in UPPER_BOUND else "about"
-        console.print(f"{family}: expected duration {bound} {fmt_time(seconds)} ({how}); "
+        console.print(f"{family}: expected duration about {fmt_time(seconds)} ({how}); "
                       f"{SHORTEN.get(family, '--samples')} shorten it",
                       highlight=False, markup=False)
 
