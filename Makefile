@@ -98,12 +98,15 @@ _test: _build
 
 # The runtime (cmake --install, with PREFIX/bin/mpilens, a relocatable script) and the
 # virtual environment it runs, PREFIX/lib/mpilens/venv.  One PREFIX per MPI; the prefix
-# can be moved as a whole.
+# can be moved as a whole.  The venv's python is a link to the python3 that made it:
+# Debian's /usr/bin/python3, which every user can run, when it exists (not the python3
+# first on PATH, which may be a pyenv one in a private home); PYTHON3= chooses another.
+PYTHON3 ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 _install:
 	@test -n "$(PREFIX)" || { echo "make install: give PREFIX=/path (one prefix per MPI, e.g. /opt/mpilens/$(MPI))"; exit 2; }
 	@$(MAKE) --no-print-directory _build TARGETS="$(INSTALL_TARGETS)"
 	cmake --install $(BUILD) --prefix $(PREFIX)
-	$(PY) -m venv --clear $(PREFIX)/lib/mpilens/venv
+	$(PYTHON3) -m venv --clear $(PREFIX)/lib/mpilens/venv
 	$(PREFIX)/lib/mpilens/venv/bin/python -m pip install -q --disable-pip-version-check .
 	@echo "installed to $(PREFIX): module use $(PREFIX)/share/modulefiles && module load" \
 	    "mpilens/$$($(PY) -c 'import mpilens; print(mpilens.__version__)')-$(MPI)"

@@ -22,6 +22,7 @@ program, in the same directory (docs/api.md's example reads the profile made abo
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import BUILD, FLAVOUR, REPO, launcher, mpi_env
+from conftest import BUILD, FLAVOUR, REPO, launcher, mpi_env, read_profile
 
 # the documents with shell or Python blocks (a document that gains one is included)
 DOCS = [d for d in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -44,7 +45,8 @@ class Rule:
     only: tuple[str, ...] = ()  # run under these MPIs only (skip: why not the others)
 
 
-T_INSTALL = "tests/test_install.py runs make install and the by-hand steps into a temporary prefix"
+T_INSTALL = ("tests/test_install.py runs the by-hand steps into a temporary prefix and checks "
+             "the commands of make install (make -n); .ci/newcomer installs by hand")
 T_CLUSTER = ("needs the virtual cluster (root, network namespaces; tests/cluster/vcluster): "
              "tests/test_cluster*.py run these lines")
 T_SLURM = ("Slurm: needs slurmctld and slurmd on the virtual cluster; tests/test_slurm.py "
@@ -198,3 +200,52 @@ def test_snippets(doc: Path, tmp_path: Path, build: Path) -> None:
         py = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120, check=False)
         assert py.returncode == 0, f"{doc.name}'s python blocks failed:\n{py.stderr[-3000:]}"
+
+
+LINKED_APP = r"""#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  int rank, x = 1, sum = 0;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (int i = 0; i < 3; i++) MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("linked app: sum %d\n", sum);
+  MPI_Finalize();
+  return 0;
+}
+"""
+
+
+def test_readme_link_line_makes_a_program_that_starts(build: Path, tmp_path: Path) -> None:
+    """README's `mpicc app.c ... -lmpilens` line, run in a directory laid out like the
+    checkout (build/<mpi> the build under test), makes a program that starts without
+    LD_LIBRARY_PATH or mpilens-exec and writes a profile: the run path is in the line.
+    Under Open MPI the line runs exactly as printed; under another MPI its build
+    directory and its mpicc replace build/openmpi and mpicc."""
+    lines = re.findall(r"`(mpicc app\.c [^`]*-lmpilens[^`]*)`", (REPO / "README.md").read_text())
+    assert len(lines) == 1, lines
+    line = lines[0]
+    if FLAVOUR != "openmpi":
+        info = json.loads((BUILD / "share/mpilens/runtime.json").read_text())
+        line = line.replace("build/openmpi", f"build/{FLAVOUR}").replace(
+            "mpicc ", f"{info['c_compiler']} ", 1)
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / FLAVOUR).symlink_to(BUILD)
+    (tmp_path / "app.c").write_text(LINKED_APP)
+    env = mpi_env()
+    for k in ("LD_LIBRARY_PATH", "LD_PRELOAD", "LIBRARY_PATH", "MPILENS_OUTPUT"):
+        env.pop(k, None)
+    cc = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True,
+                        text=True, timeout=120, check=False)
+    assert cc.returncode == 0, f"{line}\n{cc.stderr}"
+    run = subprocess.run([*launcher(4), "./app"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "linked app: sum 4\n" in run.stdout
+    profiles = list(tmp_path.glob("mpilens-*.prof.gz"))
+    assert len(profiles) == 1, profiles
+    header, ranks = read_profile(profiles[0])
+    assert header["nranks"] == 4
+    assert [(r["functions"]["MPI_Barrier"]["calls"], r["functions"]["MPI_Allreduce"]["calls"])
+            for r in ranks] == [(3, 1)] * 4

@@ -5,11 +5,15 @@ PATH > build tree, with one line when there is none (docs/install.md)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -170,14 +174,14 @@ def moved(build: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     P/lib/mpilens/venv holding the package — then the whole prefix moved to new.
     The package is copied into the venv's site-packages (what `pip install .` puts
     there; its dependencies come from this test environment through a .pth file, so
-    that the test needs no package index)."""
+    that the test needs no package index); the venv has pip (ensurepip's, offline)."""
     tmp = tmp_path_factory.mktemp("moved")
     old, new = tmp / "old", tmp / "new" / "place"
     subprocess.run(["cmake", "--install", str(build), "--prefix", str(old)],
                    check=True, capture_output=True, text=True)
     venv = old / "lib" / "mpilens" / "venv"
     base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True,
+    subprocess.run([base, "-m", "venv", str(venv)], check=True,  # with pip (docs/api.md)
                    capture_output=True, text=True)
     site = _venv_site(venv / "bin" / "python")
     shutil.copytree(REPO / "python" / "mpilens", site / "mpilens",
@@ -226,6 +230,104 @@ def test_moved_prefix_runs_its_command(moved: tuple[Path, Path], tmp_path: Path)
         for f in [new / d] if (new / d).is_file() else (new / d).rglob("*"):
             if f.is_file() and not f.is_symlink():
                 assert str(old).encode() not in f.read_bytes(), f
+
+
+def _wheel(where: Path, name: str, value: int) -> Path:
+    """A pure-Python wheel of one module, `name`, with VALUE = value (installs offline)."""
+    dist = f"{name}-1.0"
+    files = {f"{name}.py": f"VALUE = {value}\n",
+             f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\n"
+                                          "Version: 1.0\n",
+             f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: mpilens-test\n"
+                                       "Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = []
+    for rel, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest())
+        record.append(f"{rel},sha256={digest.rstrip(b'=').decode()},{len(text.encode())}")
+    files[f"{dist}.dist-info/RECORD"] = "\n".join([*record, f"{dist}.dist-info/RECORD,,"]) + "\n"
+    whl = where / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        for rel, text in files.items():
+            z.writestr(rel, text)
+    return whl
+
+
+def test_moved_prefix_venv_takes_packages_as_the_docs_say(moved: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    """docs/api.md's `P/lib/mpilens/venv/bin/python -m pip install pandas`, run in the
+    moved prefix (a local wheel for pandas: no package index), installs into the moved
+    venv, where the command's Python imports it (the venv's bin/pip would name the
+    old prefix)."""
+    old, new = moved
+    doc = (REPO / "docs" / "api.md").read_text()
+    cmd = re.findall(r"`(P/lib/mpilens/venv/bin/python -m pip install pandas)`", doc)
+    assert len(cmd) == 1, cmd
+    whl = _wheel(tmp_path, "mpilens_tiny", 42)
+    argv = cmd[0].replace("P/", f"{new}/").replace("pandas", str(whl)).split()
+    env = {k: v for k, v in _clean_env().items() if k not in ("PIP_INDEX_URL", "VIRTUAL_ENV")}
+    r = subprocess.run([*argv, "--no-index", "--disable-pip-version-check"], env=env,
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    py = new / "lib/mpilens/venv/bin/python"
+    got = subprocess.run([str(py), "-c", "import mpilens_tiny; print(mpilens_tiny.VALUE, "
+                          "mpilens_tiny.__file__)"], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert got[0] == "42" and got[1].startswith(f"{new}/lib/mpilens/venv/"), got
+    assert not old.exists()
+
+
+def _make_n_install(prefix: Path, extra: list[str]) -> list[str]:
+    """The commands `make install` runs after set-up (make -n _install), one a line."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHON3", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    r = subprocess.run(["make", "-n", "-C", str(REPO), "--no-print-directory", "_install",
+                        f"PREFIX={prefix}", "MPI=openmpi", *extra], env=env,
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def test_make_install_venv_python_every_user_can_run(tmp_path: Path) -> None:
+    """make install makes the prefix's venv with /usr/bin/python3 when there is one (not
+    the python3 first on PATH, a pyenv one in a private home here); PYTHON3= chooses;
+    then pip by the venv's python."""
+    prefix = tmp_path / "p"
+    venv = prefix / "lib/mpilens/venv"
+    want = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else "python3"
+    lines = _make_n_install(prefix, [])
+    assert f"{want} -m venv --clear {venv}" in lines, lines
+    assert f"{venv}/bin/python -m pip install -q --disable-pip-version-check ." in lines
+    lines = _make_n_install(prefix, ["PYTHON3=/opt/py/bin/python3"])
+    assert f"/opt/py/bin/python3 -m venv --clear {venv}" in lines, lines
+
+
+def test_command_names_a_venv_python_it_cannot_run(installed: tuple[Path, Path],
+                                                   tmp_path: Path) -> None:
+    """P/bin/mpilens without its venv, or with a venv whose python links to one that
+    cannot be run (a pyenv python3 under a 0700 home, for another user), says so in one
+    line, naming the link's end, and how to remake the venv; exit status 2."""
+    prefix, _ = installed
+    p = tmp_path / "prefix"
+    (p / "bin").mkdir(parents=True)
+    shutil.copy2(prefix / "bin/mpilens", p / "bin/mpilens")
+    py3 = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else "python3"
+    venv = p / "lib/mpilens/venv"
+    how = (f"make the command's environment with {py3} -m venv --clear {venv} && "
+           f"{venv}/bin/python -m pip install <mpilens checkout> (docs/install.md)\n")
+    env = {"PATH": "/usr/bin:/bin"}
+    r = subprocess.run([str(p / "bin/mpilens"), "--version"], env=env, capture_output=True,
+                       text=True, check=False)
+    assert (r.returncode, r.stderr) == (2, f"mpilens: {venv}/bin/python not found: {how}")
+    private = tmp_path / "home" / "bin" / "python3.11"
+    private.parent.mkdir(parents=True)
+    private.write_text("")  # not executable: what another user meets under a 0700 home
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python3").symlink_to(private)
+    (venv / "bin" / "python").symlink_to("python3")
+    r = subprocess.run([str(p / "bin/mpilens"), "--version"], env=env, capture_output=True,
+                       text=True, check=False)
+    assert (r.returncode, r.stderr) == (
+        2, f"mpilens: {venv}/bin/python links to {private}, which cannot be run: {how}")
 
 
 # as above: needs Environment Modules, which CI installs
