@@ -276,3 +276,24 @@ def test_without_duckdb_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert (rc, out) == (2, "")
     assert err == ("mpilens: the store needs duckdb: pip install 'mpilens[store]' "
                    "(DuckDB and pyarrow)\n")
+
+
+def test_html_page_and_dates(tmp_path: Path) -> None:
+    st = tmp_path / "st"
+    _add_ingest(st, real_profile(4), real_profile(2))
+    out = tmp_path / "store.html"
+    rc, text, err = store_cli("html", st, "-o", out)
+    assert rc == 0 and text == f"wrote {out}\n", err
+    page = out.read_text()
+    assert page.count('src="data:image/png;base64,') == 3  # apps, MPI share, history
+    assert "<td>heat2d</td><td>2</td>" in page and "http" not in page
+    rc, _, err = store_cli("html", st, "-o", out)
+    assert rc == 2 and "exists" in err
+    # --since / --until: the jobs' end, UTC; a bad date is one line
+    rc, text, _ = store_cli("apps", st, "--since", "2000-01-01", "--format", "json")
+    assert rc == 0 and [r["jobs"] for r in json.loads(text)] == [2]
+    rc, text, _ = store_cli("apps", st, "--until", "2000-01-01T00:00", "--format", "json")
+    assert rc == 0 and json.loads(text) == []
+    rc, _, err = store_cli("apps", st, "--since", "yesterday")
+    assert rc == 2 and err.splitlines()[-1].endswith(
+        "'yesterday' is not a date (YYYY-MM-DD[THH:MM], UTC)")

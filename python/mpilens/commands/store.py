@@ -1,16 +1,17 @@
-"""`mpilens store`: every job's profile in one store, and the questions asked of it.
+"""`mpilens store`: every job's profile in one store, and the questions on it.
 
-  mpilens store add STORE PROFILE...   one record per job into STORE/spool/ (safe when
-                                       many jobs end at once: no lock)
-  mpilens store ingest STORE           the spool into the Parquet dataset (idempotent)
-  mpilens store apps STORE             the workload by application
-  mpilens store gains STORE            advise's findings summed over jobs, node-hours
-  mpilens store endings STORE          how jobs end
-  mpilens store history STORE APP      an application's MPI share per run, change points
-  mpilens store query STORE "SQL"      DuckDB SQL over the views jobs, functions, findings
+  add STORE PROFILE...   one record per job into STORE/spool/ (safe when many
+                         jobs end at once: no lock)
+  ingest STORE           the spool into the Parquet dataset (idempotent)
+  apps STORE             the workload by application
+  gains STORE            advise's findings summed over jobs, in node-hours
+  endings STORE          how jobs end
+  history STORE APP      an application's MPI share per run, its change points
+  query STORE "SQL"      DuckDB SQL over the views jobs, functions, findings
+  html STORE -o F.html   the questions on one page with plots
 
-The store is a directory; docs/store.md describes its layout and schema.  It needs
-DuckDB and pyarrow: pip install 'mpilens[store]'.
+The store is a directory; docs/store.md describes its layout and schema.
+It needs DuckDB and pyarrow: pip install 'mpilens[store]'.
 """
 
 from __future__ import annotations
@@ -63,14 +64,52 @@ def register(sub: argparse._SubParsersAction) -> None:
         if name == "query":
             q.add_argument("sql", help="a query over jobs, functions, findings (docs/store.md)")
         else:
-            q.add_argument("--since", metavar="DATE", help="jobs ended at or after (UTC)")
-            q.add_argument("--until", metavar="DATE", help="jobs ended before (UTC)")
+            q.add_argument("--since", metavar="DATE", type=utc_date,
+                           help="jobs ended at or after (UTC)")
+            q.add_argument("--until", metavar="DATE", type=utc_date,
+                           help="jobs ended before (UTC)")
         if name == "apps":
             q.add_argument("--top", type=positive_int, default=3,
                            help="top functions per application (default 3)")
         q.add_argument("--format", choices=("text", "json", "csv"), default="text")
         q.set_defaults(func=run_question, question=name)
+    h = ss.add_parser("html", help="the questions on one self-contained HTML page")
+    h.add_argument("store")
+    h.add_argument("-o", "--output", required=True, help="the page to write")
+    h.add_argument("--force", action="store_true", help="overwrite an existing page")
+    h.add_argument("--since", metavar="DATE", type=utc_date, help="jobs ended at or after (UTC)")
+    h.add_argument("--until", metavar="DATE", type=utc_date, help="jobs ended before (UTC)")
+    h.set_defaults(func=run_html)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1], store_command=None)
+
+
+def run_html(args: argparse.Namespace) -> int:
+    _libs()
+    import duckdb
+
+    from .. import outfile, store
+    from ..store import page
+
+    out = Path(args.output)
+    outfile.check_output(out, args.force, "output")
+    s = store.open(args.store)
+    try:
+        text = page.render(s, args.since, args.until)
+    except duckdb.Error as exc:
+        raise UserError(_one_line(f"the query failed: {exc}")[:300]) from None
+    outfile.write_text(out, text)
+    print(f"wrote {out}")
+    return 0
+
+
+def utc_date(text: str) -> str:
+    """A date (YYYY-MM-DD) or time (YYYY-MM-DDTHH:MM[:SS]), UTC, as DuckDB reads it."""
+    try:
+        d = datetime.fromisoformat(text.rstrip("Z"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a date "
+                                         f"(YYYY-MM-DD[THH:MM], UTC)") from None
+    return d.strftime("%Y-%m-%d %H:%M:%S") + "+00"
 
 
 def _libs() -> None:
