@@ -82,7 +82,7 @@ def test_file_appearing_at_the_output(build: Path, tmp_path: Path) -> None:
 
 def test_no_profile_says_why(build: Path, tmp_path: Path, tmpfs) -> None:
     """The output and $TMPDIR both full: rank 0 says no profile and why; run repeats it,
-    exits 1 (the job itself succeeded)."""
+    and exits 0 as the job did (the application's status is never changed)."""
     full, alt = tmpfs("full"), tmpfs("alt")
     fill(full)
     fill(alt, leave=40960)  # room for run's report (32 KiB), not for the profile (16 KiB)
@@ -92,7 +92,7 @@ def test_no_profile_says_why(build: Path, tmp_path: Path, tmpfs) -> None:
     why = f"{full}/p.prof: {ENOSPC}; {alt}/p.prof: {ENOSPC}"
     assert _lines(err) == [f"mpilens: profile not written: {why}",
                            f"mpilens: no profile: {why}"], err
-    assert proc.returncode == 1
+    assert proc.returncode == 0
     assert names(full) == {"fill"} and names(alt) == {"fill"}
 
 
@@ -103,6 +103,6 @@ def test_run_of_a_program_without_mpi(build: Path, tmp_path: Path) -> None:
     assert _lines(proc.stderr) == [
         "mpilens: no profile (the job exited normally; rank 0 did not say it wrote one: a "
         "profile is written at MPI_Finalize)"]
-    assert proc.returncode == 1
+    assert proc.returncode == 0
     assert names(tmp_path) == set()
 

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         if job.partial:
             print(f"mpilens: the ranks left a partial profile: see it with: {command_name()} "
                   f"report {job.partial}", file=sys.stderr)
-        return rc if rc else 1
+        return rc
     wanted = Path(output).resolve()
     if not fnmatch.fnmatchcase(str(job.profile.resolve()),
                                profiled.PLACEHOLDER.sub("*", glob.escape(str(wanted)))):
@@ -109,5 +109,5 @@ def run(args: argparse.Namespace) -> int:
             print_summary(job.profile)
     except UserError as exc:
         print(f"mpilens: {exc}", file=sys.stderr)
-        return rc if rc else 1
+        return rc
     return rc
