@@ -11,7 +11,7 @@
   html STORE -o F.html   the questions on one page with plots
 
 The store is a directory; docs/store.md describes its layout and schema.
-It needs DuckDB and pyarrow: pip install 'mpilens[store]'.
+It needs DuckDB and pyarrow (python -m pip install duckdb pyarrow).
 """
 
 from __future__ import annotations

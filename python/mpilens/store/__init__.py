@@ -9,11 +9,13 @@ queried with DuckDB (docs/store.md).
 record.py builds a job's record from its profile (no extra library); dataset.py
 spools records and ingests them into the dataset; queries.py answers the questions
 of `mpilens store` (apps, gains, endings, history).  DuckDB and pyarrow are the
-optional extra `store` (pip install 'mpilens[store]'); pandas for the DataFrames.
+optional extra `store` of a checkout's venv (.ci/setup --test installs it; elsewhere
+`python -m pip install duckdb pyarrow`); pandas for the DataFrames.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +24,8 @@ from ..errors import UserError
 if TYPE_CHECKING:
     import pandas as pd
 
-INSTALL = "pip install 'mpilens[store]' (DuckDB and pyarrow)"
+# not 'mpilens[store]': mpilens is not on PyPI, pip would fetch another package
+INSTALL = f"{sys.executable} -m pip install duckdb pyarrow"
 
 
 def need_libraries() -> None:
@@ -98,6 +101,28 @@ class Store:
     @property
     def findings(self) -> pd.DataFrame:
         return self.sql("SELECT * FROM findings ORDER BY \"end\", job_key, rule")
+
+    def thicket(self, app: str) -> Any:
+        """The runs of one application as one thicket.Thicket (llnl-thicket): each
+        job's full profile, where the store's record points, keyed by its path (the
+        call sites of mpilens.llnl.thicket).  Jobs whose profile is gone or cannot be
+        read are left out; ValueError when none is left."""
+        from .. import api, llnl
+        from ..errors import UserError as _UserError
+
+        paths = [r["profile"] for r in self.rows(
+            "SELECT DISTINCT profile FROM jobs WHERE app = ? AND profile IS NOT NULL "
+            "ORDER BY profile", [app])]
+        profiles = []
+        for p in paths:
+            try:
+                profiles.append(api.load(p))
+            except (OSError, _UserError):
+                continue
+        if not profiles:
+            raise ValueError(f"no readable profile of '{app}' in {self.path} "
+                             f"({len(paths)} recorded)")
+        return llnl.thicket(profiles)
 
 
 def _quote(s: str) -> str:
