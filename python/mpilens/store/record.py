@@ -112,10 +112,12 @@ def _ending(prof: Profile) -> tuple[str, str, str]:
         return "completed", "", ""
     from ..report import waitsfor
 
-    # a rank's earlier dump (.prev) counts too: a hang dump, then the SIGTERM that ended
-    # the job, is a hang
+    # every dump a rank kept counts (its first hang dump rank-N.hang, .prev, the last):
+    # a hang dump, then the SIGTERM that ended the job, is a hang
     reasons = [d.get("reason") for d in prof.partial.get("dumps", {}).values()]
     reasons += [hd[0].get("reason") for hd in prof.partial.get("prev", {}).values()]
+    reasons += [hd[0].get("reason") for hds in prof.partial.get("history", {}).values()
+                for hd in hds]
     order = ("crash", "abort", "hang", "time_limit", "signal")
     ending = next((ENDINGS[r] for r in order if r in reasons), "unknown")
     try:
