@@ -190,21 +190,20 @@ def test_partial_profile_of_a_hang(build: Path, tmp_path: Path) -> None:
 
 
 def test_a_hang_kept_only_in_the_hang_dumps_is_a_hang(build: Path, tmp_path: Path) -> None:
-    """A job that hung, then was ended by SIGTERM twice (its last two dumps say signal):
-    the evidence of the hang is only in rank-N.hang, and the job still ended in a hang."""
+    """A job that hung, then was ended by a signal: each rank's last dump says signal and
+    its first hang dump is rank-N.hang.  With the .prev dumps gone the evidence of the
+    hang is only in rank-N.hang, and the job still ended in a hang."""
     from test_flight import _hang_job
 
     d = _hang_job(build, tmp_path, "deadlock", [0, 1, 2, 3])
-    for f in sorted(d.glob("rank-*")):
-        if f.suffix:  # rank-N only
-            continue
-        head, rest = f.read_text().split("\n", 1)
-        h = json.loads(head)
-        assert h["reason"] == "hang"
-        (d / f"{f.name}.hang").write_text(f.read_text())
-        for k, name in ((1, f"{f.name}.prev"), (2, f.name)):
-            later = {**h, "reason": "signal", "signal": "SIGTERM", "dump": h["dump"] + k}
-            (d / name).write_text(json.dumps(later) + "\n" + rest)
+    last = {f.name: json.loads(f.read_text().split("\n", 1)[0])["reason"]
+            for f in d.glob("rank-*") if not f.suffix}
+    hang = {f.name: json.loads(f.read_text().split("\n", 1)[0])["reason"]
+            for f in d.glob("rank-*.hang")}
+    assert set(last.values()) == {"signal"} and len(last) == 4
+    assert set(hang.values()) == {"hang"} and len(hang) == 4
+    for f in d.glob("rank-*.prev"):
+        f.unlink()
     st = tmp_path / "st"
     rc, out, err = store_cli("add", st, d, "--ingest")
     assert rc == 0, err
