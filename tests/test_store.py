@@ -235,6 +235,19 @@ def test_gains_are_advise_findings_in_node_hours(tmp_path: Path) -> None:
     assert lat["jobs"] == 1 and lat["apps"] == [{"app": "advise_app", "share_pct": 100.0}]
     assert lat["node_hours"] == pytest.approx(f["gain_pct"] / 100 * job["node_hours"],
                                               rel=1e-12)
+    # jobs count jobs, not findings (a job can have several of one rule and key, one a
+    # function); an interval only where every finding summed has one
+    for r in rows:
+        mine = [g for g in got if (g["rule"], g["key"]) == (r["rule"], r["key"])]
+        assert (r["jobs"], r["findings"]) == (1, len(mine))
+        if all(g["gain_lo_s"] is not None for g in mine):
+            assert r["node_hours_lo"] == pytest.approx(sum(
+                g["gain_lo_s"] / job["wall_mean_s"] * job["node_hours"] for g in mine))
+        else:
+            assert r["node_hours_lo"] is None and r["node_hours_hi"] is None
+    no_iv = [f for f in expect if not f.get("gain_interval")]
+    assert all(g["gain_lo_s"] is None for g in got
+               if any((f["rule"], f["key"]) == (g["rule"], g["key"]) for f in no_iv))
     rc, out, _ = store_cli("gains", st)
     assert rc == 0 and all(len(ln) <= 80 for ln in out.splitlines())
     assert any(ln.startswith(f"{f['rule']} {f['key']}") for ln in out.splitlines())

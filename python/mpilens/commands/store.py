@@ -238,7 +238,8 @@ def text_apps(rows: list[dict[str, Any]]) -> list[str]:
 
 def text_gains(rows: list[dict[str, Any]]) -> list[str]:
     body = [[f"{r['rule']} {r['key']}"[:26], str(r["jobs"]), _nh(r["node_hours"]),
-             f"[{_nh(r['node_hours_lo'])}, {_nh(r['node_hours_hi'])}]",
+             "-" if r["node_hours_lo"] is None or r["node_hours_hi"] is None
+             else f"[{_nh(r['node_hours_lo'])}, {_nh(r['node_hours_hi'])}]",
              " ".join(f"{a['app'][:12]} {a['share_pct']:.0f}%" for a in r["apps"])]
             for r in rows]
     return table(["rule finding", "jobs", "node-h", "interval", "carried by"], body, {1, 2})

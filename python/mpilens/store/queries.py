@@ -62,16 +62,18 @@ def apps(s: Store, since: str | None = None, until: str | None = None,
 
 def gains(s: Store, since: str | None = None, until: str | None = None) -> list[dict[str, Any]]:
     """advise's findings summed over jobs in node-hours (gain % of each job's wall time x
-    its node-hours), with the sum of their interval ends and the applications carrying
-    most of it."""
+    its node-hours), the jobs that have them, the sum of their interval ends (None unless
+    every finding summed has an interval) and the applications carrying most of it."""
     w, p = _where(since, until)
     rows = s.rows(f"""
-        SELECT rule, key, count(*) AS jobs,
+        SELECT rule, key, count(DISTINCT job_key) AS jobs, count(*) AS findings,
                sum(gain_pct / 100 * node_hours) AS node_hours,
-               sum(CASE WHEN wall_mean_s > 0 THEN gain_lo_s / wall_mean_s ELSE 0 END
-                   * node_hours) AS node_hours_lo,
-               sum(CASE WHEN wall_mean_s > 0 THEN gain_hi_s / wall_mean_s ELSE 0 END
-                   * node_hours) AS node_hours_hi
+               CASE WHEN count(gain_lo_s) = count(*) THEN
+                 sum(CASE WHEN wall_mean_s > 0 THEN gain_lo_s / wall_mean_s ELSE 0 END
+                     * node_hours) END AS node_hours_lo,
+               CASE WHEN count(gain_hi_s) = count(*) THEN
+                 sum(CASE WHEN wall_mean_s > 0 THEN gain_hi_s / wall_mean_s ELSE 0 END
+                     * node_hours) END AS node_hours_hi
         FROM findings{w} GROUP BY rule, key ORDER BY node_hours DESC, rule, key""", p)
     carry = s.rows(f"""
         SELECT rule, key, app, sum(gain_pct / 100 * node_hours) AS node_hours

@@ -257,10 +257,11 @@ def finding_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     """advise's findings (shown and minor; withheld ones are not) as the store keeps them."""
     out = []
     for f in result.get("findings", []) + result.get("minor", []):
-        iv = f.get("gain_interval") or [f["gain_s"], f["gain_s"]]
+        iv = f.get("gain_interval")  # none: no interval (not a point one)
         out.append({"rule": int(f["rule"]), "key": str(f["key"]), "title": str(f["title"]),
-                    "gain_s": float(f["gain_s"]), "gain_lo_s": float(iv[0]),
-                    "gain_hi_s": float(iv[1]), "gain_pct": float(f["gain_pct"]),
+                    "gain_s": float(f["gain_s"]),
+                    "gain_lo_s": float(iv[0]) if iv else None,
+                    "gain_hi_s": float(iv[1]) if iv else None, "gain_pct": float(f["gain_pct"]),
                     "confidence": str(f["confidence"]), "change": str(f["change"])[:300]})
     return out
 
