@@ -193,14 +193,25 @@ def ingest(store: Path, batch: int = BATCH) -> dict[str, Any]:
             if sp.is_dir() else []
         # leftovers of adds that died before their rename (an hour old: not one in progress)
         old = datetime.now(UTC).timestamp() - 3600
-        stale = [p for p in sp.glob(f"{_TMP}*") if p.is_file() and p.stat().st_mtime < old] \
-            if sp.is_dir() else []
+        stale = [p for p in sp.glob(f"{_TMP}*") if _stale(p, old)] if sp.is_dir() else []
         known = known_keys(store)
         for k in range(0, len(entries), batch):
             _pass(store, entries[k:k + batch], known, res)
         for p in stale:
             p.unlink(missing_ok=True)
     return res
+
+
+def _stale(p: Path, before: float) -> bool:
+    """A regular file (not a link) last written before `before`; False when it is gone
+    meanwhile (an add renamed it into the spool: the race is the normal case)."""
+    import stat
+
+    try:
+        st = p.lstat()
+    except FileNotFoundError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_mtime < before
 
 
 def _pass(store: Path, entries: list[Path], known: set[str], res: dict[str, Any]) -> None:
