@@ -246,7 +246,7 @@ def text_gains(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def text_endings(rows: list[dict[str, Any]]) -> list[str]:
-    body = [[r["ending"], str(r["jobs"]), _pct(r["jobs_pct"]), _nh(r["node_hours"]),
+    body = [[r["ending"].replace("_", " "), str(r["jobs"]), _pct(r["jobs_pct"]), _nh(r["node_hours"]),
              ", ".join(f"{k} {v}" for k, v in r["verdicts"].items())] for r in rows]
     return table(["ending", "jobs", "share", "node-h", "flight-recorder verdicts"], body,
                  {1, 2, 3})
