@@ -352,12 +352,14 @@ def _measured_ratio(ctx: Context, name: str, f: dict[str, Any], m: float, row: s
         return "not measured: the benchmark gave no time"
     ratio = b.median / (AGGREGATE * a.median)
     floor = 1 / AGGREGATE  # one call of k buffers cannot cost less than one of one buffer
-    if ratio < floor:
+    hi = b.hi / (AGGREGATE * a.lo)
+    if hi < floor:  # below the floor beyond the noise: the measurement failed
         return (f"not measured: the benchmark gave {AGGREGATE} buffers in one call "
                 f"{ratio:.3g} of {AGGREGATE} calls' time, below the floor 1/{AGGREGATE} "
                 f"(one call of {AGGREGATE} buffers costs at least one of one): a failed "
                 f"measurement")
-    lo, hi = max(b.lo / (AGGREGATE * a.hi), floor), b.hi / (AGGREGATE * a.lo)
+    # below the floor within the noise: held at the floor, as the interval's low end
+    ratio, lo = max(ratio, floor), max(b.lo / (AGGREGATE * a.hi), floor)
     if hi >= 1:
         ctx.notes.append(
             f"rule 2, {row or name}: the model is more than {DISAGREE:g} x off its time per call; "
