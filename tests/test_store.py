@@ -211,6 +211,21 @@ def test_a_hang_kept_only_in_the_hang_dumps_is_a_hang(build: Path, tmp_path: Pat
     assert job["ending"] == "hang"
 
 
+def test_a_job_at_its_time_limit(build: Path, tmp_path: Path) -> None:
+    """A real job that reached its time limit (MPILENS_DUMP_AT) and went on, then was
+    signalled: its ending is the time limit, with the flight recorder's verdict."""
+    from test_flight import _loop_job_until
+
+    d, _ = _loop_job_until(build, tmp_path, {"MPILENS_DUMP_AT": "1.5"}, "time_limit")
+    st = tmp_path / "st"
+    rc, out, err = store_cli("add", st, d, "--ingest")
+    assert rc == 0, err
+    job = mpilens.store.open(st).rows("SELECT * FROM jobs")[0]
+    assert (job["ending"], job["verdict"]) == ("time_limit", "progressing")
+    rc, out, _ = store_cli("endings", st)
+    assert rc == 0 and out.splitlines()[1].split()[:3] == ["time", "limit", "1"]
+
+
 def test_gains_are_advise_findings_in_node_hours(tmp_path: Path) -> None:
     from test_advise import advise, profile, write_model
 
