@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import multiprocessing
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import read_profile
+from conftest import REPO, read_profile
 from test_cli_support import mpilens_inproc, real_profile
 
 pytest.importorskip("duckdb", reason="duckdb is in the test extra (.ci/setup --test)")
@@ -224,6 +225,21 @@ def test_a_job_at_its_time_limit(build: Path, tmp_path: Path) -> None:
     assert (job["ending"], job["verdict"]) == ("time_limit", "progressing")
     rc, out, _ = store_cli("endings", st)
     assert rc == 0 and out.splitlines()[1].split()[:3] == ["time", "limit", "1"]
+
+
+def test_dask_reads_the_dataset_unchanged(tmp_path: Path) -> None:
+    """Another engine on the same files (docs/store.md, Beyond one machine): Dask's
+    node-hours per application and calls per function are DuckDB's."""
+    dask = pytest.importorskip("dask", reason="dask is in the test extra (.ci/setup --test)")
+    st = tmp_path / "st"
+    _add_ingest(st, real_profile(4), real_profile(2), real_profile(4, via="exec"))
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "store" / "engines.py"),
+                           str(st), "--dask"], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    n_fn = len(mpilens.store.open(st).rows("SELECT DISTINCT function FROM functions"))
+    assert proc.stdout.splitlines() == [f"duckdb: 1 applications, {n_fn} functions",
+                                        f"dask {dask.__version__}: same"]
 
 
 def test_gains_are_advise_findings_in_node_hours(tmp_path: Path) -> None:
