@@ -46,6 +46,7 @@ static struct {
 
 static int my_node = -1;                 /* this rank's node (layout in force) */
 static int keyval = MPI_KEYVAL_INVALID;
+int ml_coll_allreduce_on; /* forced and the keyval made: the dispatch's test (coll.h) */
 static long long served[A_N], declined;  /* calls, this rank */
 static long long tot_served[A_N], tot_declined; /* sums over ranks, rank 0 */
 
@@ -276,8 +277,11 @@ static int init(void)
     }
     if (my_node < 0)
         my_node = 0;
-    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL)
-           != MPI_SUCCESS;
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL)
+        != MPI_SUCCESS)
+        return 1;
+    ml_coll_allreduce_on = 1;
+    return 0;
 }
 
 static void finalize(void)
@@ -303,6 +307,7 @@ static void finalize(void)
         PMPI_Comm_free_keyval(&keyval);
         keyval = MPI_KEYVAL_INVALID;
     }
+    ml_coll_allreduce_on = 0;
 }
 
 /* {"allreduce":{"forced":"multileader","calls":{"twolevel":N,"multileader":N},

@@ -12,7 +12,9 @@
 
 /* The forced MPI_Allreduce algorithm: an MPI return code, or -1 when the
  * call is not served (no algorithm forced, or the call is not eligible:
- * dispatch.c then calls PMPI_Allreduce). */
+ * dispatch.c then calls PMPI_Allreduce).  dispatch.c calls it only while
+ * ml_coll_allreduce_on (an algorithm forced and the engine started). */
+extern int ml_coll_allreduce_on;
 int ml_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                       MPI_Op op, MPI_Comm comm);
 

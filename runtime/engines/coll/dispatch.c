@@ -18,9 +18,11 @@ int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
                       MPI_Op op, MPI_Comm comm)
 {
     int rc;
-    if ((rc = ml_repro_allreduce(sendbuf, recvbuf, count, datatype, op, comm)) >= 0)
+    if (ml_repro_allreduce_on
+        && (rc = ml_repro_allreduce(sendbuf, recvbuf, count, datatype, op, comm)) >= 0)
         return rc;
-    if ((rc = ml_coll_allreduce(sendbuf, recvbuf, count, datatype, op, comm)) >= 0)
+    if (ml_coll_allreduce_on
+        && (rc = ml_coll_allreduce(sendbuf, recvbuf, count, datatype, op, comm)) >= 0)
         return rc;
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }

@@ -34,6 +34,7 @@ typedef unsigned __int128 u128_t;
 
 static int repro_on;
 static int repro_ready;
+int ml_repro_allreduce_on; /* repro_on && repro_ready: the dispatch's test (repro.h) */
 static MPI_Datatype win_type, acc_type;
 static MPI_Op win_op, acc_op;
 
@@ -616,6 +617,7 @@ int ml_repro_enable(int on)
         repro_ready = 1;
     }
     repro_on = on;
+    ml_repro_allreduce_on = repro_on && repro_ready;
     return MPI_SUCCESS;
 }
 
@@ -647,6 +649,7 @@ static void finalize(void)
     }
     repro_ready = 0;
     repro_on = 0;
+    ml_repro_allreduce_on = 0;
     ml_scratch_release(scr, S_NSCRATCH);
 }
 

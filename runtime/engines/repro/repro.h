@@ -14,7 +14,10 @@
 int ml_repro_enable(int on);
 /* The reproducible MPI_Allreduce (MPILENS_REPRO=1, MPI_SUM on floating-point
  * types): an MPI return code, or -1 when it does not serve the call (the
- * caller then passes it on: runtime/engines/coll/dispatch.c). */
+ * caller then passes it on: runtime/engines/coll/dispatch.c).  The dispatch
+ * calls it only while ml_repro_allreduce_on (the engine enabled and ready):
+ * the default path then costs a load and a branch, not a call. */
+extern int ml_repro_allreduce_on;
 int ml_repro_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, MPI_Comm comm);
 /* Frees the engine's MPI objects and scratch (benchmarks without the core). */
