@@ -106,7 +106,7 @@ def test_announce_names_options_the_family_has() -> None:
         helps[family] = text.getvalue()
     for family, options in SHORTEN.items():
         out = io.StringIO()
-        announce(Console(file=out, width=300), family, 12.0)
+        announce(Console(file=out, width=300), family, 12.0, load=(0.5, 2))
         assert out.getvalue().startswith(f"{family}: expected duration about 12 s (") and \
             out.getvalue().endswith(f"; {options} shorten it\n"), out.getvalue()
         for opt in re.findall(r"--[a-z-]+", options):
@@ -124,6 +124,35 @@ def test_announce_names_options_the_family_has() -> None:
     # alltoall: every run at P ranks as long as the first's x P / its ranks, x repeat
     assert alltoall.expected_duration(2.0, [4, 8], 3) == pytest.approx((2.0 + 4.0) * 3,
                                                                        rel=1e-12)
+
+
+def test_announce_says_a_range_and_a_busy_host() -> None:
+    """The probe's typical and fastest figures more than 1.5x apart: a range; within:
+    one figure; a host loaded beyond its CPUs: a caution with its load; the
+    MLB-ESTIMATE line's second figure is the low end."""
+    from mpilens.bench.launch import announce, estimate, estimate_low
+    from rich.console import Console
+
+    def said(seconds: float, low: float | None, load: tuple[float, int]) -> str:
+        out = io.StringIO()
+        announce(Console(file=out, width=400), "overhead", seconds, low=low, load=load)
+        return out.getvalue()
+
+    assert said(82.2, 7.44, (0.5, 2)) == (
+        "overhead: expected duration 7.44 s to 82.2 s (from a probe before starting; its "
+        "fastest and its typical calls differ: the host is busy); --calls, --blocks or "
+        "--rss-calls shorten it\n")
+    assert said(82.2, 60.0, (0.5, 2)).startswith("overhead: expected duration about 82.2 s (")
+    assert said(15.0, 10.0, (2.0, 2)) == said(15.0, 15.0, (0.0, 2)) == said(15.0, None, (0.1, 4))
+    assert said(15.0, 9.99, (0.5, 2)).startswith("overhead: expected duration 9.99 s to 15 s")
+    busy = said(15.0, None, (26.04, 2))
+    assert busy == ("overhead: expected duration about 15 s (from a probe before starting); "
+                    "the host is busy (load 26.0 on 2 CPUs): as the load changes, so does the "
+                    "time; --calls, --blocks or --rss-calls shorten it\n")
+    assert said(9.99, 1.0, (26.0, 2)) == ""
+    assert (estimate("MLB-ESTIMATE 82.2 7.44"), estimate_low("MLB-ESTIMATE 82.2 7.44")) == \
+        (82.2, 7.44)
+    assert (estimate("MLB-ESTIMATE 12"), estimate_low("MLB-ESTIMATE 12")) == (12.0, None)
 
 
 def test_repro_bench_announces_and_records_its_duration(tmp_path: Path) -> None:
@@ -151,6 +180,8 @@ def test_overhead_without_profiler(tmp_path: Path) -> None:
     assert r["comm_rank"]["blocks"] == 3 and r["comm_rank"]["pmpi_ns"]["n"] == 3
     assert r["pingpong_8B"]["roundtrips_per_block"] == 50
     assert doc["expected_s"] > 0 and doc["elapsed_s"] > 0  # said before the long loops
+    # at the probe's fastest chunks: no more than at its mean rates
+    assert 0 < doc["expected_low_s"] <= doc["expected_s"]
 
 
 def test_overhead_under_profiler(build: Path, tmp_path: Path) -> None:
@@ -267,7 +298,7 @@ def _probe_expected(probe: dict, calls: list[int], learn: list[int], skip: set[s
 
 def test_alltoall_bench_probe_sends_its_expected_duration() -> None:
     """mpilens-bench-alltoall --progress X probes every size (native and the eight
-    algorithms, once each after an untimed call) and sends X x its expected seconds
+    algorithms, three timed calls each after an untimed one: median and fastest) and sends X x its expected seconds
     (MLB-ESTIMATE) on stderr before the timed part; the JSON keeps the probe's times, from
     which the estimate is recomputed here."""
     proc = run_mpi(2, [BUILD / "bin" / "mpilens-bench-alltoall", "--sizes", "64,4K",
@@ -279,6 +310,14 @@ def test_alltoall_bench_probe_sends_its_expected_duration() -> None:
     probe = doc["probe"]
     assert probe["factor"] == 1000 and len(probe["native_s"]) == 2
     assert expected == pytest.approx(1000 * probe["expected_s"], rel=1e-5)
+    # the low end (at each candidate's fastest of the 3 probed calls) comes as a second
+    # figure exactly when it is more than 1.5x below
+    line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("MLB-ESTIMATE "))
+    assert 0 < probe["expected_low_s"] <= probe["expected_s"]
+    wide = probe["expected_s"] > 1.5 * probe["expected_low_s"]
+    assert len(line.split()) == (3 if wide else 2), line
+    if wide:
+        assert float(line.split()[2]) == pytest.approx(1000 * probe["expected_low_s"], rel=1e-5)
     assert probe["expected_s"] == pytest.approx(
         _probe_expected(probe, [30, 12], [3, 1], {"ring"}, nomodel=False), rel=1e-6)
     assert [r["bytes"] for r in doc["results"]] == [64, 4096]

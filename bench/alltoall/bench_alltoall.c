@@ -42,10 +42,13 @@
  * network model file (`mpilens bench logp --model`) instead of measuring.
  *
  * --progress X: before the timed part, a quick first measurement per size (the probe):
- * on a communicator of its own (the variants' communicators stay fresh), two calls of
- * native and of each of the eight algorithms forced, the second one timed (the first
- * pays the set-up and the first contacts), max over ranks.  Rank 0 then sends the
- * expected seconds on stderr, "MLB-ESTIMATE <s>", before the timed part: X times this
+ * on a communicator of its own (the variants' communicators stay fresh), four calls of
+ * native and of each of the eight algorithms forced, the last three timed (the first
+ * pays the set-up and the first contacts): their median and their fastest, max over
+ * ranks (one timed call let a single preempted call on a busy host stand for all: a
+ * 21,000 s estimate of a 6 min run).  Rank 0 then sends the expected seconds on stderr,
+ * "MLB-ESTIMATE <s> [<low s>]" (low: at the fastest calls, given when the two differ by
+ * more than 1.5x), before the timed part: X times this
  * job's (X: the CLI's factor for the whole sweep, its runs and rank counts), where the
  * job's is, per size, N x (native twice + each forced algorithm that runs) plus, per
  * adaptive variant, min(N, 8 L) learning calls at the eight algorithms' mean and the
@@ -150,7 +153,8 @@ static void probe(int P, int rank, int ns, const long *sizes, int nc, const long
                   const double *race, double factor)
 {
     enum { NP = ML_A2A_NALG + 1 }; /* native, then the eight algorithms */
-    static double t[MAXS][NP];
+    /* t: the median of 3 timed calls after an untimed one; t[ns + k]: their fastest */
+    static double t[2 * MAXS][NP];
     MPI_Comm pc;
     PMPI_Comm_dup(MPI_COMM_WORLD, &pc);
     for (int k = 0; k < ns; k++) {
@@ -161,38 +165,45 @@ static void probe(int P, int rank, int ns, const long *sizes, int nc, const long
             if (v > 0)
                 ml_a2a_set_config(v - 1, (int)learn[nl == 1 ? 0 : k], 0, 1000, 0.5, race);
             PMPI_Barrier(MPI_COMM_WORLD);
-            for (int i = 0; i < 2; i++) {
+            double s3[3];
+            for (int i = 0; i < 4; i++) {
                 double t0 = PMPI_Wtime();
                 if (v == 0)
                     PMPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, pc);
                 else
                     mlo_MPI_Alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, pc);
-                t[k][v] = PMPI_Wtime() - t0;
+                if (i) s3[i - 1] = PMPI_Wtime() - t0;
             }
+            double lo = s3[0] < s3[1] ? s3[0] : s3[1], hi = s3[0] < s3[1] ? s3[1] : s3[0];
+            t[k][v] = s3[2] < lo ? lo : s3[2] > hi ? hi : s3[2];
+            t[ns + k][v] = s3[2] < lo ? s3[2] : lo;
         }
         free(sb);
         free(rb);
     }
     PMPI_Comm_free(&pc);
-    PMPI_Allreduce(MPI_IN_PLACE, t, MAXS * NP, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    double job = 0;
-    for (int k = 0; k < ns; k++) {
-        long N = calls[nc == 1 ? 0 : k], L = learn[nl == 1 ? 0 : k];
-        if (N < chunks)
-            N = chunks;
-        double run = 2 * t[k][0], best = t[k][1], mean = 0;
-        for (int a = 1; a < NP; a++) {
-            if (!skip[a])
-                run += t[k][a];
-            best = t[k][a] < best ? t[k][a] : best;
-            mean += t[k][a] / ML_A2A_NALG;
+    PMPI_Allreduce(MPI_IN_PLACE, t, 2 * MAXS * NP, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double job = 0, job_lo = 0;
+    for (int q = 0; q < 2; q++)
+        for (int k = 0; k < ns; k++) {
+            const double *tk = t[q * ns + k];
+            long N = calls[nc == 1 ? 0 : k], L = learn[nl == 1 ? 0 : k];
+            if (N < chunks)
+                N = chunks;
+            double run = 2 * tk[0], best = tk[1], mean = 0;
+            for (int a = 1; a < NP; a++) {
+                if (!skip[a])
+                    run += tk[a];
+                best = tk[a] < best ? tk[a] : best;
+                mean += tk[a] / ML_A2A_NALG;
+            }
+            long lc = 8 * L < N ? 8 * L : N;
+            double adaptive = (double)lc * mean + (double)(N - lc) * best;
+            *(q ? &job_lo : &job) += (double)N * run + adaptive * (skip[V_NOMODEL] ? 1 : 2);
         }
-        long lc = 8 * L < N ? 8 * L : N;
-        double adaptive = (double)lc * mean + (double)(N - lc) * best;
-        job += (double)N * run + adaptive * (skip[V_NOMODEL] ? 1 : 2);
-    }
     if (rank == 0) {
-        printf("\"probe\":{\"factor\":%.9g,\"expected_s\":%.9g,\"native_s\":[", factor, job);
+        printf("\"probe\":{\"factor\":%.9g,\"expected_s\":%.9g,\"expected_low_s\":%.9g,"
+               "\"native_s\":[", factor, job, job_lo);
         for (int k = 0; k < ns; k++)
             printf("%s%.9g", k ? "," : "", t[k][0]);
         printf("],\"forced_s\":{");
@@ -204,7 +215,11 @@ static void probe(int P, int rank, int ns, const long *sizes, int nc, const long
         }
         printf("}},");
         fflush(stdout);
-        fprintf(stderr, "MLB-ESTIMATE %.6g\n", factor * job);
+        /* a range when the fastest calls and the typical ones differ (a busy host) */
+        if (job > 1.5 * job_lo)
+            fprintf(stderr, "MLB-ESTIMATE %.6g %.6g\n", factor * job, factor * job_lo);
+        else
+            fprintf(stderr, "MLB-ESTIMATE %.6g\n", factor * job);
         fflush(stderr);
     }
 }

@@ -42,15 +42,33 @@ long ml_rss_kib(const char *field)
 
 void ml_announce(const char *family, double expected, long long probe)
 {
+    ml_announce_range(family, expected, expected, probe);
+}
+
+/* the expected duration: `expected` at the probe's typical rates, `low` at its fastest
+ * (low == expected: one figure).  MLB-ESTIMATE <expected> [<low>] for mpilens bench
+ * (python/mpilens/bench/launch.py announce); run by hand, the same words on stderr */
+void ml_announce_range(const char *family, double low, double expected, long long probe)
+{
     /* the family's options that shorten it (python/mpilens/bench/launch.py SHORTEN) */
     const char *shorten = !strcmp(family, "coll")       ? "--max-size, --samples or --ops"
                           : !strcmp(family, "io")       ? "--size, --samples or --patterns"
                           : !strcmp(family, "overhead") ? "--calls, --blocks or --rss-calls"
                                                         : "--max-size, --samples or --iters";
-    if (ml_progress_on) fprintf(stderr, "MLB-ESTIMATE %.6g\n", expected);
-    else if (expected >= 10)
-        fprintf(stderr, "%s: expected duration about %.0f s (from a probe of up to %lld B "
-                "before most of it); %s shorten it\n", family, expected, probe, shorten);
+    if (low > expected) low = expected;
+    int range = low > 0 && expected > ML_RANGE_WIDE * low;
+    if (ml_progress_on) {
+        if (range) fprintf(stderr, "MLB-ESTIMATE %.6g %.6g\n", expected, low);
+        else fprintf(stderr, "MLB-ESTIMATE %.6g\n", expected);
+    } else if (expected >= 10) {
+        if (range)
+            fprintf(stderr, "%s: expected duration %.0f to %.0f s (from a probe of up to %lld B "
+                    "before most of it; its fastest and typical rates differ: the host is busy); "
+                    "%s shorten it\n", family, low, expected, probe, shorten);
+        else
+            fprintf(stderr, "%s: expected duration about %.0f s (from a probe of up to %lld B "
+                    "before most of it); %s shorten it\n", family, expected, probe, shorten);
+    }
     fflush(stderr);
 }
 

@@ -73,6 +73,10 @@ extern int ml_progress_on;
  * "MLB-ESTIMATE <s>" with --progress (mpilens bench shows it from 10 s on), else a
  * plain line from 10 s on; probe: the largest size the estimate's probe sent. */
 void ml_announce(const char *family, double expected, long long probe);
+/* a range: `low` at the probe's fastest rates, `expected` at its typical ones; said as a
+ * range when they differ by more than ML_RANGE_WIDE */
+#define ML_RANGE_WIDE 1.5
+void ml_announce_range(const char *family, double low, double expected, long long probe);
 /* result files (--out, --model): 0 or an errno value.  ml_check_writable runs before
  * the benchmark: the directory exists and a file can be created there, path is not a
  * directory nor a read-only file; it creates nothing that stays and never truncates.

@@ -32,14 +32,17 @@ chunks.  "within 5 %" is claimed only when the whole interval lies below 1.05,
 "faster", "slower", "not resolved".
 --skip leaves variants out (forced algorithms, nomodel) to keep a slow sweep
 short. Before its timed part the first run makes a quick first measurement (the
-probe: per size, one call of native and of each algorithm forced, after one
-untimed) and the sweep announces its expected duration when it is 10 s or more:
+probe: per size, three calls of native and of each algorithm forced, after one
+untimed: their median, and their fastest) and the sweep announces its expected
+duration when it is 10 s or more, as a range when the fastest calls and the median
+ones give figures more than 1.5x apart (a busy host):
 per size the calls times every variant's probed time (adaptive: its learning
 calls at the algorithms' mean, the rest at the fastest), for every run (a run at
 P ranks taken to last the first's x P / the first's ranks).  The JSON records it
 (expected_s, and the probe's times under probe) beside the whole sweep's time
 (elapsed_s) and the estimate the first run's own time gives
-(expected_first_run_s).
+(expected_first_run_s), which is announced too when the runs left take 10 s or
+more.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
 
 from .. import outfile, paths
 from ..errors import UserError
@@ -422,6 +427,11 @@ def main(argv: list[str]) -> int:
             if first is None:  # the first run's probe announced the expected duration
                 first = expected_duration(time.monotonic() - t0, nps, args.repeat)
                 probe = reps[-1].pop("probe", None)
+                # what the first run took foretells the rest better than its probe did
+                rest = first - (time.monotonic() - t0)
+                if not args.no_progress and rest > 0:
+                    launch.announce(Console(stderr=True), "alltoall", rest,
+                                    "the runs left, from the first run's time")
         run = combine(reps)
         runs.append(run)
         if not args.quiet:

@@ -27,6 +27,7 @@ from ..errors import UserError
 PROGRESS = "MLB-PROGRESS "
 ESTIMATE = "MLB-ESTIMATE "  # the family's expected duration, before it starts
 ANNOUNCE_S = 10.0           # durations from this long on are announced
+RANGE_WIDE = 1.5            # a range is said when the probe's typical/fastest exceed this
 ERROR = "mpilens-bench: "
 # per family, the options that shorten it (the announce line names them)
 SHORTEN = {"p2p": "--max-size, --samples or --iters", "coll": "--max-size, --samples or --ops",
@@ -84,13 +85,49 @@ def estimate(line: str) -> float | None:
         return None
 
 
+def estimate_low(line: str) -> float | None:
+    """The low end of an MLB-ESTIMATE line's range ("MLB-ESTIMATE <s> <low s>": the
+    probe's fastest rates), None when it gives one figure."""
+    try:
+        return float(line.split()[2])
+    except (IndexError, ValueError):
+        return None
+
+
+def host_load() -> tuple[float, int]:
+    """The host's 1-minute load average and the CPUs this process may run on."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        return os.getloadavg()[0], cpus
+    except OSError:
+        return 0.0, cpus
+
+
 def announce(console: Console, family: str, seconds: float | None,
-             how: str = "from a probe before starting") -> None:
+             how: str = "from a probe before starting", low: float | None = None,
+             load: tuple[float, int] | None = None) -> None:
     """Print a family's expected duration when it is ANNOUNCE_S or more, naming the
-    family's options that shorten it: a long benchmark says so before it runs."""
+    family's options that shorten it: a long benchmark says so before it runs.  low:
+    the figure at the probe's fastest rates; a range is said when seconds is more than
+    RANGE_WIDE x low (on a busy host a probe's calls vary: one figure would claim more
+    than the probe knows).  load: (load average, CPUs), the host's unless given; a host
+    loaded beyond its CPUs gets a caution: a probe sees the CPU share of its own
+    moment only (bench alltoall under a load rising from 15 to 26 on 2 CPUs took 6.6x
+    its probe's figure)."""
     if seconds is not None and seconds >= ANNOUNCE_S:
         from ..units import fmt_time
-        console.print(f"{family}: expected duration about {fmt_time(seconds)} ({how}); "
+        if low is not None and 0 < low and seconds > RANGE_WIDE * low:
+            said = (f"{fmt_time(low)} to {fmt_time(seconds)} ({how}; its fastest and its "
+                    f"typical calls differ: the host is busy)")
+        else:
+            said = f"about {fmt_time(seconds)} ({how})"
+        avg, cpus = load if load is not None else host_load()
+        busy = (f"; the host is busy (load {avg:.1f} on {cpus} CPUs): as the load changes, "
+                f"so does the time" if avg > cpus else "")
+        console.print(f"{family}: expected duration {said}{busy}; "
                       f"{SHORTEN.get(family, '--samples')} shorten it",
                       highlight=False, markup=False)
 
@@ -131,7 +168,7 @@ def run_streamed(launcher: list[str], argv: list[str], family: str,
             if line.startswith(ESTIMATE):
                 expected = estimate(line)
                 if progress:
-                    announce(console, family, expected)
+                    announce(console, family, expected, low=estimate_low(line))
             else:
                 other.append(line)
         rc = _finish(proc, fw, timeout)
@@ -173,7 +210,7 @@ def run_bench(launcher: list[str], family: str, options: list[str], *,
             task = bar.add_task(family, total=None)
             for line in proc.stderr:
                 if line.startswith(ESTIMATE):
-                    announce(console, family, estimate(line))
+                    announce(console, family, estimate(line), low=estimate_low(line))
                 elif line.startswith(PROGRESS):
                     done, total = (int(v) for v in line.split()[1:3])
                     bar.update(task, completed=done, total=total)
