@@ -201,8 +201,11 @@ def test_a_hang_kept_only_in_the_hang_dumps_is_a_hang(build: Path, tmp_path: Pat
             for f in d.glob("rank-*") if not f.suffix}
     hang = {f.name: json.loads(f.read_text().split("\n", 1)[0])["reason"]
             for f in d.glob("rank-*.hang")}
-    assert set(last.values()) == {"signal"} and len(last) == 4
-    assert set(hang.values()) == {"hang"} and len(hang) == 4
+    # a rank the launcher killed (SIGKILL, once another rank had ended) before its SIGTERM
+    # dump keeps "hang" as its last (MPICH under a load of 20: 1 of 4 ranks); the job is
+    # still one that ended by the signal, and every rank's hang is in its .hang
+    assert set(last.values()) <= {"signal", "hang"} and "signal" in last.values(), last
+    assert len(last) == 4 and set(hang.values()) == {"hang"} and len(hang) == 4
     for f in d.glob("rank-*.prev"):
         f.unlink()
     st = tmp_path / "st"
