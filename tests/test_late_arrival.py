@@ -210,3 +210,14 @@ def test_binomial_figures() -> None:
     s = late_rank(four, 4)
     tail = 10 * 0.25 ** 9 * 0.75 + 0.25 ** 10
     assert s is not None and s["named"] and s["rank"] == 3 and s["p"] == pytest.approx(4 * tail)
+
+
+def test_no_clear_call_names_nobody_and_costs_nothing() -> None:
+    # no sampled call's last arrival stood out (a loaded host): the statistics still
+    # carry the lateness share (0: no clear call, no gap), nobody is named
+    ranks = [_la(0, 0, 0.0, 2.0), _la(1, 0, 0.0, 2.0)]
+    for r in ranks:
+        r["late_arrival"].update(clear=0)
+    s = late_rank(ranks, 2)
+    assert s is not None and not s["named"] and s["rank"] is None
+    assert s["cost_share"] == 0.0 and s["why"].startswith("no sampled call's last arrival")

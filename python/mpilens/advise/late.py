@@ -99,20 +99,22 @@ def late_rank(ranks: Iterable[dict[str, Any]], nranks: int) -> dict[str, Any] | 
     out: dict[str, Any] = {"sampled": sampled, "every": every, "clear": clear or 0,
                            "rank": None, "last": 0,
                            "gap_s": 0.0, "share_lo": 0.0, "share_hi": 1.0, "p": 1.0,
-                           "named": False, "why": why, "chance": 1.0 / max(nranks, 1)}
+                           "named": False, "why": why, "chance": 1.0 / max(nranks, 1),
+                           "cost_share": None}
     if not sampled or nranks < 2:
         out["why"] = why or "no synchronising collective on MPI_COMM_WORLD was sampled"
         return out
     m = clear or 0
+    # its lateness over all calls (the sampled ones stand for `every` calls each)
+    cost = top_gap * max(every or 1, 1)
+    out["cost_share"] = cost / wall if wall > 0 else None
     if m == 0:
         out["why"] = "no sampled call's last arrival stands out from the algorithm's own skew"
         return out
     p = min(1.0, nranks * binom_tail(m, top_last, 1.0 / nranks))
     lo, hi = clopper_pearson(m, top_last)
     beyond = m >= MIN_SAMPLED and p < ALPHA and top_last > second
-    # its lateness over all calls (the sampled ones stand for `every` calls each); an
-    # unknown wall time (0) does not hold the name back
-    cost = top_gap * max(every or 1, 1)
+    # an unknown wall time (0) does not hold the name back
     material = wall <= 0 or cost >= MATERIAL * wall
     named = beyond and material
     why = ("" if named else
@@ -121,7 +123,7 @@ def late_rank(ranks: Iterable[dict[str, Any]], nranks: int) -> dict[str, Any] | 
            f"its lateness adds up to {100 * cost / wall:.2g} % of the run, below "
            f"{100 * MATERIAL:.0f} %: too little to act on")
     out.update(rank=top_rank, last=top_last, gap_s=top_gap, share_lo=lo, share_hi=hi, p=p,
-               named=named, why=why, cost_share=cost / wall if wall > 0 else None)
+               named=named, why=why)
     return out
 
 
