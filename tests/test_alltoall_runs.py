@@ -268,8 +268,8 @@ def test_candidates_without_calls_have_no_first_turn_minimum(build: Path, tmp_pa
     # versions wrote 0 there (writer "old": the file rewritten so); read back as a real
     # minimum, 0 became the best at the first race point of run 2, every candidate
     # "was 1000 x slower" and left, and the stale first one was saved as learned after
-    # 32 calls.  With a race factor of 1000 no real time leaves: run 2 (250 calls)
-    # learns all 8 x 25 - 8 = 192 calls and picks the fastest learned.  (Run 2 expects 8
+    # 32 calls.  With a race factor of 1000 hardly a real time leaves: run 2 (250 calls)
+    # learns 8 x 25 - 8 = 192 calls and picks the fastest learned.  (Run 2 expects 8
     # calls: few calls per run, turns of one call; with 6 candidates unsampled the field
     # is not halved, and run 2 is the second run, so it does not decide at MPI_Finalize.)
     env = {"MPILENS_ALLTOALL_LEARN": "25", "MPILENS_ALLTOALL_RACE": "1000",
@@ -295,14 +295,20 @@ def test_candidates_without_calls_have_no_first_turn_minimum(build: Path, tmp_pa
     rec, per_rank, stderr = run(tmp_path, "f2", 250, **env)
     assert "learning cache" not in stderr, stderr
     alg = rec["algorithm"]
-    assert (rec["source"], rec["calls"], rec["learning_calls"], rec["carried_calls"]) == \
-        ("learned", 250, 192, 8), json.dumps(rec)
-    assert set(per_rank.values()) == {(alg, 192)}  # every rank agrees
+    # k candidates may really be 1000x slower in all their first-turn calls (a load of 19
+    # on 2 cores: one candidate, 172 calls): each leaves 20 calls early.  The stale 0
+    # minimum made all of them leave, learned after 32 calls: k <= 6 tells them apart
+    k, rest = divmod(192 - rec["learning_calls"], 20)
+    assert rest == 0 and 0 <= k <= 6, json.dumps(rec)
+    assert (rec["source"], rec["calls"], rec["carried_calls"]) == ("learned", 250, 8), \
+        json.dumps(rec)
+    assert set(per_rank.values()) == {(alg, 192 - 20 * k)}  # every rank agrees
     assert rec["candidates"] == ALGOS and set(rec["learned_mean_s"]) == set(ALGOS)
-    assert_choice_rule(rec["learned_mean_s"], alg)
+    if k == 0:
+        assert_choice_rule(rec["learned_mean_s"], alg)
     entry = cache_entry(path)
     assert (entry["state"], entry["algorithm"], entry["learning_calls"], entry["runs"]) == \
-        ("learned", alg, 200, 2)
+        ("learned", alg, 200 - 20 * k, 2)
 
 
 # ---- item 2: provisional choices from few calls ----
