@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import read_profile, run_mpi
+from test_cli_support import mpilens
 from test_coll_allreduce import CALLS, DOUBLE_SUM_CALLS, LAYOUTS, USER_CALLS, _uniform
 
 REPS = 2  # coll_allreduce runs every case twice
@@ -113,6 +114,29 @@ def test_race_count_and_agreement(np_: int, nodes: str | None, ncand: int, sourc
             assert rec["against"] == choice
     else:
         assert "against" not in rec and rec["lost_s"] == 0
+
+
+def test_report_shows_the_choices(build: Path, tmp_path: Path) -> None:
+    """`mpilens report`: a short table of the choices at 80 columns, none without them."""
+    prof = tmp_path / "s.prof"
+    proc = run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3", "3"],
+                   env={"MPILENS_COLL": "adaptive", "MPILENS_COLL_LEARN": "3",
+                        "MPILENS_COLL_NODES": "2,2", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
+    choice = proc.stdout.split("choice=")[1].split()[0]
+    rep = mpilens("report", prof, env={"COLUMNS": "80"})
+    assert rep.returncode == 0, rep.stderr
+    lines = rep.stdout.splitlines()
+    assert all(len(ln) <= 80 for ln in lines)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("MPI_Allreduce (node-aware"))
+    [row] = [ln for ln in lines[start:] if ln.startswith("│")]
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[:4] == ["4", "4 KiB", choice, "learned"]
+    assert {"twolevel", "multileader"} & set(cells[4:])  # the candidate compared
+    plain = tmp_path / "p.prof"
+    run_mpi(2, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3", "1"],
+            env={"MPILENS_OUTPUT": str(plain)}, cwd=tmp_path, check=False)
+    rep = mpilens("report", plain, env={"COLUMNS": "80"})
+    assert rep.returncode == 0 and "node-aware" not in rep.stdout
 
 
 def test_forced_records_its_choices(build: Path, tmp_path: Path) -> None:
