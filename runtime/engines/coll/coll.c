@@ -87,6 +87,23 @@ typedef struct comm_info {
 static comm_info *live;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The previous eligible call's communicator, datatype, operation and count
+ * and its key: a repeated call (the common case) skips the eligibility
+ * queries and the attribute lookup.  Datatype and operation are predefined
+ * (never freed); a communicator freed bumps comm_gen (its handle may come
+ * back for another). */
+static unsigned comm_gen;
+typedef struct {
+    MPI_Comm comm;
+    MPI_Datatype dt;
+    MPI_Op op;
+    int count;
+    unsigned gen;
+    comm_info *ci;
+    ml_sel_key *k;
+} fast_t;
+static __thread fast_t fast;
+
 /* The communicator's keys into the table (its rank 0 only), once. */
 static void keep_keys(comm_info *ci)
 {
@@ -109,6 +126,7 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
         PMPI_Comm_free(&ci->node);
         PMPI_Comm_free(&ci->cross);
     }
+    __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&live_lock);
     if (ci->prev)
         ci->prev->next = ci->next;
@@ -276,18 +294,27 @@ int ml_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
                       MPI_Op op, MPI_Comm comm)
 {
     int inter = 1, rc, tsize = 0;
+    comm_info *ci;
+    ml_sel_key *k;
     if (mode == A_MPI || keyval == MPI_KEYVAL_INVALID)
         return -1;
-    if (count <= 0 || comm == MPI_COMM_NULL || !predefined_op(op) || !predefined_type(datatype)
-        || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter
-        || PMPI_Type_size(datatype, &tsize) != MPI_SUCCESS) {
-        declined++;
-        return -1;
+    unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_RELAXED);
+    if (fast.ci && fast.comm == comm && fast.dt == datatype && fast.op == op
+        && fast.count == count && fast.gen == gen) {
+        ci = fast.ci;
+        k = fast.k;
+    } else {
+        if (count <= 0 || comm == MPI_COMM_NULL || !predefined_op(op)
+            || !predefined_type(datatype) || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS
+            || inter || PMPI_Type_size(datatype, &tsize) != MPI_SUCCESS) {
+            declined++;
+            return -1;
+        }
+        if (!(ci = info_of(comm, &rc)))
+            return rc;
+        k = &ci->keys[ml_sel_class((unsigned long long)count * (unsigned)tsize)];
+        fast = (fast_t){comm, datatype, op, count, gen, ci, k};
     }
-    comm_info *ci = info_of(comm, &rc);
-    if (!ci)
-        return rc;
-    ml_sel_key *k = &ci->keys[ml_sel_class((unsigned long long)count * (unsigned)tsize)];
     if (k->phase == ML_SEL_NEW && (rc = new_key(ci, k)) != MPI_SUCCESS)
         return rc;
     k->calls++;
@@ -435,6 +462,7 @@ static void finalize(void)
     for (comm_info *ci = live; ci; ci = ci->next)
         keep_keys(ci);
     pthread_mutex_unlock(&live_lock);
+    __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELAXED); /* the keys are gone */
     ml_sel_gather(&table);
     if (keyval != MPI_KEYVAL_INVALID) {
         MPI_Comm pre[2] = {MPI_COMM_WORLD, MPI_COMM_SELF};
