@@ -397,6 +397,7 @@ static const ml_setting settings[] = {
      .help = "MPI_Allreduce: the MPI's own (mpi), a node-aware algorithm forced on eligible "
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_learn", .type = ML_SET_INT, .def = "5", .lo = ML_SEL_MIN_ROUNDS,
+     .accepted = "an integer from 3 to 64",
      .hi = ML_SEL_MAX_ROUNDS, .out = &set.learn,
      .help = "adaptive: rounds of the race per communicator and size class, every candidate "
              "once per round (docs/collectives.md)"},
