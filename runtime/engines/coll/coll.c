@@ -87,11 +87,12 @@ typedef struct comm_info {
 static comm_info *live;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The previous eligible call's communicator, datatype, operation and count
- * and its key: a repeated call (the common case) skips the eligibility
- * queries and the attribute lookup.  Datatype and operation are predefined
- * (never freed); a communicator freed bumps comm_gen (its handle may come
- * back for another). */
+/* The last FAST eligible calls' communicator, datatype, operation and count
+ * and their keys: a repeated call (the common case, also when a loop
+ * alternates a few kinds of calls) skips the eligibility queries and the
+ * attribute lookup.  Datatype and operation are predefined (never freed); a
+ * communicator freed bumps comm_gen (its handle may come back for another). */
+#define FAST 4
 static unsigned comm_gen;
 typedef struct {
     MPI_Comm comm;
@@ -102,7 +103,8 @@ typedef struct {
     comm_info *ci;
     ml_sel_key *k;
 } fast_t;
-static __thread fast_t fast;
+static __thread __attribute__((tls_model("initial-exec"))) fast_t fast[FAST];
+static __thread __attribute__((tls_model("initial-exec"))) unsigned fast_next;
 
 /* The communicator's keys into the table (its rank 0 only), once. */
 static void keep_keys(comm_info *ci)
@@ -299,10 +301,13 @@ int ml_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     if (mode == A_MPI || keyval == MPI_KEYVAL_INVALID)
         return -1;
     unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_RELAXED);
-    if (fast.ci && fast.comm == comm && fast.dt == datatype && fast.op == op
-        && fast.count == count && fast.gen == gen) {
-        ci = fast.ci;
-        k = fast.k;
+    const fast_t *f = fast;
+    while (f < fast + FAST && !(f->ci && f->comm == comm && f->dt == datatype && f->op == op
+                                && f->count == count && f->gen == gen))
+        f++;
+    if (f < fast + FAST) {
+        ci = f->ci;
+        k = f->k;
     } else {
         if (count <= 0 || comm == MPI_COMM_NULL || !predefined_op(op)
             || !predefined_type(datatype) || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS
@@ -313,7 +318,7 @@ int ml_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
         if (!(ci = info_of(comm, &rc)))
             return rc;
         k = &ci->keys[ml_sel_class((unsigned long long)count * (unsigned)tsize)];
-        fast = (fast_t){comm, datatype, op, count, gen, ci, k};
+        fast[fast_next++ % FAST] = (fast_t){comm, datatype, op, count, gen, ci, k};
     }
     if (k->phase == ML_SEL_NEW && (rc = new_key(ci, k)) != MPI_SUCCESS)
         return rc;
