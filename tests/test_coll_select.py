@@ -153,6 +153,17 @@ def test_forced_records_its_choices(build: Path, tmp_path: Path) -> None:
             for r in sec["choices"]] == [("multileader", "forced", 3, 0)]
 
 
+def test_per_collective_setting_overrides(build: Path, tmp_path: Path) -> None:
+    """MPILENS_COLL_ALLREDUCE=mpi under MPILENS_COLL=adaptive: nothing served, no section."""
+    prof = tmp_path / "m.prof"
+    run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_allreduce"],
+            env={"MPILENS_COLL": "adaptive", "MPILENS_COLL_ALLREDUCE": "mpi",
+                 "MPILENS_COLL_NODES": "2,2", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
+    header, _ = read_profile(prof)
+    assert "coll" not in header and "coll" not in header.get("sections", {})
+    assert header["functions"]["MPI_Allreduce"].get("repro_calls", 0) == 0
+
+
 def test_repro_keeps_precedence(build: Path, tmp_path: Path) -> None:
     """MPILENS_REPRO=1: its calls (MPI_SUM on doubles) never reach the selection."""
     prof = tmp_path / "r.prof"
