@@ -47,7 +47,8 @@ def py_types(t: str) -> str:
     parts = [PY_TYPES[x] for x in t.split("|")]
     if len(parts) == 1:
         return parts[0]
-    flat = ", ".join(p.strip("()") for p in parts)
+    # "(int, float)" loses its own parentheses; "type(None)" keeps its
+    flat = ", ".join(p[1:-1] if p.startswith("(") else p for p in parts)
     return f"({flat})"
 
 

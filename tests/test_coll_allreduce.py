@@ -52,9 +52,13 @@ def test_forced_algorithm_exact(alg: str, np_: int, nodes: str | None, build: Pa
     other = "twolevel" if served == "multileader" else "multileader"
     assert header["sections"]["coll"] == 1
     sec = header["coll"]["allreduce"]
-    assert sec["forced"] == alg
+    assert sec["forced"] == sec["mode"] == alg
     assert sec["calls"][served] == CALLS * np_
-    assert sec["calls"][other] == 0
+    assert sec["calls"][other] == sec["calls"]["mpi"] == 0
+    # one record per size class (7) over both communicators: forced, no race
+    assert [(r["choice"], r["source"], r["communicators"], r["learning_calls"])
+            for r in sec["choices"]] == [(served, "forced", 2, 0)] * 7
+    assert sum(r["calls"] for r in sec["choices"]) == CALLS
     assert sec["declined"] == USER_CALLS * np_
     fn = header["functions"]["MPI_Allreduce"]
     assert fn["calls"] == (CALLS + USER_CALLS) * np_
@@ -65,7 +69,8 @@ def test_repro_takes_precedence(build: Path, tmp_path: Path) -> None:
     header = _run(build, tmp_path, 4, {"MPILENS_COLL_ALLREDUCE": "multileader",
                                        "MPILENS_COLL_NODES": "2,2", "MPILENS_REPRO": "1"})
     sec = header["coll"]["allreduce"]
-    assert sec["calls"] == {"twolevel": 0, "multileader": (CALLS - DOUBLE_SUM_CALLS) * 4}
+    assert sec["calls"] == {"mpi": 0, "twolevel": 0,
+                            "multileader": (CALLS - DOUBLE_SUM_CALLS) * 4}
     assert sec["declined"] == USER_CALLS * 4
     # both engines' calls are served calls of MPI_Allreduce
     assert header["functions"]["MPI_Allreduce"]["repro_calls"] == CALLS * 4

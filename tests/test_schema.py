@@ -66,6 +66,8 @@ def check_record(where: str, rec: dict[str, Any], name: str) -> None:
     ("a2a_adaptive", ["20", "64"], {"MPILENS_ALLTOALL": "adaptive", "MPILENS_ALLTOALL_LEARN": "2",
                                     "MPILENS_ALLTOALL_CHECK": "0"}),
     ("coll_allreduce", [], {"MPILENS_COLL_ALLREDUCE": "multileader", "MPILENS_COLL_NODES": "2,1"}),
+    ("coll_allreduce", ["2"], {"MPILENS_COLL": "adaptive", "MPILENS_COLL_LEARN": "3",
+                               "MPILENS_COLL_NODES": "2,1"}),
 ])
 def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: str,
                                             args: list[str], env: dict[str, str]) -> None:
@@ -87,7 +89,13 @@ def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: s
         assert [e["bytes"] for e in header["alltoall"]] == [64]
     elif prog == "coll_allreduce":
         assert header["sections"] == {"coll": SCHEMA["records"]["coll"]["version"]}
-        assert header["coll"]["allreduce"]["calls"]["twolevel"] == 3 * 80
+        sec = header["coll"]["allreduce"]
+        if env.get("MPILENS_COLL") == "adaptive":  # learned rows (8 calls or more a class, races of 6), with ratios
+            assert sum(sec["calls"].values()) == 3 * 80 * 2
+            assert {r["source"] for r in sec["choices"]} == {"learned"}
+            assert any("ratio" in r for r in sec["choices"])
+        else:
+            assert sec["calls"]["twolevel"] == 3 * 80
     else:
         assert "sections" not in header and "alltoall" not in header
     assert profile.load(out).nranks == 3

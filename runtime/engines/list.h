@@ -4,4 +4,4 @@
  * `const ml_engine_t ml_engine_<name>`. */
 ML_ENGINE(alltoall) /* adaptive MPI_Alltoall: docs/alltoall.md */
 ML_ENGINE(repro)    /* reproducible MPI_SUM reductions: docs/repro.md */
-ML_ENGINE(coll)     /* node-aware collectives, forced per collective: docs/collectives.md */
+ML_ENGINE(coll)     /* node-aware collectives, forced or adaptive: docs/collectives.md */

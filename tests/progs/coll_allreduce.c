@@ -10,6 +10,10 @@
  * on every rank (rank 0's, broadcast).  Then two MPI_Allreduce calls with a
  * user-defined operation (an int sum), checked exactly.
  *
+ * coll_allreduce [REPS]: every case REPS times in a row (1 by default), so
+ * that the adaptive selection (MPILENS_COLL_ALLREDUCE=adaptive) both races
+ * and runs its choice on them.
+ *
  * Prints "calls=N user=U" (MPI_Allreduce calls per rank, predefined and
  * user-defined operations) on rank 0; a wrong value prints one FAIL line and
  * the job exits with status 1.  Checks use PMPI_* calls: not profiled. */
@@ -118,6 +122,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
+    int reps = argc > 1 ? atoi(argv[1]) : 1;
     MPI_Comm rev;
     MPI_Comm_split(MPI_COMM_WORLD, 0, P - 1 - rank, &rev);
     for (int c = 0; c < 2; c++)
@@ -125,7 +130,8 @@ int main(int argc, char **argv)
             for (int inplace = 0; inplace < 2; inplace++) {
                 long counts[] = {1, 7, 10007, (1L << 20) / (long)tsize[t]};
                 for (int k = 0; k < 4; k++)
-                    one(c ? rev : MPI_COMM_WORLD, c ? "reversed" : "world", t, inplace, counts[k]);
+                    for (int r = 0; r < reps; r++)
+                        one(c ? rev : MPI_COMM_WORLD, c ? "reversed" : "world", t, inplace, counts[k]);
             }
     MPI_Comm_free(&rev);
     /* a user-defined operation: the MPI's own call */

@@ -245,6 +245,56 @@ def alltoall_rows(prof: Profile) -> list[dict[str, Any]]:
     return rows
 
 
+def coll_rows(prof: Profile) -> list[dict[str, Any]]:
+    """The node-aware collectives' choices (profile header `coll`, docs/collectives.md):
+    one row per (collective, communicator size, size class, choice, source, candidate
+    compared), as the profile has them."""
+    rows = []
+    for coll, sec in sorted(prof.header.get("coll", {}).items()):
+        if not isinstance(sec, dict):
+            continue
+        for rec in sec.get("choices", []):
+            rows.append({
+                "collective": coll,
+                "comm_size": int(rec["comm_size"]),
+                "bytes": int(rec["bytes"]),
+                "choice": rec.get("choice"),
+                "source": rec["source"],
+                "communicators": int(rec["communicators"]),
+                "calls": int(rec["calls"]),
+                "learning_calls": int(rec["learning_calls"]),
+                "lost_calls": int(rec["lost_calls"]),
+                "lost_s": float(rec["lost_s"]),
+                "against": rec.get("against"),
+                "ratio": rec.get("ratio"),
+                "ratio_lo": rec.get("ratio_lo"),
+                "ratio_hi": rec.get("ratio_hi"),
+            })
+    return rows
+
+
+COLL_HEAD = ["ranks", "size", "choice", "source", "comms", "calls", "vs", "ratio", "range",
+             "lost"]
+
+
+def coll_table(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """coll_rows (of one collective) as text cells under COLL_HEAD: 'vs' is the candidate
+    compared with the MPI's own call, 'ratio' its time over the MPI's own (median over the
+    race's rounds) and 'range' the lowest and highest round; 'lost' the race calls of the
+    candidates not chosen and their time."""
+    out = []
+    for r in rows:
+        ratio = rng = "-"
+        if r["against"] is not None and r["ratio"] is not None:
+            ratio = f"{r['ratio']:.2f}"
+            rng = f"{r['ratio_lo']:.2f}-{r['ratio_hi']:.2f}"
+        lost = f"{r['lost_calls']:,} {fmt_time(r['lost_s'])}" if r["lost_calls"] else "-"
+        out.append([str(r["comm_size"]), fmt_bytes(r["bytes"]), r["choice"] or "(racing)",
+                    r["source"], f"{r['communicators']:,}", f"{r['calls']:,}",
+                    r["against"] or "-", ratio, rng, lost])
+    return out
+
+
 ALLTOALL_HEAD = ["ranks", "per node", "block", "algorithm", "source", "comms", "calls",
                  "learning calls", "learning", "grouping", "time/call", "runner-up"]
 

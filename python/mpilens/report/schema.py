@@ -107,6 +107,21 @@ RANK_FUNCTION_KEYS: dict[str, type | tuple[type, ...]] = {
 }
 COLL_KEYS: dict[str, type | tuple[type, ...]] = {
 }
+COLL_ALLREDUCE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "calls": dict,
+    "declined": int,
+}
+COLL_CHOICE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "comm_size": int,
+    "bytes": int,
+    "choice": (str, type(None)),
+    "source": str,
+    "communicators": int,
+    "calls": int,
+    "learning_calls": int,
+    "lost_calls": int,
+    "lost_s": (int, float),
+}
 ALLTOALL_KEYS: dict[str, type | tuple[type, ...]] = {
     "comm_size": int,
     "ranks_per_node": int,

@@ -157,6 +157,27 @@ def alltoall_block(rows: list[dict[str, Any]], width: int | None = None) -> list
     return [t, Text(">> " + analysis.alltoall_sentence(rows), style="bold")]
 
 
+# Priorities of analysis.COLL_HEAD's columns (layout.fit_table: 0 never left out).
+COLL_PRIORITY = {"ranks": 0, "size": 0, "choice": 0, "source": 1, "comms": 5, "calls": 3,
+                 "vs": 2, "ratio": 1, "range": 1, "lost": 4}
+
+
+def coll_block(rows: list[dict[str, Any]], width: int | None = None) -> list[Any]:
+    """One table per collective of analysis.coll_rows."""
+    cols = [Col(c, COLL_PRIORITY.get(c, 3),
+                "left" if c in ("choice", "source", "vs") else "right", wrap=c == "source")
+            for c in analysis.COLL_HEAD]
+    out = []
+    for coll in sorted({r["collective"] for r in rows}):
+        mine = [r for r in rows if r["collective"] == coll]
+        out.append(fit_table(
+            f"MPI_{coll.capitalize()} (node-aware collectives): choice per communicator size "
+            "and size class (ratio: the time of vs / mpi's, median and range of the race's "
+            "rounds)", cols, [[Text(c) for c in cells] for cells in analysis.coll_table(mine)],
+            width))
+    return out
+
+
 def ranks_table(rows: list[dict[str, Any]] | None, width: int | None = None) -> Table | Text:
     """The per-rank table (report --ranks)."""
     if rows is None:
@@ -379,6 +400,9 @@ def render(prof: Profile, top: int, function: str | None,
             console.print(item)
     a2a = analysis.alltoall_rows(prof)
     for item in alltoall_block(a2a, w) if a2a else []:
+        console.print(item)
+    coll = analysis.coll_rows(prof)
+    for item in coll_block(coll, w) if coll else []:
         console.print(item)
     if function:
         for item in histogram_table(analysis.histogram(view, function), w):

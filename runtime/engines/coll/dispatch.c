@@ -6,8 +6,9 @@
  * MPI_Allreduce:
  *   1. the reproducible reductions (MPILENS_REPRO=1: MPI_SUM on
  *      floating-point types; docs/repro.md), which take precedence;
- *   2. the node-aware algorithms (MPILENS_COLL_ALLREDUCE=twolevel or
- *      multileader, eligible calls only; docs/collectives.md);
+ *   2. the node-aware algorithms (MPILENS_COLL_ALLREDUCE=twolevel,
+ *      multileader or adaptive, or MPILENS_COLL=adaptive; eligible calls
+ *      only; docs/collectives.md);
  *   3. the MPI's own PMPI_Allreduce.
  * Both engines are off by default: then every call takes step 3. */
 #include "coll.h"
