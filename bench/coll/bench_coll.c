@@ -4,7 +4,7 @@
  *
  * SIZE: bytes, a multiple of 8 (8, 65536, 1M, 4Mi, 64K, 16MiB).  For each size, in
  * the order given: W untimed calls, then the timed ones: K for sizes of 1 MiB and
- * more, K x (1 MiB / size) for smaller ones (at most 200 K), so a small size is not
+ * more, K x (1 MiB / size) for smaller ones (at most 20 K), so a small size is not
  * a handful of microsecond samples.  Each timed call: MPI_Barrier, then the call
  * timed on every rank from its own return from the barrier to its own return from
  * MPI_Allreduce; the iteration's time is the slowest rank's (one MPI_Reduce of all
@@ -28,7 +28,7 @@
 #include <string.h>
 
 #define MAX_SIZES 64
-#define SMALL_SCALE_MAX 200
+#define SMALL_SCALE_MAX 20
 
 static int rank, nranks;
 
