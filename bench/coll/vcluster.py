@@ -215,7 +215,7 @@ def table(res: dict[str, Any]) -> str:
 def doc_block(res: dict[str, Any]) -> str:
     s, p = res["settings"], res["provenance"]
     rails = " or ".join(str(r) for r in s["rails"])
-    rounds = len({j["round"] for j in res["jobs"]})
+    rounds = max((len(r["rounds"]) for r in res["summary"]), default=0)
     confs = sorted({round(r["ratio_to_mpi"]["confidence"] * 100, 1) for r in res["summary"]
                     if r.get("ratio_to_mpi")})
     conf = " or ".join(f"{c:g} %" for c in confs) or "-"
