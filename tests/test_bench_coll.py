@@ -103,7 +103,8 @@ def test_program_exact_and_served(build: Path, tmp_path: Path) -> None:
     out = json.loads(proc.stdout)
     assert out["ranks"] == 4 and out["wrong"] == 0 and len(out["rank_hosts"]) == 4
     # iterations: 2 x min(20, 1 MiB / size), at least 2
-    got = [(r["size"], r["count"], r["iters"], len(r["time_s"]), r["wrong"]) for r in out["results"]]
+    got = [(r["size"], r["count"], r["iters"], len(r["time_s"]), r["wrong"])
+           for r in out["results"]]
     assert got == [(8, 1, 40, 40, 0), (65536, 8192, 32, 32, 0), (1 << 20, 131072, 2, 2, 0),
                    (24, 3, 40, 40, 0)]
     assert all(t > 0 for r in out["results"] for t in r["time_s"])

@@ -146,8 +146,8 @@ def summarize(jobs: list[dict[str, Any]], variants: list[str]) -> list[dict[str,
             key = (j["rails"], j["placement"], r["size"], j["variant"])
             t.setdefault(key, {})[j["round"]] = r["median_s"]
     out = []
-    confs = sorted({(k[0], k[1], k[2]) for k in t}, key=lambda c: (c[0], PLACEMENTS.index(c[1])
-                                                                    if c[1] in PLACEMENTS else 9, c[2]))
+    confs = sorted({(k[0], k[1], k[2]) for k in t},
+                   key=lambda c: (c[0], PLACEMENTS.index(c[1]), c[2]))
     for rails, placement, size in confs:
         base = t.get((rails, placement, size, "mpi"), {})
         for v in variants:
@@ -356,7 +356,8 @@ def parse_size(text: str) -> int:
 def name_list(allowed: tuple[str, ...] | None):
     def parse(text: str) -> list[str]:
         items = [x.strip() for x in text.split(",") if x.strip()]
-        bad = [x for x in items if (allowed and x not in allowed) or not x.replace("_", "").replace("-", "").isalnum()]
+        bad = [x for x in items if (allowed and x not in allowed)
+               or not x.replace("_", "").replace("-", "").isalnum()]
         if not items or bad or len(set(items)) != len(items):
             acc = f" (accepted: {', '.join(allowed)})" if allowed else ""
             raise argparse.ArgumentTypeError(f"'{text}' is invalid{acc}")
