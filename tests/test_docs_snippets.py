@@ -62,6 +62,9 @@ RULES = [
     Rule(r"^pip install|/pip install", "installs packages: the suite runs with the test "
          "extra installed (.ci/setup --test)"),
     Rule(r"^module ", "Environment Modules: tests/test_install.py loads the installed modulefile"),
+    Rule(r"^python3 bench/coll/vcluster\.py ", "the collectives benchmark brings up a 4-node "
+         "virtual cluster as root and runs for tens of minutes; tests/test_bench_coll.py checks "
+         "its program, statistics and table"),
     Rule(r"vcluster|\$L\b", T_CLUSTER),
     Rule(r"\bsrun\b", T_SLURM),
     # docs/slurm.md: its job script, task prolog and commands run in tests/test_slurm.py
