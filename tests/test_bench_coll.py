@@ -116,7 +116,7 @@ def test_program_exact_and_served(build: Path, tmp_path: Path) -> None:
     assert all(t > 0 for r in out["results"] for t in r["time_s"])
     header, _ = read_profile(prof)
     calls = 4 * (40 + 32 + 2 + 40 + 4)                   # 4 ranks, 4 warm-up calls each
-    assert header["coll"]["allreduce"]["calls"] == {"twolevel": 0, "multileader": calls}
+    assert header["coll"]["allreduce"]["calls"] == {"mpi": 0, "twolevel": 0, "multileader": calls}
 
 
 def test_program_bad_size(build: Path, tmp_path: Path) -> None:
