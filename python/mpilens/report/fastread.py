@@ -10,14 +10,15 @@ reference and names a bad value in one line.
 
 MPILENS_FASTREAD=off disables it; MPILENS_FASTREAD=/path/libmpilens_read.so
 names the library.  Without it (no build, no C compiler) every profile is
-read by the Python reader: the same results, slower (docs/scale.md); `report`
-says so in one line (fallback_note).
+read by the Python reader: the same results, slower (docs/scale.md); `report`,
+`html` and `diff` say so in one line (fallback_note, say_fallback).
 """
 
 from __future__ import annotations
 
 import ctypes as C
 import os
+import sys
 import zlib
 from array import array
 from functools import lru_cache
@@ -94,6 +95,14 @@ def fallback_note() -> str | None:
     else:
         why = f"{LIB} not built (make build)"
     return f"mpilens: slower Python reader: {why}"
+
+
+def say_fallback(read_ranks: bool) -> None:
+    """fallback_note() on stderr, when the command read rank lines (a profile's file,
+    not a partial profile, which the fast path does not read): once per command."""
+    note = fallback_note() if read_ranks else None
+    if note:
+        print(note, file=sys.stderr)
 
 
 def _declare(lib: Any) -> None:
