@@ -1,8 +1,8 @@
 """`make demo` and `make build` build what the documented commands use next
 (docs/install.md): the fast reader lib/libmpilens_read.so (report, html, diff),
 mpilens-bench-alltoall and mpilens-bench-repro (bench alltoall, bench repro, tune);
-and `report`, `html` and `diff` say in one line when they read a profile without the
-fast reader."""
+and `report`, `html`, `diff` and `advise` say in one line when they read a profile
+without the fast reader."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_report_says_when_the_fast_reader_is_absent(tmp_path: Path) -> None:
     fastread._lib.cache_clear()
 
 
-def test_html_and_diff_say_when_the_fast_reader_is_absent(tmp_path: Path) -> None:
+def test_html_diff_advise_say_when_the_fast_reader_is_absent(tmp_path: Path) -> None:
     """The line of report, once per command (diff reads two profiles), on stderr."""
     missing = {"COLUMNS": "80", "MPILENS_FASTREAD": str(tmp_path / "missing.so")}
     line = NOTE + "MPILENS_FASTREAD names no loadable library\n"
@@ -110,6 +110,8 @@ def test_html_and_diff_say_when_the_fast_reader_is_absent(tmp_path: Path) -> Non
     got = mpilens("html", V1, "-o", page, env=missing)
     assert got.returncode == 0
     assert got.stderr == line + f"mpilens: HTML report written to {page}\n"
+    got = mpilens("advise", V1, "--no-measure", env=missing)
+    assert got.returncode == 0 and _note(got) == [line.rstrip("\n")]
     lib = tmp_path / "lib" / fastread.LIB  # not built: the mechanism of report's test
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("MPILENS_FASTREAD", raising=False)

@@ -11,7 +11,7 @@ reference and names a bad value in one line.
 MPILENS_FASTREAD=off disables it; MPILENS_FASTREAD=/path/libmpilens_read.so
 names the library.  Without it (no build, no C compiler) every profile is
 read by the Python reader: the same results, slower (docs/scale.md); `report`,
-`html` and `diff` say so in one line (fallback_note, say_fallback).
+`html`, `diff` and `advise` say so in one line (fallback_note, say_fallback).
 """
 
 from __future__ import annotations
