@@ -172,7 +172,8 @@ def _copy(ptr: Any, n: int, dtype: Any) -> np.ndarray:
         return np.zeros(0, dtype=dtype)
     size = n * np.dtype(dtype).itemsize
     addr = ptr if isinstance(ptr, int) else C.cast(ptr, C.c_void_p).value
-    return np.frombuffer(C.string_at(addr, size), dtype=dtype).copy()  # writable
+    # one copy, from the library's memory (string_at made a bytes object first)
+    return np.frombuffer((C.c_char * size).from_address(addr), dtype=dtype).copy()
 
 
 class _Refused(Exception):
