@@ -1,7 +1,8 @@
 """`make demo` and `make build` build what the documented commands use next
 (docs/install.md): the fast reader lib/libmpilens_read.so (report, html, diff),
 mpilens-bench-alltoall and mpilens-bench-repro (bench alltoall, bench repro, tune);
-and `report` says in one line when it reads a profile without the fast reader."""
+and `report`, `html`, `diff` and `advise` say in one line when they read a profile
+without the fast reader."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def _note(proc: subprocess.CompletedProcess) -> list[str]:
     return [ln for ln in proc.stderr.splitlines() if ln.startswith(NOTE)]
 
 
-def test_report_is_quiet_with_the_fast_reader(build: Path) -> None:
+def test_report_is_quiet_with_the_fast_reader(build: Path, tmp_path: Path) -> None:
     fastread._lib.cache_clear()
     assert fastread.available() and fastread.fallback_note() is None
     proc = mpilens("report", V1, env={"COLUMNS": "80"})
@@ -63,6 +64,11 @@ def test_report_is_quiet_with_the_fast_reader(build: Path) -> None:
     off = mpilens("report", V1, env={"COLUMNS": "80", "MPILENS_FASTREAD": "off"})
     assert off.returncode == 0 and off.stderr == ""  # asked for: nothing to say
     assert off.stdout == proc.stdout
+    diff = mpilens("diff", V1, V1, env={"COLUMNS": "80"})
+    assert diff.returncode == 0 and diff.stderr == ""
+    page = tmp_path / "v1.html"
+    html = mpilens("html", V1, "-o", page)
+    assert html.returncode == 0 and html.stderr == f"mpilens: HTML report written to {page}\n"
 
 
 def test_report_says_when_the_fast_reader_is_absent(tmp_path: Path) -> None:
@@ -88,4 +94,32 @@ def test_report_says_when_the_fast_reader_is_absent(tmp_path: Path) -> None:
         got = mpilens_inproc("report", V1)
         assert _note(got) == [NOTE + "libmpilens_read.so does not load (make build)"]
         assert max(len(ln) for ln in _note(got)) <= 80
+    fastread._lib.cache_clear()
+
+
+def test_html_diff_advise_say_when_the_fast_reader_is_absent(tmp_path: Path) -> None:
+    """The line of report, once per command (diff reads two profiles), on stderr."""
+    missing = {"COLUMNS": "80", "MPILENS_FASTREAD": str(tmp_path / "missing.so")}
+    line = NOTE + "MPILENS_FASTREAD names no loadable library\n"
+    ref = mpilens("diff", V1, V1, env={"COLUMNS": "80", "MPILENS_FASTREAD": "off"})
+    assert ref.returncode == 0 and ref.stderr == ""
+    got = mpilens("diff", V1, V1, env=missing)
+    assert got.returncode == 0 and got.stderr == line
+    assert got.stdout == ref.stdout
+    page = tmp_path / "v1.html"
+    got = mpilens("html", V1, "-o", page, env=missing)
+    assert got.returncode == 0
+    assert got.stderr == line + f"mpilens: HTML report written to {page}\n"
+    got = mpilens("advise", V1, "--no-measure", env=missing)
+    assert got.returncode == 0 and _note(got) == [line.rstrip("\n")]
+    lib = tmp_path / "lib" / fastread.LIB  # not built: the mechanism of report's test
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("MPILENS_FASTREAD", raising=False)
+        mp.setattr(fastread, "_candidates", lambda: [lib])
+        fastread._lib.cache_clear()
+        built = NOTE + "libmpilens_read.so not built (make build)"
+        got = mpilens_inproc("diff", V1, V1)
+        assert got.returncode == 0 and _note(got) == [built]
+        got = mpilens_inproc("html", V1, "-o", page, "--force")
+        assert got.returncode == 0 and _note(got) == [built]
     fastread._lib.cache_clear()

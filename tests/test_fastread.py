@@ -151,6 +151,62 @@ def test_numbers_read_as_python_reads_them(real: Path, tmp_path: Path) -> None:
                                       else float(time_s)).hex()
 
 
+def _decimals(rng: random.Random) -> str:
+    """A time >= 0 written one of the ways a writer may: shortest repr, 1-17 significant
+    digits, exponents, mantissas either side of 2^53, powers of ten beyond 10^22,
+    trailing zeros, subnormals (the library's own conversion and strtod's)."""
+    x = rng.random() * 10.0 ** rng.randint(-12, 4)
+    form = rng.randrange(9)
+    if form == 0:
+        return repr(x)
+    if form == 1:
+        return f"{x:.{rng.randint(1, 17)}g}"
+    if form == 2:
+        return f"{x:.{rng.randint(0, 17)}e}".replace("e", rng.choice("eE"))
+    if form == 3:  # 2^53 = 9007199254740992
+        return f"{rng.randrange(2**53 - 4, 2**53 + 4)}e-{rng.randint(1, 23)}"
+    if form == 4:
+        return f"0.{'0' * rng.randint(0, 26)}{rng.randrange(1, 10**rng.randint(1, 16))}"
+    if form == 5:
+        return f"{rng.randrange(1, 10**rng.randint(1, 15))}e{rng.randint(-30, 30):+d}"
+    if form == 6:
+        return f"{rng.randrange(10**6)}.{rng.randrange(10**4):04d}{'0' * rng.randint(0, 20)}"
+    if form == 7:
+        return f"{rng.randrange(1, 10**5)}.{rng.randrange(10**12):012d}e-{rng.randint(0, 330)}"
+    return f"{rng.randrange(1, 10**rng.randint(1, 17))}.{rng.randrange(10**5)}"
+
+
+def test_decimals_convert_as_python_does(real: Path, tmp_path: Path) -> None:
+    """Every function's time_s of 300 ranks written as _decimals does: each rank's time is
+    float(text) bit for bit, by both readers, and the fast path reads the file."""
+    src = tmp_path / "s.prof"
+    subprocess.run([sys.executable, str(REPO / "bench/reader/synth.py"), str(real), "300",
+                    str(src)], check=True, capture_output=True)
+    rng = random.Random(11)
+    lines = src.read_text().splitlines()
+    out, want = [lines[0]], []
+    for ln in lines[1:]:
+        d = json.loads(ln)
+        texts = {}
+        for k, name in enumerate(sorted(d["functions"])):
+            d["functions"][name]["time_s"] = 7770000.0 + k  # a placeholder, replaced below
+            texts[name] = _decimals(rng)
+        ln = json.dumps(d, separators=(",", ":"))
+        for k, name in enumerate(sorted(d["functions"])):
+            assert ln.count(f":{7770000.0 + k!r}") == 1
+            ln = ln.replace(f":{7770000.0 + k!r}", ":" + texts[name])
+        out.append(ln)
+        want.append(texts)
+    path = tmp_path / "decimals.prof"
+    path.write_text("\n".join(out) + "\n")
+    _same_and_fast(path)
+    t = profile.load(path).columns()
+    got = {(name, r): t.fn_time[t.functions.index(name)][r].hex()
+           for r, texts in enumerate(want) for name in texts}
+    assert got == {(name, r): float(text).hex()
+                   for r, texts in enumerate(want) for name, text in texts.items()}
+
+
 def test_unknown_keys_and_a_line_longer_than_a_read(real: Path, tmp_path: Path) -> None:
     """Keys the reader does not know are skipped (as Python ignores them), also in a line
     longer than the library's read chunk (fastread.CHUNK)."""

@@ -9,12 +9,14 @@ from __future__ import annotations
 import gzip
 import json
 import statistics
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import BUILD, read_profile, run_mpi
+from conftest import BUILD, REPO, read_profile, run_mpi
 from mpilens.errors import UserError
 from mpilens.report import commpattern, spread
 from mpilens.report.profile import load
@@ -431,3 +433,25 @@ def test_rank_lines_times_have_few_digits(gz_and_plain) -> None:
     assert all(seen.values()), seen  # each precision is used, not only smaller numbers
     header = text[0]
     assert max(_digits(m.group(1)) for m in re.finditer(rf'"time_s":{number}', header)) == 9
+
+
+def test_reader_table_is_the_benchmark_results(tmp_path) -> None:
+    """docs/scale.md's reader table (figures and the command that measured them) is what
+    bench/reader/bench.py --table-from makes of its results file, whose provenance says
+    where and how they were measured."""
+    results = REPO / "bench" / "reader" / "results" / "scale.json"
+    got = json.loads(results.read_text())
+    prov = got["provenance"]
+    assert {"commit", "dirty", "argv", "cpu_model", "loadavg_before", "loadavg_after",
+            "real_profile", "synth", "reader_library"} <= set(prov)
+    assert prov["synth"]["script"] == "bench/reader/synth.py"
+    assert {(r["command"], r["ranks"]) for r in got["results"]} >= {
+        ("report", 100_000), ("report", 1_000_000)}
+    page = (REPO / "docs" / "scale.md").read_text()
+    doc = tmp_path / "scale.md"
+    doc.write_text(page.replace("| `report` |", "| edited by hand |"))
+    subprocess.run([sys.executable, str(REPO / "bench" / "reader" / "bench.py"),
+                    "--table-from", str(results), "--doc", str(doc)], check=True,
+                   capture_output=True, timeout=60)
+    assert doc.read_text() == page
+    assert "| `report` | " in page and "bench/reader/bench.py " + " ".join(prov["argv"][2:]) in page

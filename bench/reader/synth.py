@@ -25,7 +25,8 @@ point-to-point counters (`p2p_intra_node`, `p2p_inter_node`) is copied from
 the real rank, not recomputed for the new placement.
 
 Rank lines are built by joining pre-serialised pieces, so 100,000 ranks take
-seconds, not minutes.  `--gzip` writes the layout of a compressed profile
+seconds, not minutes, and written as they are made (1,000,000 ranks in
+little memory).  `--gzip` writes the layout of a compressed profile
 (docs/profile-format.md): the header one gzip member, then one member per block
 of `--group` consecutive rank lines (default 16, as MPILENS_COMPRESS_GROUP;
 1: a member per line, the layout before blocks), zlib level 9 as the runtime.
@@ -173,21 +174,34 @@ def main(argv: list[str] | None = None) -> int:
                   f'"functions":{json.dumps(funcs, separators=(",", ":"))}')
             variants[(r, k)] = (js + ("," + rest_js if rest_js else ""), funcs,
                                 line["wall_s"] * k, line["mpi_s"] * k)
+    # the factors first (the same draws as ever), so the header's aggregates are
+    # known before the lines are written: the lines are streamed, not kept
+    # (1,000,000 heat2d lines are 7 GB)
+    picks = bytearray(n)  # index into KS of each rank's factor
+    ks = FACTORS + (OUTLIER,)
+    out_i = len(FACTORS)
     agg = Agg()
-    body: list[bytes] = []
     for i in range(n):
-        r = i % p0
         k = OUTLIER if i and rng.randrange(OUTLIER_EVERY) == 0 else rng.choice(FACTORS)
-        js, funcs, wall, mpi = variants[(r, k)]
-        node = i // a.per_node
-        peers = real[r].get("peers", {})
-        sent = [[(i + p - r) % n, m, b] for p, m, b in peers.get("sent", [])]
-        recv = [[(i + p - r) % n, m, b] for p, m, b in peers.get("recv", [])]
-        line = (f'{{"rank":{i},"host":"n{node:05d}","node":{node},"pid":{100000 + i}{js},'
-                f'"peers":{{"sent":{json.dumps(sent, separators=(",", ":"))},'
-                f'"recv":{json.dumps(recv, separators=(",", ":"))}}}}}\n')
-        body.append(line.encode())
+        picks[i] = out_i if k == OUTLIER else FACTORS.index(k)
+        _, funcs, wall, mpi = variants[(i % p0, k)]
         agg.add(i, funcs, wall, mpi)
+
+    def lines(lo: int, hi: int) -> bytes:
+        chunk = []
+        for i in range(lo, hi):
+            r = i % p0
+            js = variants[(r, ks[picks[i]])][0]
+            node = i // a.per_node
+            peers = real[r].get("peers", {})
+            sent = [[(i + p - r) % n, m, b] for p, m, b in peers.get("sent", [])]
+            recv = [[(i + p - r) % n, m, b] for p, m, b in peers.get("recv", [])]
+            chunk.append(f'{{"rank":{i},"host":"n{node:05d}","node":{node},'
+                         f'"pid":{100000 + i}{js},'
+                         f'"peers":{{"sent":{json.dumps(sent, separators=(",", ":"))},'
+                         f'"recv":{json.dumps(recv, separators=(",", ":"))}}}}}\n')
+        return "".join(chunk).encode()
+
     nnodes = (n + a.per_node - 1) // a.per_node
     h = dict(header)
     h.pop("topologies", None)
@@ -208,10 +222,13 @@ def main(argv: list[str] | None = None) -> int:
                 return c.compress(b) + c.flush()
             out.write(member(head))
             g = a.group
-            out.writelines(member(b"".join(body[i:i + g])) for i in range(0, len(body), g))
+            for lo in range(0, n, g):
+                out.write(member(lines(lo, min(n, lo + g))))
         else:
             out.write(head)
-            out.writelines(body)
+            step = 4096
+            for lo in range(0, n, step):
+                out.write(lines(lo, min(n, lo + step)))
     print(json.dumps({"ranks": n, "from_ranks": p0, "bytes": os.path.getsize(a.out),
                       "out": a.out}))
     return 0

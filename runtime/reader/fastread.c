@@ -223,8 +223,17 @@ static int str(cur_t *c, const char **s, size_t *n) {
     return 0;
 }
 
+/* 10^0 .. 10^22: exact doubles */
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+                               1e20, 1e21, 1e22};
+
 /* a number of the JSON grammar: *isint, the integer (if it has no fraction or
- * exponent and fits 64 bits unsigned: else *big), the value as a double */
+ * exponent and fits 64 bits unsigned: else *big), the value as a double: strtod's
+ * (correctly rounded).  Without strtod where the result is exact anyway: an integer
+ * below 2^64 is converted (correctly rounded); a decimal whose digits make an
+ * integer w < 2^53 and whose power of ten e has |e| <= 22 is w * 10^e or w / 10^-e,
+ * one correctly rounded operation on two exact doubles (Clinger's fast path) */
 static int num(cur_t *c, int *isint, uint64_t *u, int *neg, double *d, int *big) {
     ws(c);
     const char *s = c->p, *q = s;
@@ -242,27 +251,49 @@ static int num(cur_t *c, int *isint, uint64_t *u, int *neg, double *d, int *big)
             q++;
         }
     }
-    int frac = 0;
+    int frac = 0, exact = !*big && v < ((uint64_t)1 << 53);
+    uint64_t w = v;        /* all the digits, while exact */
+    long e10 = 0;          /* the power of ten of w */
     if (q < c->e && *q == '.') {
         frac = 1;
         q++;
         if (q >= c->e || *q < '0' || *q > '9') return -1;
-        while (q < c->e && *q >= '0' && *q <= '9') q++;
+        while (q < c->e && *q >= '0' && *q <= '9') {
+            if (exact) {
+                w = w * 10 + (unsigned)(*q - '0');
+                e10--;
+                if (w >= ((uint64_t)1 << 53)) exact = 0;
+            }
+            q++;
+        }
     }
     if (q < c->e && (*q == 'e' || *q == 'E')) {
         frac = 1;
         q++;
-        if (q < c->e && (*q == '+' || *q == '-')) q++;
+        int eneg = 0;
+        if (q < c->e && (*q == '+' || *q == '-')) eneg = *q++ == '-';
         if (q >= c->e || *q < '0' || *q > '9') return -1;
-        while (q < c->e && *q >= '0' && *q <= '9') q++;
+        long x = 0;
+        while (q < c->e && *q >= '0' && *q <= '9') {
+            if (x < 100000) x = x * 10 + (*q - '0');
+            q++;
+        }
+        e10 += eneg ? -x : x;
     }
     if (q - s > 64) return -1;
     *isint = !frac;
     *u = v;
-    char buf[72];
-    memcpy(buf, s, (size_t)(q - s));
-    buf[q - s] = 0;
-    *d = strtod(buf, NULL);
+    if (!frac && !*big) *d = *neg ? -(double)v : (double)v;
+    else if (frac && exact && e10 >= -22 && e10 <= 22) {
+        double m = (double)w;
+        m = e10 < 0 ? m / POW10[-e10] : m * POW10[e10];
+        *d = *neg ? -m : m;
+    } else {
+        char buf[72];
+        memcpy(buf, s, (size_t)(q - s));
+        buf[q - s] = 0;
+        *d = strtod(buf, NULL);
+    }
     c->p = q;
     return 0;
 }

@@ -31,7 +31,7 @@ from .. import launch
 from ..advise import check as checking
 from ..advise import engine, measure, render
 from ..advise.ranks import load
-from ..report import limits
+from ..report import fastread, limits
 from .diff import render as render_diff
 from .report import positive_int
 
@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
               "mpilens advise job.prof --check -- mpirun -np 4 ./app", file=sys.stderr)
         return 2
     prof = load(args.profile)
+    fastread.say_fallback(len(prof.ranks) > 0)
     engine.check_profile(prof)
     if args.remeasure and args.model and args.no_measure:
         print("mpilens: --remeasure with --model measures the candidates again (the model "

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ..report import layout, limits
+from ..report import fastread, layout, limits
 from ..report.comparison import compare
 from ..report.layout import Col, fit_table
 from ..report.profile import load
@@ -82,7 +82,9 @@ def _signed_bytes(n: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    d = compare(load(args.a), load(args.b))
+    a, b = load(args.a), load(args.b)
+    fastread.say_fallback(bool(a.ranks) or bool(b.ranks))
+    d = compare(a, b)
     if args.format == "json":
         if args.top:
             d["functions"] = d["functions"][: args.top]

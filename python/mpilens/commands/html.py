@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .. import outfile
 from ..errors import UserError
-from ..report.partial import load_any
+from ..report import fastread
+from ..report.partial import is_partial, load_any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def write_html(profile: str | Path | list[str], output: str | Path | None, force: bool) -> Path:
     """Render profile to output (refusing to overwrite without force); returns the path."""
-    prof = load_any([str(p) for p in profile] if isinstance(profile, list) else [str(profile)])
+    paths = [str(p) for p in profile] if isinstance(profile, list) else [str(profile)]
+    prof = load_any(paths)
+    fastread.say_fallback(bool(prof.ranks) and not is_partial(paths[0]))
     plain = prof.path.with_name(prof.path.name.removesuffix(".gz"))  # x.prof.gz: x.html
     out = Path(output) if output else (prof.path.with_name(prof.path.name + ".html")
                                        if prof.partial is not None else plain.with_suffix(".html"))

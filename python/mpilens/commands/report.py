@@ -192,10 +192,7 @@ def check_args(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     check_args(args)
     prof = load_any(args.profile)
-    if prof.ranks and not is_partial(args.profile[0]):
-        note = fastread.fallback_note()  # read without the C library: say so, once
-        if note:
-            print(note, file=sys.stderr)
+    fastread.say_fallback(bool(prof.ranks) and not is_partial(args.profile[0]))
     if args.format == "text":
         view = region_view(prof, args.region)  # fail before printing anything
         if args.function:

@@ -10,14 +10,15 @@ reference and names a bad value in one line.
 
 MPILENS_FASTREAD=off disables it; MPILENS_FASTREAD=/path/libmpilens_read.so
 names the library.  Without it (no build, no C compiler) every profile is
-read by the Python reader: the same results, slower (docs/scale.md); `report`
-says so in one line (fallback_note).
+read by the Python reader: the same results, slower (docs/scale.md); `report`,
+`html`, `diff` and `advise` say so in one line (fallback_note, say_fallback).
 """
 
 from __future__ import annotations
 
 import ctypes as C
 import os
+import sys
 import zlib
 from array import array
 from functools import lru_cache
@@ -96,6 +97,14 @@ def fallback_note() -> str | None:
     return f"mpilens: slower Python reader: {why}"
 
 
+def say_fallback(read_ranks: bool) -> None:
+    """fallback_note() on stderr, when the command read rank lines (a profile's file,
+    not a partial profile, which the fast path does not read): once per command."""
+    note = fallback_note() if read_ranks else None
+    if note:
+        print(note, file=sys.stderr)
+
+
 def _declare(lib: Any) -> None:
     lib.ml_fr_new.restype = _P
     lib.ml_fr_new.argtypes = [_I64]
@@ -163,7 +172,8 @@ def _copy(ptr: Any, n: int, dtype: Any) -> np.ndarray:
         return np.zeros(0, dtype=dtype)
     size = n * np.dtype(dtype).itemsize
     addr = ptr if isinstance(ptr, int) else C.cast(ptr, C.c_void_p).value
-    return np.frombuffer(C.string_at(addr, size), dtype=dtype).copy()  # writable
+    # one copy, from the library's memory (string_at made a bytes object first)
+    return np.frombuffer((C.c_char * size).from_address(addr), dtype=dtype).copy()
 
 
 class _Refused(Exception):
