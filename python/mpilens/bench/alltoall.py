@@ -34,8 +34,8 @@ chunks.  "within 5 %" is claimed only when the whole interval lies below 1.05,
 short. Before its timed part the first run makes a quick first measurement (the
 probe: per size, three calls of native and of each algorithm forced, after one
 untimed: their median, and their fastest) and the sweep announces its expected
-duration when it is 10 s or more, as a range when the fastest calls and the median
-ones give figures more than 1.5x apart (a busy host):
+duration when it is 10 s or more, as a range when the fastest calls and the
+median ones give figures more than 1.5x apart (a busy host):
 per size the calls times every variant's probed time (adaptive: its learning
 calls at the algorithms' mean, the rest at the fastest), for every run (a run at
 P ranks taken to last the first's x P / the first's ranks).  The JSON records it
