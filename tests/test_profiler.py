@@ -326,10 +326,13 @@ def test_sampled_estimate_is_not_inflated_by_slow_first_calls(build, tmp_path):
     barrier = r0["functions"]["MPI_Barrier"]
     assert barrier["calls"] == slow + fast
     assert barrier["timed_calls"] < barrier["calls"] // 2  # the fast calls were sampled
-    # the waiting is in it (the sleeps of the last rank), and no more than the rank's life
-    assert slow * wait_ms * 1e-3 * 0.9 <= barrier["time_s"] <= r0["wall_s"]
+    # the waiting is in it (the sleeps of the last rank), and not several times the
+    # rank's life (the defect: the fast calls counted at the slow calls' mean).  It is an
+    # estimate: a sampled call stands for 16, so one preempted sample on a loaded host
+    # adds 16x its delay (CI: 0.20747 s against a wall time of 0.20719 s); 2x bounds it
+    assert slow * wait_ms * 1e-3 * 0.9 <= barrier["time_s"] <= 2 * r0["wall_s"]
     for r in ranks:
-        assert r["mpi_s"] <= r["wall_s"], (r["rank"], r["mpi_s"], r["wall_s"])
+        assert r["mpi_s"] <= 2 * r["wall_s"], (r["rank"], r["mpi_s"], r["wall_s"])
     # the call sites and the time line are estimated the same way: their sums agree
     sites = [c for c in r0["callsites"] if c["function"] == "MPI_Barrier"]
     assert sum(c["calls"] for c in sites) == slow + fast
