@@ -58,6 +58,7 @@ def _note(proc: subprocess.CompletedProcess) -> list[str]:
 
 def test_report_is_quiet_with_the_fast_reader(build: Path, tmp_path: Path) -> None:
     fastread._lib.cache_clear()
+    fastread.refused.clear()  # files an earlier test loaded in this process
     assert fastread.available() and fastread.fallback_note() is None
     proc = mpilens("report", V1, env={"COLUMNS": "80"})
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
@@ -95,6 +96,27 @@ def test_report_says_when_the_fast_reader_is_absent(tmp_path: Path) -> None:
         assert _note(got) == [NOTE + "libmpilens_read.so does not load (make build)"]
         assert max(len(ln) for ln in _note(got)) <= 80
     fastread._lib.cache_clear()
+
+
+def test_report_says_when_the_fast_reader_leaves_a_file(build: Path, tmp_path: Path) -> None:
+    """A file the library loads but leaves to the Python reader (an escaped string):
+    the same report, and the line naming the file (a million-rank profile read this
+    way takes minutes, not seconds); the next file it reads is quiet again."""
+    docs = V1.read_text().splitlines(True)
+    esc = tmp_path / ("escaped-" + "x" * 60 + ".prof")  # a long name: cut to 80 columns
+    esc.write_text(docs[0] + docs[1].replace('"host":"', '"host":"\\u0030', 1)
+                   + "".join(docs[2:]))
+    assert '"host":"\\u0030' in esc.read_text()
+    got = mpilens_inproc("report", esc)
+    assert got.returncode == 0 and not fastread.last_used
+    (line,) = _note(got)
+    assert line.startswith(NOTE + "the fast one left ...") and line.endswith("x.prof to it")
+    assert len(line) == 80
+    assert mpilens_inproc("report", V1).stderr == ""  # said once, not carried on
+    short = tmp_path / "esc.prof"
+    short.write_bytes(esc.read_bytes())
+    got = mpilens("diff", V1, short, env={"COLUMNS": "80"})
+    assert got.returncode == 0 and got.stderr == NOTE + "the fast one left esc.prof to it\n"
 
 
 def test_html_diff_advise_say_when_the_fast_reader_is_absent(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from .rankdata import RankTable
 
 LIB = "libmpilens_read.so"
 last_used = False  # the last load_ranks read the file (tests: the fast path was taken)
+refused: list[str] = []  # the files the library loaded but left to the Python reader
 CHUNK = 1 << 20
 VERSION = 3  # ml_fr_version() of the library this module reads
 OK, FLUSH, REFUSED, NOMEM = 0, 1, 2, 3
@@ -80,10 +81,18 @@ def available() -> bool:
 
 def fallback_note() -> str | None:
     """One line (80 columns) saying why profiles are read by the slower Python reader:
-    the library is missing, stale or does not load.  None when it loads, or when
-    MPILENS_FASTREAD=off asked for the Python reader."""
+    the library is missing, stale or does not load, or it left a file to the Python
+    reader (a line it does not read exactly as the Python reader does).  None when
+    the library read every file, or when MPILENS_FASTREAD=off asked for the Python
+    reader."""
     if _lib() is not None:
-        return None
+        if not refused:
+            return None
+        name = refused[0]
+        room = 80 - len("mpilens: slower Python reader: the fast one left  to it")
+        if len(name) > room:
+            name = "..." + name[-(room - 3):]
+        return f"mpilens: slower Python reader: the fast one left {name} to it"
     env = os.environ.get("MPILENS_FASTREAD", "")
     if env.lower() in ("off", "0", "no", "python"):
         return None
@@ -101,6 +110,7 @@ def say_fallback(read_ranks: bool) -> None:
     """fallback_note() on stderr, when the command read rank lines (a profile's file,
     not a partial profile, which the fast path does not read): once per command."""
     note = fallback_note() if read_ranks else None
+    refused.clear()  # said once: the next command (in one process: the tests) starts anew
     if note:
         print(note, file=sys.stderr)
 
@@ -218,18 +228,19 @@ def load_ranks(path: Path, header: dict[str, Any], timeline_acc: Any,
     try:
         rd = _Reader(lib, nranks)
     except _Refused:
+        refused.append(path.name)
         return None
     try:
         for name in sorted(header["functions"]):
             raw = name.encode("utf-8", "surrogatepass")
             if lib.ml_fr_function(rd.s, raw, len(raw)) < 0:
-                return None
+                raise _Refused
         if advise_sites is not None:
             _advise_on(lib, rd, advise_sites)
         _feed(lib, rd, path, timeline_acc)
         count = int(lib.ml_fr_count(rd.s))
-        if count != nranks:
-            return None
+        if count != nranks:  # rank lines missing (MPILENS_DETAIL=off): the Python reader's
+            return None      # to judge, and quick to read
         table = _table(lib, rd, count)
         views = {"callsites": _sites(lib, rd), **_comms(lib, rd)}
         if advise_sites is not None:
@@ -237,9 +248,11 @@ def load_ranks(path: Path, header: dict[str, Any], timeline_acc: Any,
         last_used = True
         return table, views, count
     except _Refused:
-        return None
+        pass
     finally:
         rd.close()
+    refused.append(path.name)
+    return None
 
 
 def _feed(lib: Any, rd: _Reader, path: Path, acc: Any) -> None:
