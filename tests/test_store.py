@@ -37,6 +37,31 @@ def _add_ingest(store: Path, *profiles: Path) -> None:
     assert rc == 0, err
 
 
+def assert_exact_totals(s: mpilens.store.Store, job: dict, prof_path: Path) -> None:
+    """A job's row of the store and its function rows: exactly the totals, histograms and
+    per-rank quantiles of the profile it came from."""
+    header, lines = read_profile(prof_path)
+    assert job["profile"] == str(prof_path.resolve())
+    assert job["wall_s"] == header["wall_s"]["max"]
+    assert job["mpi_mean_s"] == header["mpi_s"]["mean"]
+    assert job["nnodes"] == 1 and job["node_hours"] == header["wall_s"]["max"] / 3600
+    wall = np.array([ln["wall_s"] for ln in lines])
+    mpi = np.array([ln["mpi_s"] for ln in lines])
+    assert job["wall_q_s"] == np.quantile(wall, record.QUANTILES).tolist()
+    assert job["mpi_q_s"] == np.quantile(mpi, record.QUANTILES).tolist()
+    fns = {f["function"]: f for f in s.rows(
+        "SELECT * FROM functions WHERE job_key = ?", [job["job_key"]])}
+    assert set(fns) == set(header["functions"])
+    for name, f in header["functions"].items():
+        got = fns[name]
+        assert (got["calls"], got["bytes_sent"], got["bytes_recv"], got["time_s"]) == \
+            (f["calls"], f.get("bytes_sent", 0), f.get("bytes_recv", 0), f["time_s"]), name
+        assert got["hist_send"] == f.get("hist_send", []), name
+        assert got["hist_recv"] == f.get("hist_recv", []), name
+        per_rank = [ln["functions"].get(name, {}).get("time_s", 0.0) for ln in lines]
+        assert got["rank_time_q_s"] == np.quantile(per_rank, record.QUANTILES).tolist()
+
+
 def test_records_hold_the_profiles_exact_totals(tmp_path: Path) -> None:
     profs = [real_profile(4), real_profile(2)]
     st = tmp_path / "st"
@@ -49,25 +74,7 @@ def test_records_hold_the_profiles_exact_totals(tmp_path: Path) -> None:
         header, lines = read_profile(prof_path)
         assert job["job_id"] == header["job_id"] and job["app"] == "heat2d"
         assert job["command"] == header["command"] and job["ending"] == "completed"
-        assert job["profile"] == str(prof_path.resolve())
-        assert job["wall_s"] == header["wall_s"]["max"]
-        assert job["mpi_mean_s"] == header["mpi_s"]["mean"]
-        assert job["nnodes"] == 1 and job["node_hours"] == header["wall_s"]["max"] / 3600
-        wall = np.array([ln["wall_s"] for ln in lines])
-        mpi = np.array([ln["mpi_s"] for ln in lines])
-        assert job["wall_q_s"] == np.quantile(wall, record.QUANTILES).tolist()
-        assert job["mpi_q_s"] == np.quantile(mpi, record.QUANTILES).tolist()
-        fns = {f["function"]: f for f in s.rows(
-            "SELECT * FROM functions WHERE job_key = ?", [job["job_key"]])}
-        assert set(fns) == set(header["functions"])
-        for name, f in header["functions"].items():
-            got = fns[name]
-            assert (got["calls"], got["bytes_sent"], got["bytes_recv"], got["time_s"]) == \
-                (f["calls"], f.get("bytes_sent", 0), f.get("bytes_recv", 0), f["time_s"]), name
-            assert got["hist_send"] == f.get("hist_send", []), name
-            assert got["hist_recv"] == f.get("hist_recv", []), name
-            per_rank = [ln["functions"].get(name, {}).get("time_s", 0.0) for ln in lines]
-            assert got["rank_time_q_s"] == np.quantile(per_rank, record.QUANTILES).tolist()
+        assert_exact_totals(s, job, prof_path)
     # the same sums through the free SQL and its JSON
     rc, out, _ = store_cli("query", st, "SELECT sum(calls) AS c FROM functions "
                            "WHERE function = 'MPI_Allreduce'", "--format", "json")
