@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -152,7 +154,10 @@ def test_damaged_profile_rejected_others_go_in(tmp_path: Path) -> None:
 
 def test_crash_after_parquet_before_spool_cleanup(tmp_path: Path) -> None:
     """The spool's records left behind by an ingest that died after writing its Parquet
-    file (and a temporary file of one that died while writing): no duplicate, no loss."""
+    file (and a temporary file of one that died while writing, of an add that died
+    before its rename): no duplicate, no loss, and the next ingest removes the dead
+    ones' temporary files, only those (named as mpilens names them; an add's an hour
+    old: not one in progress)."""
     st = tmp_path / "st"
     rc, _, err = store_cli("add", st, real_profile(4), real_profile(2))
     assert rc == 0, err
@@ -160,15 +165,25 @@ def test_crash_after_parquet_before_spool_cleanup(tmp_path: Path) -> None:
     shutil.copytree(dataset.spool_dir(st), saved)
     assert dataset.ingest(st)["added"] == 2
     month = dataset.parquet_files(st)[0].parent
-    (month / ".tmp-host-1-dead").write_bytes(b"PAR1 half a file")  # died mid-write
+    dead = month / f".tmp-node1-77-{'c' * 32}"
+    dead.write_bytes(b"PAR1 half a file")  # died mid-write
+    other = month / ".tmp-host-1-dead"  # not a name mpilens gives
+    other.write_bytes(b"PAR1 someone's")
+    spool = dataset.spool_dir(st)
+    dead_add, live_add = spool / f".tmp-node1-78-{'d' * 32}", spool / f".tmp-node1-79-{'e' * 32}"
+    for p in (dead_add, live_add):
+        p.write_bytes(b'{"format": "mpilens-store-rec')
+    hours_ago = time.time() - 7200
+    os.utime(dead_add, (hours_ago, hours_ago))
     for p in saved.iterdir():  # as if the spool had not been cleaned
-        shutil.copy(p, dataset.spool_dir(st) / p.name)
+        shutil.copy(p, spool / p.name)
     res = dataset.ingest(st)
     assert (res["added"], res["duplicates"], res["rejected"]) == (0, 2, [])
     s = mpilens.store.open(st)
     assert s.rows("SELECT count(*) AS n, count(DISTINCT job_key) AS k FROM jobs") == \
         [{"n": 2, "k": 2}]
-    assert not list(dataset.spool_dir(st).iterdir())
+    assert list(spool.iterdir()) == [live_add]
+    assert not dead.exists() and other.read_bytes() == b"PAR1 someone's"
     assert len(s.jobs) == 2 and set(s.functions.app) == {"heat2d"}
 
 

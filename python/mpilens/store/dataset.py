@@ -156,7 +156,7 @@ def check_store(store: Path, create: bool = False) -> None:
 def ingest_lock(store: Path) -> Iterator[None]:
     try:
         store.mkdir(parents=True, exist_ok=True)
-        f = open(store / ".ingest.lock", "a")  # noqa: SIM115 - closed below
+        f = open(store / ".ingest.lock", "a")  # closed by the with below
     except OSError as exc:
         raise WriteError(f"{store}: cannot take the ingest lock ({_why(exc)})") from None
     with f:
