@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +39,31 @@ def _add_ingest(store: Path, *profiles: Path) -> None:
     assert rc == 0, err
 
 
+def assert_exact_totals(s: mpilens.store.Store, job: dict, prof_path: Path) -> None:
+    """A job's row of the store and its function rows: exactly the totals, histograms and
+    per-rank quantiles of the profile it came from."""
+    header, lines = read_profile(prof_path)
+    assert job["profile"] == str(prof_path.resolve())
+    assert job["wall_s"] == header["wall_s"]["max"]
+    assert job["mpi_mean_s"] == header["mpi_s"]["mean"]
+    assert job["nnodes"] == 1 and job["node_hours"] == header["wall_s"]["max"] / 3600
+    wall = np.array([ln["wall_s"] for ln in lines])
+    mpi = np.array([ln["mpi_s"] for ln in lines])
+    assert job["wall_q_s"] == np.quantile(wall, record.QUANTILES).tolist()
+    assert job["mpi_q_s"] == np.quantile(mpi, record.QUANTILES).tolist()
+    fns = {f["function"]: f for f in s.rows(
+        "SELECT * FROM functions WHERE job_key = ?", [job["job_key"]])}
+    assert set(fns) == set(header["functions"])
+    for name, f in header["functions"].items():
+        got = fns[name]
+        assert (got["calls"], got["bytes_sent"], got["bytes_recv"], got["time_s"]) == \
+            (f["calls"], f.get("bytes_sent", 0), f.get("bytes_recv", 0), f["time_s"]), name
+        assert got["hist_send"] == f.get("hist_send", []), name
+        assert got["hist_recv"] == f.get("hist_recv", []), name
+        per_rank = [ln["functions"].get(name, {}).get("time_s", 0.0) for ln in lines]
+        assert got["rank_time_q_s"] == np.quantile(per_rank, record.QUANTILES).tolist()
+
+
 def test_records_hold_the_profiles_exact_totals(tmp_path: Path) -> None:
     profs = [real_profile(4), real_profile(2)]
     st = tmp_path / "st"
@@ -49,25 +76,7 @@ def test_records_hold_the_profiles_exact_totals(tmp_path: Path) -> None:
         header, lines = read_profile(prof_path)
         assert job["job_id"] == header["job_id"] and job["app"] == "heat2d"
         assert job["command"] == header["command"] and job["ending"] == "completed"
-        assert job["profile"] == str(prof_path.resolve())
-        assert job["wall_s"] == header["wall_s"]["max"]
-        assert job["mpi_mean_s"] == header["mpi_s"]["mean"]
-        assert job["nnodes"] == 1 and job["node_hours"] == header["wall_s"]["max"] / 3600
-        wall = np.array([ln["wall_s"] for ln in lines])
-        mpi = np.array([ln["mpi_s"] for ln in lines])
-        assert job["wall_q_s"] == np.quantile(wall, record.QUANTILES).tolist()
-        assert job["mpi_q_s"] == np.quantile(mpi, record.QUANTILES).tolist()
-        fns = {f["function"]: f for f in s.rows(
-            "SELECT * FROM functions WHERE job_key = ?", [job["job_key"]])}
-        assert set(fns) == set(header["functions"])
-        for name, f in header["functions"].items():
-            got = fns[name]
-            assert (got["calls"], got["bytes_sent"], got["bytes_recv"], got["time_s"]) == \
-                (f["calls"], f.get("bytes_sent", 0), f.get("bytes_recv", 0), f["time_s"]), name
-            assert got["hist_send"] == f.get("hist_send", []), name
-            assert got["hist_recv"] == f.get("hist_recv", []), name
-            per_rank = [ln["functions"].get(name, {}).get("time_s", 0.0) for ln in lines]
-            assert got["rank_time_q_s"] == np.quantile(per_rank, record.QUANTILES).tolist()
+        assert_exact_totals(s, job, prof_path)
     # the same sums through the free SQL and its JSON
     rc, out, _ = store_cli("query", st, "SELECT sum(calls) AS c FROM functions "
                            "WHERE function = 'MPI_Allreduce'", "--format", "json")
@@ -145,7 +154,10 @@ def test_damaged_profile_rejected_others_go_in(tmp_path: Path) -> None:
 
 def test_crash_after_parquet_before_spool_cleanup(tmp_path: Path) -> None:
     """The spool's records left behind by an ingest that died after writing its Parquet
-    file (and a temporary file of one that died while writing): no duplicate, no loss."""
+    file (and a temporary file of one that died while writing, of an add that died
+    before its rename): no duplicate, no loss, and the next ingest removes the dead
+    ones' temporary files, only those (named as mpilens names them; an add's an hour
+    old: not one in progress)."""
     st = tmp_path / "st"
     rc, _, err = store_cli("add", st, real_profile(4), real_profile(2))
     assert rc == 0, err
@@ -153,15 +165,25 @@ def test_crash_after_parquet_before_spool_cleanup(tmp_path: Path) -> None:
     shutil.copytree(dataset.spool_dir(st), saved)
     assert dataset.ingest(st)["added"] == 2
     month = dataset.parquet_files(st)[0].parent
-    (month / ".tmp-host-1-dead").write_bytes(b"PAR1 half a file")  # died mid-write
+    dead = month / f".tmp-node1-77-{'c' * 32}"
+    dead.write_bytes(b"PAR1 half a file")  # died mid-write
+    other = month / ".tmp-host-1-dead"  # not a name mpilens gives
+    other.write_bytes(b"PAR1 someone's")
+    spool = dataset.spool_dir(st)
+    dead_add, live_add = spool / f".tmp-node1-78-{'d' * 32}", spool / f".tmp-node1-79-{'e' * 32}"
+    for p in (dead_add, live_add):
+        p.write_bytes(b'{"format": "mpilens-store-rec')
+    hours_ago = time.time() - 7200
+    os.utime(dead_add, (hours_ago, hours_ago))
     for p in saved.iterdir():  # as if the spool had not been cleaned
-        shutil.copy(p, dataset.spool_dir(st) / p.name)
+        shutil.copy(p, spool / p.name)
     res = dataset.ingest(st)
     assert (res["added"], res["duplicates"], res["rejected"]) == (0, 2, [])
     s = mpilens.store.open(st)
     assert s.rows("SELECT count(*) AS n, count(DISTINCT job_key) AS k FROM jobs") == \
         [{"n": 2, "k": 2}]
-    assert not list(dataset.spool_dir(st).iterdir())
+    assert list(spool.iterdir()) == [live_add]
+    assert not dead.exists() and other.read_bytes() == b"PAR1 someone's"
     assert len(s.jobs) == 2 and set(s.functions.app) == {"heat2d"}
 
 

@@ -132,13 +132,18 @@ def run_add(args: argparse.Namespace) -> int:
     if args.account is not None:
         env["SLURM_JOB_ACCOUNT"] = args.account
     bad = 0
-    for path in args.profiles:
+    for k, path in enumerate(args.profiles):
         try:
             prof = load_any([path])
             findings, note = ([], "partial profile: advise needs a complete one") \
                 if prof.partial is not None else record.advise_findings(path, args.model)
             rec = record.build(prof, path, env, findings, note)
             dataset.spool_record(store, rec, sync_dir=False)
+        except dataset.WriteError as exc:  # the store, not the profile: stop here
+            dataset.sync_spool(store)
+            rest = len(args.profiles) - k - 1
+            more = f" and {rest} more" if rest else ""
+            raise UserError(f"{exc}: {path}{more} not added") from None
         except UserError as exc:
             bad += 1
             print(f"rejected: {_one_line(str(exc))}", file=sys.stderr)

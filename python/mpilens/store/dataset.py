@@ -11,6 +11,12 @@ only then are the spool's records removed.  A crash at any point leaves records 
 the next ingest finds either in the dataset (it removes them from the spool) or
 still to write: nothing is lost, nothing is counted twice.  Ingests take turns on
 STORE/.ingest.lock (adding never waits for it).
+
+A write that fails (disk full, quota, permissions) removes its own temporary file
+and raises WriteError, one line: an add leaves no record of that profile, an ingest
+leaves the dataset as the files renamed before the failure and the spool's records
+in place.  Each ingest first removes the temporary Parquet files of ingests killed
+mid-write (only files named as this module names them: see _OURS).
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
+import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,6 +39,12 @@ from .record import RECORD_FORMAT
 SPOOL = "spool"
 JOBS = "jobs"
 _TMP = ".tmp-"
+# the temporary names _write_atomic gives: .tmp-<host>-<pid>-<uuid4 hex>
+_OURS = re.compile(r"\.tmp-.+-[0-9]+-[0-9a-f]{32}")
+
+
+class WriteError(UserError):
+    """The store could not be written (disk full, quota, permissions): one line."""
 
 
 def _pa() -> Any:
@@ -112,10 +126,17 @@ def spool_record(store: Path, rec: dict[str, Any], sync_dir: bool = True) -> Pat
     its own record (same job key), which ingest counts once anyway.  sync_dir=False:
     the caller syncs the spool once after many (sync_spool)."""
     d = spool_dir(store)
-    d.mkdir(parents=True, exist_ok=True)
     dest = d / f"{rec['job_key']}.json"
-    _write_atomic(dest, json.dumps(rec, separators=(",", ":")).encode(), sync_dir)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        _write_atomic(dest, json.dumps(rec, separators=(",", ":")).encode(), sync_dir)
+    except OSError as exc:
+        raise WriteError(f"{d}: cannot write a record ({_why(exc)})") from None
     return dest
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def sync_spool(store: Path) -> None:
@@ -133,8 +154,12 @@ def check_store(store: Path, create: bool = False) -> None:
 
 @contextmanager
 def ingest_lock(store: Path) -> Iterator[None]:
-    store.mkdir(parents=True, exist_ok=True)
-    with open(store / ".ingest.lock", "a") as f:
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        f = open(store / ".ingest.lock", "a")  # closed by the with below
+    except OSError as exc:
+        raise WriteError(f"{store}: cannot take the ingest lock ({_why(exc)})") from None
+    with f:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -193,7 +218,11 @@ def ingest(store: Path, batch: int = BATCH) -> dict[str, Any]:
             if sp.is_dir() else []
         # leftovers of adds that died before their rename (an hour old: not one in progress)
         old = datetime.now(UTC).timestamp() - 3600
-        stale = [p for p in sp.glob(f"{_TMP}*") if _stale(p, old)] if sp.is_dir() else []
+        stale = _ours(sp.glob(f"{_TMP}*"), old) if sp.is_dir() else []
+        # half-written Parquet files of ingests killed mid-write (ingests take turns:
+        # none is in progress), first: on a full disk they hold the room this one needs
+        for p in _ours(jobs_dir(store).glob(f"year=*/month=*/{_TMP}*")):
+            p.unlink(missing_ok=True)
         known = known_keys(store)
         for k in range(0, len(entries), batch):
             _pass(store, entries[k:k + batch], known, res)
@@ -202,16 +231,18 @@ def ingest(store: Path, batch: int = BATCH) -> dict[str, Any]:
     return res
 
 
-def _stale(p: Path, before: float) -> bool:
-    """A regular file (not a link) last written before `before`; False when it is gone
-    meanwhile (an add renamed it into the spool: the race is the normal case)."""
-    import stat
+def _ours(paths: Iterable[Path], before: float | None = None) -> list[Path]:
+    """The paths named as _write_atomic names its temporary files that are regular files
+    (not links), last written before `before` if given; not those gone meanwhile."""
+    return [p for p in paths if _OURS.fullmatch(p.name) and _regular(p, before)]
 
+
+def _regular(p: Path, before: float | None) -> bool:
     try:
         st = p.lstat()
-    except FileNotFoundError:
+    except FileNotFoundError:  # an add renamed it into the spool: the normal race
         return False
-    return stat.S_ISREG(st.st_mode) and st.st_mtime < before
+    return stat.S_ISREG(st.st_mode) and (before is None or st.st_mtime < before)
 
 
 def _pass(store: Path, entries: list[Path], known: set[str], res: dict[str, Any]) -> None:
@@ -242,12 +273,17 @@ def _pass(store: Path, entries: list[Path], known: set[str], res: dict[str, Any]
     sch = schema()
     for (y, m), recs in sorted(by_month.items()):
         d = jobs_dir(store) / f"year={y:04d}" / f"month={m:02d}"
-        d.mkdir(parents=True, exist_ok=True)
         table = pa.Table.from_pydict(_rows(recs, now), schema=sch)
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
         dest = d / f"part-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.parquet"
-        _write_atomic(dest, sink.getvalue().to_pybytes())
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            _write_atomic(dest, sink.getvalue().to_pybytes())
+        except OSError as exc:  # the pass's records stay in the spool for the next ingest
+            raise WriteError(f"{store}: cannot write the dataset ({_why(exc)}): "
+                             f"{res['added']} job(s) went in; the spool keeps the others' "
+                             f"records for the next ingest") from None
         res["files"].append(str(dest))
         res["added"] += len(recs)
     for p in done:  # only now: every record taken is in the dataset
