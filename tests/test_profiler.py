@@ -313,12 +313,12 @@ def test_constant_memory_records(build):
 
 def test_sampled_estimate_is_not_inflated_by_slow_first_calls(build, tmp_path):
     """MPILENS_TIMING=sampled (the default): rank 0's first 10 MPI_Barrier calls wait
-    20 ms each (all timed, the policy), then 400000 return at once (sampled 1 in 16).
+    20 ms each (all timed, the policy), then 2000000 return at once (sampled).
     The untimed calls count at the samples' mean, not at the mean of every timed call
     (which the 200 ms of waiting would inflate: rank 0's MPI time was estimated at
     several times its wall time before the two strata, docs/runtime.md)."""
     out = tmp_path / "strata.prof"
-    slow, wait_ms, fast = 10, 20, 400000
+    slow, wait_ms, fast = 10, 20, 2000000
     run_mpi(2, [EXEC, PROGS / "timing_strata", slow, wait_ms, fast], env=profile_env(out))
     header, ranks = read_profile(out)
     assert header["timing"]["mode"] == "sampled"
@@ -326,13 +326,20 @@ def test_sampled_estimate_is_not_inflated_by_slow_first_calls(build, tmp_path):
     barrier = r0["functions"]["MPI_Barrier"]
     assert barrier["calls"] == slow + fast
     assert barrier["timed_calls"] < barrier["calls"] // 2  # the fast calls were sampled
-    # the waiting is in it (the sleeps of the last rank), and not several times the
-    # rank's life (the defect: the fast calls counted at the slow calls' mean).  It is an
-    # estimate: a sampled call stands for 16, so one preempted sample on a loaded host
-    # adds 16x its delay (CI: 0.20747 s against a wall time of 0.20719 s); 2x bounds it
-    assert slow * wait_ms * 1e-3 * 0.9 <= barrier["time_s"] <= 2 * r0["wall_s"]
+    # the waiting is in it (the sleeps of the last rank), and far below what the defect
+    # gave: every untimed call counted at the mean of every timed call, the waiting
+    # spread over them (calls / timed_calls ~ 10 here: ~2 s against ~0.2 s).  Not
+    # bounded by the wall time: it is an estimate, each untimed call counts at the
+    # samples' mean, so a sample preempted on a loaded host adds its delay several
+    # times over (CI: 0.20747 s against a wall time of 0.20719 s with 20 ms waits).
+    # The defect's figure is a floor (a preempted call only adds to it): 0.9 of it
+    # leaves ~1.4 s of such delays, and 0.25 to 0.49 s were seen at load 7
+    waited = slow * wait_ms * 1e-3
+    defect = waited * barrier["calls"] / barrier["timed_calls"]
+    assert defect >= 2 * waited  # the fast calls were sampled: the two are told apart
+    assert waited * 0.9 <= barrier["time_s"] <= 0.9 * defect, (barrier, r0["wall_s"])
     for r in ranks:
-        assert r["mpi_s"] <= 2 * r["wall_s"], (r["rank"], r["mpi_s"], r["wall_s"])
+        assert r["mpi_s"] <= 2 * r["wall_s"] + 1.0, (r["rank"], r["mpi_s"], r["wall_s"])
     # the call sites and the time line are estimated the same way: their sums agree
     sites = [c for c in r0["callsites"] if c["function"] == "MPI_Barrier"]
     assert sum(c["calls"] for c in sites) == slow + fast
