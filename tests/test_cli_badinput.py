@@ -114,6 +114,38 @@ def test_corrupted_alltoall_records(good: Path, tmp_path: Path, records, needle:
         assert_one_line_error(mpilens_inproc(command, p, *extra), "corrupted profile", needle)
 
 
+_CHOICE = {"comm_size": 8, "bytes": 8, "choice": "mpi", "source": "learned", "communicators": 1,
+           "calls": 10, "learning_calls": 15, "lost_calls": 10, "lost_s": 0.1,
+           "against": "twolevel", "ratio": 1.5, "ratio_lo": 1.2, "ratio_hi": 2.0}
+
+
+@pytest.mark.parametrize("coll, needle", [
+    ([1], "header coll is not an object"),
+    ({"allreduce": 1}, "header coll.allreduce is not an object with a list of choices"),
+    ({"allreduce": {"choices": {}}}, "coll.allreduce is not an object with a list of choices"),
+    ({"allreduce": {"choices": [1]}}, "coll.allreduce.choices[0] is not an object"),
+    ({"allreduce": {"choices": [{"comm_size": 4}]}}, "coll.allreduce.choices[0] lacks 'bytes'"),
+    ({"allreduce": {"choices": [{**_CHOICE, "lost_s": "0.1"}]}},
+     "coll.allreduce.choices[0] has a bad 'lost_s' value"),
+    ({"allreduce": {"choices": [_CHOICE, {**_CHOICE, "ratio_hi": "2"}]}},
+     "coll.allreduce.choices[1] has a bad 'ratio_hi' value"),
+])
+def test_corrupted_coll_records(good: Path, tmp_path: Path, coll, needle: str) -> None:
+    """The node-aware collectives' section (docs/collectives.md): one line, not a
+    traceback from the report's table."""
+    lines = good.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["coll"] = coll
+    p = tmp_path / "coll.prof"
+    p.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    for command in ("report", "html"):
+        extra = ["-o", str(tmp_path / "r.html")] if command == "html" else []
+        assert_one_line_error(mpilens_inproc(command, p, *extra), "corrupted profile", needle)
+    header["coll"] = {"allreduce": {"mode": "adaptive", "choices": [_CHOICE]}}
+    p.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    assert mpilens_inproc("report", p).returncode == 0  # the good row: read
+
+
 def test_newer_version(good: Path, tmp_path: Path) -> None:
     lines = good.read_text().splitlines(keepends=True)
     header = json.loads(lines[0])

@@ -21,6 +21,7 @@ from .lazyrows import LazyRows
 from .rankdata import Folder, RankTable, fold
 from .schema import (
     ALLTOALL_KEYS,
+    COLL_CHOICE_KEYS,
     FORMAT,
     HEADER_KEYS,
     HIST_LABELS,
@@ -188,7 +189,28 @@ def _parse_header(path: Path, first: str) -> dict[str, Any]:
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in means)):
             raise _bad(path, f"corrupted profile: header alltoall[{i}] has a bad 'algorithm', "
                              "'candidates' or 'learned_mean_s' value")
+    _check_coll(path, header.get("coll", {}))
     return header
+
+
+def _check_coll(path: Path, coll: Any) -> None:
+    """The node-aware collectives' section (docs/collectives.md): an object per
+    collective, each choice row with its fields (what `report` shows)."""
+    if not isinstance(coll, dict):
+        raise _bad(path, "corrupted profile: header coll is not an object")
+    for name, sec in coll.items():
+        if not isinstance(sec, dict) or not isinstance(sec.get("choices", []), list):
+            raise _bad(path, f"corrupted profile: header coll.{name} is not an object "
+                             "with a list of choices")
+        for i, rec in enumerate(sec.get("choices", [])):
+            where = f"header coll.{name}.choices[{i}]"
+            if not isinstance(rec, dict):
+                raise _bad(path, f"corrupted profile: {where} is not an object")
+            _check_fields(path, where, rec, COLL_CHOICE_KEYS)
+            for key in ("ratio", "ratio_lo", "ratio_hi"):
+                v = rec.get(key)
+                if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+                    raise _bad(path, f"corrupted profile: {where} has a bad '{key}' value")
 
 
 class RankLines(LazyRows):
