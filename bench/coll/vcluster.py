@@ -424,7 +424,10 @@ def main(argv: list[str]) -> int:
     a = parser().parse_args(argv)
     try:
         if a.table_from:
-            res = json.loads(a.table_from.read_text())
+            try:
+                res = json.loads(a.table_from.read_text())
+            except (OSError, ValueError) as exc:
+                raise Failure(f"cannot read --table-from {a.table_from}: {exc}") from None
             write_doc(a.doc, res, a.table_from)
             print(table(res))
             return 0
@@ -446,8 +449,9 @@ def measure(a: argparse.Namespace, argv: list[str]) -> int:
     launch = shlex.split(vcluster("launch", "openmpi", str(np_), "--per-node", per_node,
                                   "--any-rail", "--id", str(a.id)).stdout)
     mpi_version = run(["mpirun.openmpi", "--version"]).stdout.splitlines()[0].strip()
-    base_env = {k: v for k, v in os.environ.items()
-                if k not in ("MPILENS_COLL_ALLREDUCE", "MPILENS_COLL_NODES", "MPILENS_OUTPUT")}
+    # each variant sets its own algorithm (MPILENS_COLL_LEARN, adaptive's rounds, passes)
+    base_env = {k: v for k, v in os.environ.items() if k != "MPILENS_OUTPUT"
+                and not (k.startswith("MPILENS_COLL") and k != "MPILENS_COLL_LEARN")}
     base_env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                      "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
     calls = sum(a.iters * max(1, min(20, (1 << 20) // s)) + a.warmup for s in a.sizes)

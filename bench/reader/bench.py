@@ -104,7 +104,7 @@ def measure(cmd: list[str], timeout: float, pythonpath: str,
                               "cpu_seconds": round(ru.ru_utime + ru.ru_stime, 2),
                               "peak_rss_mb": round(ru.ru_maxrss / 1024, 1),
                               "exit": rc, "timeout": timed_out}
-    if rc not in (0, 1) and not timed_out:
+    if rc != 0 and not timed_out:  # a traceback, an out-of-memory line: no measurement
         out["stderr"] = err.strip().splitlines()[-1:] if err.strip() else []
     return out
 
@@ -175,7 +175,7 @@ LABELS = {"report": "`report`", "report-json": "`report --format json`", "html":
 def cell(r: dict[str, Any]) -> str:
     if r.get("timeout"):
         return f"> {r['seconds']:g} s (stopped)"
-    if r.get("exit") not in (0, 1):
+    if r.get("exit") != 0:
         return f"exit {r['exit']}"
     return f"{r['cpu_seconds']:.1f} s, {r['peak_rss_mb']:,.0f} MB"
 
@@ -235,7 +235,13 @@ def main() -> int:
     if a.table_from:
         if not a.doc:
             ap.error("--table-from needs --doc")
-        write_doc(a.doc, json.loads(a.table_from.read_text()))
+        try:
+            summary = json.loads(a.table_from.read_text())
+        except (OSError, ValueError) as exc:
+            print(f"bench/reader/bench.py: cannot read --table-from {a.table_from}: {exc}",
+                  file=sys.stderr)
+            return 2
+        write_doc(a.doc, summary)
         return 0
     if not a.real:
         ap.error("give the real profile to synthesize from (or --table-from)")
