@@ -14,7 +14,7 @@ so that the store sees several applications).  The mix's rank counts are drawn
 likeliest), 1 % large ones of 1,024 to 16,384 ranks.
 
 Measured (wall seconds, and CPU seconds: user + system of this process, or of the
-command it runs as a child, os.wait4; peak RSS the same way):
+command it runs, os.wait4; the command's peak RSS the same way):
 - `small`: `store add` of --jobs jobs of 4-64 ranks in this process (the profile
   read, its record built and spooled), then one ingest of them;
 - `big`: add and ingest of one --big-rank job in this process, then the same as a
@@ -94,20 +94,50 @@ class Clock:
         self.wall, self.cpu = time.perf_counter() - self.t0, cpu_s() - self.c0
 
 
-def run(args: list[str]) -> dict[str, Any]:
-    """`mpilens ARGS` as a child: its wall and CPU seconds and peak RSS (os.wait4)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+# Runs the commands measured and reports their rusage: started before this process
+# grows, it is small when it forks them, and a child's peak RSS (ru_maxrss) starts
+# from its parent's resident memory at the fork (Linux keeps it across exec).
+LAUNCHER = """
+import json, os, subprocess, sys, time
+for line in sys.stdin:
+    args, env = json.loads(line)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "mpilens.cli", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    _, status, ru = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"bench/store/ingest.py: mpilens {' '.join(args)}: exit "
-                         f"{proc.returncode}: {err.strip().splitlines()[-1:]}")
-    return {"wall_s": time.perf_counter() - t0, "cpu_s": ru.ru_utime + ru.ru_stime,
-            "peak_rss_mb": ru.ru_maxrss / 1024.0}
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = p.stderr.read().decode(errors="replace")
+    _, status, ru = os.wait4(p.pid, 0)
+    print(json.dumps({"wall_s": time.perf_counter() - t0, "cpu_s": ru.ru_utime + ru.ru_stime,
+                      "peak_rss_mb": ru.ru_maxrss / 1024.0,
+                      "exit": os.waitstatus_to_exitcode(status), "stderr": err}), flush=True)
+"""
+_launcher: list[subprocess.Popen[str]] = []
+
+
+def start_launcher() -> None:
+    _launcher.append(subprocess.Popen([sys.executable, "-c", LAUNCHER], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True))
+
+
+def stop_launcher() -> None:
+    for proc in _launcher:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait()
+    _launcher.clear()
+
+
+def run(args: list[str]) -> dict[str, Any]:
+    """`mpilens ARGS` as a child of the launcher: its wall and CPU seconds and peak RSS."""
+    proc = _launcher[0]
+    assert proc.stdin is not None and proc.stdout is not None
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    proc.stdin.write(json.dumps([[sys.executable, "-m", "mpilens.cli", *args], env]) + "\n")
+    proc.stdin.flush()
+    got = json.loads(proc.stdout.readline())
+    err = got.pop("stderr")
+    if got.pop("exit") != 0:
+        raise SystemExit(f"bench/store/ingest.py: mpilens {' '.join(args)} failed: "
+                         f"{err.strip().splitlines()[-1:]}")
+    return got
 
 
 def base_profiles(real: Path, counts: set[int], work: Path) -> dict[int, Path]:
@@ -445,11 +475,13 @@ def main(argv: list[str] | None = None) -> int:
         print("bench/store/ingest.py: needs the store's libraries: "
               "pip install -e '.[store]'", file=sys.stderr)
         return 2
+    start_launcher()
     work = a.dir or Path(tempfile.mkdtemp(prefix="mpilens-store-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
         res = measure(a, work)
     finally:
+        stop_launcher()
         if a.dir is None:
             shutil.rmtree(work, ignore_errors=True)
     text = json.dumps(res, indent=1)
