@@ -385,7 +385,7 @@ def table(res: dict[str, Any]) -> str:
         ("ingest, small jobs (4 to 64 ranks)", "≥ 100 jobs/s",
          f"{sm['add_and_ingest_jobs_per_cpu_s']:,.0f} jobs/s",
          f"{sm['add_and_ingest_jobs_per_s']:,.0f} jobs/s",
-         f"{sm['jobs']:,} jobs: `store add` (read, record, spool) "
+         f"{sm['jobs']:,} jobs: `store add` in one process (read, record, spool) "
          f"{sm['add_cpu_s']:.1f} s CPU, then one ingest {sm['ingest_cpu_s']:.1f} s"),
         (f"ingest, one {bg['ranks']:,}-rank job", "≤ 2 s",
          f"{bg['total_cpu_s']:.2f} s; command {bc['cpu_s']:.2f} s",
@@ -425,11 +425,14 @@ def relative(arg: str) -> str:
 
 
 def write_doc(doc: Path, res: dict[str, Any]) -> None:
-    text = doc.read_text()
-    m = re.search(re.escape(BEGIN) + r".*?-->\n(.*?)" + re.escape(END), text, re.DOTALL)
-    if not m:
-        raise SystemExit(f"bench/store/ingest.py: {doc} has no {BEGIN} ... {END} markers")
-    doc.write_text(text[:m.start(1)] + table(res) + text[m.end(1):])
+    try:
+        text = doc.read_text()
+        m = re.search(re.escape(BEGIN) + r".*?-->\n(.*?)" + re.escape(END), text, re.DOTALL)
+        if not m:
+            raise SystemExit(f"bench/store/ingest.py: {doc} has no {BEGIN} ... {END} markers")
+        doc.write_text(text[:m.start(1)] + table(res) + text[m.end(1):])
+    except OSError as exc:
+        raise SystemExit(f"bench/store/ingest.py: --doc {doc}: {exc.strerror or exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
