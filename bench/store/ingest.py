@@ -10,7 +10,7 @@ REAL.prof is a real profile (e.g. of the bundled heat2d example, `make demo`).  
 profiles are made from it once per rank count by bench/reader/synth.py; each job of
 the mix is a copy whose header has its own job id, end time and command (one of APPS,
 so that the store sees several applications).  The mix's rank counts are drawn
-(seeded) from MIX: 99 % small jobs, a power of two from 4 to 64 (4 and 8 the
+(seeded) from SMALL and LARGE: 99 % small jobs, a power of two from 4 to 64 (4 and 8 the
 likeliest), 1 % large ones of 1,024 to 16,384 ranks.
 
 Measured (wall seconds, and CPU seconds: user + system of this process, or of the
