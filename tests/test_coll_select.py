@@ -79,29 +79,40 @@ RACES = [(4, "2,2", 3, "learned"), (4, "1,2,1", 2, "learned"), (4, None, 1, "one
          (3, "1,1,1", 1, "one rank per node")]
 
 
+# every collective's candidates (MPI_Bcast: mpi and twolevel, on any layout)
+ALGS = {"allreduce": ["mpi", "twolevel", "multileader"], "bcast": ["mpi", "twolevel"]}
+
+
 @pytest.mark.parametrize("np_,nodes,ncand,source", RACES, ids=lambda v: str(v))
 @pytest.mark.parametrize("rounds", [3, 5])
-def test_race_count_and_agreement(np_: int, nodes: str | None, ncand: int, source: str,
-                                  rounds: int, build: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("coll", ["allreduce", "bcast"])
+def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand: int,
+                                  source: str, rounds: int, build: Path,
+                                  tmp_path: Path) -> None:
     env = {"MPILENS_COLL": "adaptive", "MPILENS_OUTPUT": str(tmp_path / "s.prof")}
     if rounds != 5:
         env["MPILENS_COLL_LEARN"] = str(rounds)  # 5: the default
     if nodes:
         env["MPILENS_COLL_NODES"] = nodes
+    algs = ALGS[coll]
+    ncand = min(ncand, len(algs))
     proc = run_mpi(np_, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select",
-                         str(rounds), str(ncand)], env=env, cwd=tmp_path)
+                         str(rounds), str(ncand), coll], env=env, cwd=tmp_path)
     race = rounds * ncand if ncand > 1 else 0
     assert f"race={race} choice=" in proc.stdout and "agree=1" in proc.stdout, proc.stdout
     choice = proc.stdout.split("choice=")[1].split()[0]
     header, _ = read_profile(tmp_path / "s.prof")
-    sec = header["coll"]["allreduce"]
-    cands = ["mpi", "twolevel", "multileader"][:ncand]
+    sec = header["coll"][coll]
+    cands = algs[:ncand]
     assert choice in cands
     calls = race + 3
     # each rank ran every candidate once per round, then the choice 3 times
     assert sec["calls"] == {a: np_ * ((rounds if ncand > 1 and a in cands else 0)
                                       + (3 if a == choice else 0))
-                            for a in ("mpi", "twolevel", "multileader")}
+                            for a in algs}
+    other = "allreduce" if coll == "bcast" else "bcast"  # adaptive too, never called
+    assert header["coll"][other]["calls"] == {a: 0 for a in ALGS[other]}
+    assert header["coll"][other]["choices"] == []
     [rec] = sec["choices"]
     assert (rec["comm_size"], rec["bytes"], rec["choice"], rec["source"], rec["communicators"],
             rec["calls"], rec["learning_calls"], rec["lost_calls"]) == (
@@ -154,13 +165,14 @@ def test_forced_records_its_choices(build: Path, tmp_path: Path) -> None:
 
 
 def test_per_collective_setting_overrides(build: Path, tmp_path: Path) -> None:
-    """MPILENS_COLL_ALLREDUCE=mpi under MPILENS_COLL=adaptive: nothing served, no section."""
+    """MPILENS_COLL_ALLREDUCE=mpi under MPILENS_COLL=adaptive: MPI_Allreduce left to the MPI
+    (no allreduce section), MPI_Bcast still adaptive."""
     prof = tmp_path / "m.prof"
     run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_allreduce"],
             env={"MPILENS_COLL": "adaptive", "MPILENS_COLL_ALLREDUCE": "mpi",
                  "MPILENS_COLL_NODES": "2,2", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
     header, _ = read_profile(prof)
-    assert "coll" not in header and "coll" not in header.get("sections", {})
+    assert list(header["coll"]) == ["bcast"] and header["coll"]["bcast"]["mode"] == "adaptive"
     assert header["functions"]["MPI_Allreduce"].get("repro_calls", 0) == 0
 
 
@@ -233,10 +245,15 @@ def test_bad_rounds_one_line(value: str, build: Path, tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_bad_mode_one_line(build: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("var,value,algs", [
+    ("MPILENS_COLL_ALLREDUCE", "fastest", "mpi, twolevel, multileader, adaptive"),
+    ("MPILENS_COLL_BCAST", "multileader", "mpi, twolevel, adaptive"),
+    ("MPILENS_COLL_BCAST", "Adaptive", "mpi, twolevel, adaptive")])
+def test_bad_mode_one_line(var: str, value: str, algs: str, build: Path,
+                           tmp_path: Path) -> None:
     proc = run_mpi(2, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select"],
-                   env={"MPILENS_COLL_ALLREDUCE": "fastest",
-                        "MPILENS_OUTPUT": str(tmp_path / "x.prof")}, cwd=tmp_path, check=False)
+                   env={var: value, "MPILENS_OUTPUT": str(tmp_path / "x.prof")}, cwd=tmp_path,
+                   check=False)
     assert proc.returncode == 2
-    assert ("mpilens: MPILENS_COLL_ALLREDUCE='fastest' is invalid: expected one of mpi, "
-            "twolevel, multileader, adaptive") in proc.stderr
+    assert f"mpilens: {var}='{value}' is invalid: expected one of {algs}\n" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -326,13 +326,6 @@ const char *mpilens_coll_choice(const char *coll, MPI_Comm comm, long long bytes
     return k->phase == ML_SEL_CHOSEN ? colls[c]->client.names[(int)k->choice] : NULL;
 }
 
-/* The same for MPI_Allreduce (exported, kept for callers of the first version). */
-__attribute__((visibility("default")))
-const char *mpilens_coll_allreduce_choice(MPI_Comm comm, long long bytes, long long *learning_calls)
-{
-    return mpilens_coll_choice("allreduce", comm, bytes, learning_calls);
-}
-
 /* ---- the engine ---- */
 
 /* MPILENS_COLL_NODES: positive integers separated by commas. */

@@ -19,7 +19,8 @@
  * eligible: dispatch.c then calls the MPI).  dispatch.c calls them only
  * while ml_coll_allreduce_on, ml_coll_bcast_on (forced or adaptive, and the
  * engine started). */
-extern int ml_coll_allreduce_on, ml_coll_bcast_on;
+extern int ml_coll_allreduce_on;
+extern __attribute__((visibility("hidden"))) int ml_coll_bcast_on; /* one load in the default path */
 int ml_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                       MPI_Op op, MPI_Comm comm);
 int ml_coll_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);

@@ -33,10 +33,19 @@ int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
+/* The engine's path, out of line: the default one (nothing set) is a test and
+ * a jump to PMPI_Bcast, without a frame (docs/collectives.md, its cost). */
+static __attribute__((noinline, cold)) int bcast_engine(void *buffer, int count,
+                                                        MPI_Datatype datatype, int root,
+                                                        MPI_Comm comm)
+{
+    int rc = ml_coll_bcast(buffer, count, datatype, root, comm);
+    return rc >= 0 ? rc : PMPI_Bcast(buffer, count, datatype, root, comm);
+}
+
 int mlo_MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    int rc;
-    if (ml_coll_bcast_on && (rc = ml_coll_bcast(buffer, count, datatype, root, comm)) >= 0)
-        return rc;
+    if (__builtin_expect(ml_coll_bcast_on, 0))
+        return bcast_engine(buffer, count, datatype, root, comm);
     return PMPI_Bcast(buffer, count, datatype, root, comm);
 }
