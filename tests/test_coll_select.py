@@ -1,9 +1,11 @@
-"""The adaptive MPI_Allreduce (MPILENS_COLL_ALLREDUCE=adaptive, docs/collectives.md).
+"""The adaptive MPI_Allreduce (MPILENS_COLL_ALLREDUCE=adaptive, docs/collectives.md), and
+the selection as every collective uses it.
 
 Exact results while racing and after the choice (tests/progs/coll_allreduce.c, every case
-twice in a row, on the node layouts of test_coll_allreduce.py, in place and not); the race
-call by call (tests/progs/coll_select.c: R x C race calls, then the choice, the same on every
-rank; none on one node or with one rank per node) and the profile's record of it; the
+twice in a row, on the node layouts of test_coll_allreduce.py, in place and not; MPI_Bcast's:
+test_coll_bcast.py); the race call by call, MPI_Allreduce and MPI_Bcast
+(tests/progs/coll_select.c: R x C race calls, then the choice, the same on every rank; none
+on one node or with one rank per node) and the profile's record of it; the report's table; the
 decision rule on given times (tests/progs/sel_decide.c).  Which algorithm is faster on this
 machine is never assumed: the choice is only checked to be a candidate, the same everywhere.
 """
@@ -127,10 +129,14 @@ def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand:
         assert "against" not in rec and rec["lost_s"] == 0
 
 
-def test_report_shows_the_choices(build: Path, tmp_path: Path) -> None:
-    """`mpilens report`: a short table of the choices at 80 columns, none without them."""
+@pytest.mark.parametrize("coll", ["allreduce", "bcast"])
+def test_report_shows_the_choices(coll: str, build: Path, tmp_path: Path) -> None:
+    """`mpilens report`: a short table of the choices at 80 columns, one per collective
+    with choices (both adaptive, one called), none without them."""
     prof = tmp_path / "s.prof"
-    proc = run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3", "3"],
+    ncand = len(ALGS[coll])
+    proc = run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3",
+                       str(ncand), coll],
                    env={"MPILENS_COLL": "adaptive", "MPILENS_COLL_LEARN": "3",
                         "MPILENS_COLL_NODES": "2,2", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
     choice = proc.stdout.split("choice=")[1].split()[0]
@@ -138,11 +144,13 @@ def test_report_shows_the_choices(build: Path, tmp_path: Path) -> None:
     assert rep.returncode == 0, rep.stderr
     lines = rep.stdout.splitlines()
     assert all(len(ln) <= 80 for ln in lines)
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("MPI_Allreduce (node-aware"))
+    title = {"allreduce": "MPI_Allreduce", "bcast": "MPI_Bcast"}
+    assert [ln.split()[0] for ln in lines if "(node-aware" in ln] == [title[coll]]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"{title[coll]} (node-aware"))
     [row] = [ln for ln in lines[start:] if ln.startswith("│")]
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells[:4] == ["4", "4 KiB", choice, "learned"]
-    assert {"twolevel", "multileader"} & set(cells[4:])  # the candidate compared
+    assert set(ALGS[coll][1:]) & set(cells[4:])  # the candidate compared
     plain = tmp_path / "p.prof"
     run_mpi(2, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3", "1"],
             env={"MPILENS_OUTPUT": str(plain)}, cwd=tmp_path, check=False)
