@@ -81,14 +81,14 @@ static void one(MPI_Comm comm, const char *cname, int t, int root, long n, int r
 
 int main(int argc, char **argv)
 {
+    int reps = argc > 1 ? atoi(argv[1]) : 1;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
-    int reps = argc > 1 ? atoi(argv[1]) : 1;
-    MPI_Comm rev;
-    MPI_Comm_split(MPI_COMM_WORLD, 0, P - 1 - rank, &rev);
+    MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_NULL}; /* world, every rank in reverse */
+    MPI_Comm_split(MPI_COMM_WORLD, 0, P - 1 - rank, &comms[1]);
     for (int c = 0; c < 2; c++) {
-        MPI_Comm comm = c ? rev : MPI_COMM_WORLD;
+        MPI_Comm comm = comms[c];
         const char *cname = c ? "reversed" : "world";
         for (int t = 0; t < NT; t++)
             for (int root = 0; root < P; root++) {
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
         for (int r = 0; r < reps; r++)
             one(comm, cname, T_DOUBLE, P - 1, (1L << 20) / (long)sizeof(double), r);
     }
-    MPI_Comm_free(&rev);
+    MPI_Comm_free(&comms[1]);
     /* left to the MPI: count 0, a derived datatype, an intercommunicator */
     int d[15], x = rank == 0 ? 42 : -1;
     MPI_Bcast(&x, 0, MPI_INT, 0, MPI_COMM_WORLD);
