@@ -4,8 +4,8 @@ tests/progs/coll_bcast.c checks every element of every rank against the root's v
 (computed by every rank, bit for bit), from every rank as the root, with MPI_INT,
 MPI_DOUBLE, MPI_CHAR and MPI_DOUBLE_INT on 1, 7 and 10007 elements and 1 MiB, on
 MPI_COMM_WORLD and a reversed communicator; here on the node layouts of
-test_coll_allreduce.py (one node, 2,2, 1,3,3,1 (MPICH 1,2,1), 2,1), twolevel forced and
-adaptive (every case twice in a row: racing and chosen calls), and the profile's coll
+test_coll_allreduce.py (one node, 2,2, 1,3,3,1 (MPICH 1,2,1), 2,1), each algorithm forced
+and adaptive (every case twice in a row: racing and chosen calls), and the profile's coll
 section must count every call: the served ones, the ones left to the MPI (count 0, a
 derived datatype, an intercommunicator), none at all by default.  The race call by call
 is test_coll_select.py's (test_race_count_and_agreement, bcast).
@@ -19,6 +19,7 @@ import pytest
 from conftest import read_profile, run_mpi
 from test_coll_allreduce import LAYOUTS
 
+ALGS = ["mpi", "twolevel", "scatterallgather"]
 TYPES, COUNTS = 4, 3
 DECLINED = 3  # count 0, derived datatype, intercommunicator (2 ranks or more)
 # size classes: 1, 7, 10007 elements of 4, 8, 1 and 12 bytes (MPI_DOUBLE_INT's size; its
@@ -42,19 +43,21 @@ def _run(build: Path, tmp: Path, np_: int, env: dict[str, str], reps: int = 1) -
     return header
 
 
+@pytest.mark.parametrize("alg", ALGS[1:])
 @pytest.mark.parametrize("np_,nodes", LAYOUTS, ids=lambda v: str(v))
-def test_twolevel_exact(np_: int, nodes: str | None, build: Path, tmp_path: Path) -> None:
-    env = {"MPILENS_COLL_BCAST": "twolevel"}
+def test_forced_algorithm_exact(alg: str, np_: int, nodes: str | None, build: Path,
+                                tmp_path: Path) -> None:
+    env = {"MPILENS_COLL_BCAST": alg}
     if nodes:
         env["MPILENS_COLL_NODES"] = nodes
     header = _run(build, tmp_path, np_, env)
     assert header["sections"]["coll"] == 1 and list(header["coll"]) == ["bcast"]
     sec = header["coll"]["bcast"]
-    assert sec["forced"] == sec["mode"] == "twolevel"
-    assert sec["calls"] == {"mpi": 0, "twolevel": _calls(np_) * np_}
+    assert sec["forced"] == sec["mode"] == alg
+    assert sec["calls"] == {a: _calls(np_) * np_ if a == alg else 0 for a in ALGS}
     assert sec["declined"] == DECLINED * np_
     assert [(r["choice"], r["source"], r["communicators"], r["learning_calls"])
-            for r in sec["choices"]] == [("twolevel", "forced", 2, 0)] * CLASSES
+            for r in sec["choices"]] == [(alg, "forced", 2, 0)] * CLASSES
     assert sum(r["calls"] for r in sec["choices"]) == _calls(np_)
     fn = header["functions"]["MPI_Bcast"]
     assert fn["calls"] == (_calls(np_) + DECLINED) * np_
@@ -76,23 +79,30 @@ def test_adaptive_exact(np_: int, nodes: str | None, build: Path, tmp_path: Path
     one = nodes is None or "," not in nodes
     source = "one node" if one else "learned"  # no layout of 1,1,...: 2 ranks on some node
     if one:
-        assert sec["calls"] == {"mpi": calls * np_, "twolevel": 0}
+        assert sec["calls"] == {"mpi": calls * np_, "twolevel": 0, "scatterallgather": 0}
     recs = sec["choices"]
     assert sum(r["calls"] for r in recs) == calls
     assert sum(r["communicators"] for r in recs) == 2 * CLASSES
     for r in recs:
+        ncand = 3 if r["bytes"] >= 1 << 16 else 2  # scatterallgather from 64 KiB
         assert r["source"] in (source, "learning"), r
         if r["source"] == "learning":  # fewer calls there than a race: all of them racing
             assert r["choice"] is None
-            assert r["learning_calls"] == r["calls"] < 3 * 2 * r["communicators"]
+            assert r["learning_calls"] == r["calls"] < 3 * ncand * r["communicators"]
         elif one:
             assert r["choice"] == "mpi" and r["learning_calls"] == r["lost_calls"] == 0
         else:
-            assert r["choice"] in ("mpi", "twolevel")
-            assert r["learning_calls"] == 3 * 2 * r["communicators"]
-            assert r["lost_calls"] == 3 * r["communicators"]
+            assert r["choice"] in ALGS[:ncand]
+            assert r["learning_calls"] == 3 * ncand * r["communicators"]
+            assert r["lost_calls"] == 3 * (ncand - 1) * r["communicators"]
             assert r["ratio_lo"] <= r["ratio"] <= r["ratio_hi"]
-    assert header["functions"]["MPI_Bcast"]["repro_calls"] == sec["calls"]["twolevel"]
+    if not one:  # 6 calls of 1 MiB: still racing, every candidate twice on every rank
+        assert [r["learning_calls"] for r in recs if r["bytes"] == 1 << 20] == [2 * 2]
+        big = [r for r in recs if r["bytes"] == 1 << 16]  # 80056 and 120084 bytes, 24 calls
+        assert sum(r["learning_calls"] for r in big) == 3 * 3 * 2
+        assert sec["calls"]["scatterallgather"] > 0
+    assert header["functions"]["MPI_Bcast"]["repro_calls"] == (
+        sec["calls"]["twolevel"] + sec["calls"]["scatterallgather"])
 
 
 @pytest.mark.parametrize("env", [{}, {"MPILENS_COLL_BCAST": "mpi"},
@@ -110,4 +120,5 @@ def test_repro_has_no_bcast_meaning(build: Path, tmp_path: Path) -> None:
     """MPILENS_REPRO=1 changes nothing for MPI_Bcast: twolevel serves every eligible call."""
     header = _run(build, tmp_path, 4, {"MPILENS_COLL_BCAST": "twolevel", "MPILENS_REPRO": "1",
                                        "MPILENS_COLL_NODES": "2,2"})
-    assert header["coll"]["bcast"]["calls"] == {"mpi": 0, "twolevel": _calls(4) * 4}
+    assert header["coll"]["bcast"]["calls"] == {"mpi": 0, "twolevel": _calls(4) * 4,
+                                                "scatterallgather": 0}

@@ -81,8 +81,10 @@ RACES = [(4, "2,2", 3, "learned"), (4, "1,2,1", 2, "learned"), (4, None, 1, "one
          (3, "1,1,1", 1, "one rank per node")]
 
 
-# every collective's candidates (MPI_Bcast: mpi and twolevel, on any layout)
-ALGS = {"allreduce": ["mpi", "twolevel", "multileader"], "bcast": ["mpi", "twolevel"]}
+# every collective's algorithms; MPI_Bcast's candidates below 64 KiB: mpi and twolevel
+ALGS = {"allreduce": ["mpi", "twolevel", "multileader"],
+        "bcast": ["mpi", "twolevel", "scatterallgather"]}
+SMALL = {"allreduce": 3, "bcast": 2}  # candidates at most at 8000 bytes
 
 
 @pytest.mark.parametrize("np_,nodes,ncand,source", RACES, ids=lambda v: str(v))
@@ -97,7 +99,7 @@ def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand:
     if nodes:
         env["MPILENS_COLL_NODES"] = nodes
     algs = ALGS[coll]
-    ncand = min(ncand, len(algs))
+    ncand = min(ncand, SMALL[coll])
     proc = run_mpi(np_, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select",
                          str(rounds), str(ncand), coll], env=env, cwd=tmp_path)
     race = rounds * ncand if ncand > 1 else 0
@@ -134,7 +136,7 @@ def test_report_shows_the_choices(coll: str, build: Path, tmp_path: Path) -> Non
     """`mpilens report`: a short table of the choices at 80 columns, one per collective
     with choices (both adaptive, one called), none without them."""
     prof = tmp_path / "s.prof"
-    ncand = len(ALGS[coll])
+    ncand = SMALL[coll]
     proc = run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3",
                        str(ncand), coll],
                    env={"MPILENS_COLL": "adaptive", "MPILENS_COLL_LEARN": "3",
@@ -255,8 +257,8 @@ def test_bad_rounds_one_line(value: str, build: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("var,value,algs", [
     ("MPILENS_COLL_ALLREDUCE", "fastest", "mpi, twolevel, multileader, adaptive"),
-    ("MPILENS_COLL_BCAST", "multileader", "mpi, twolevel, adaptive"),
-    ("MPILENS_COLL_BCAST", "Adaptive", "mpi, twolevel, adaptive")])
+    ("MPILENS_COLL_BCAST", "multileader", "mpi, twolevel, scatterallgather, adaptive"),
+    ("MPILENS_COLL_BCAST", "Adaptive", "mpi, twolevel, scatterallgather, adaptive")])
 def test_bad_mode_one_line(var: str, value: str, algs: str, build: Path,
                            tmp_path: Path) -> None:
     proc = run_mpi(2, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select"],

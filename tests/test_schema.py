@@ -101,7 +101,8 @@ def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: s
     elif prog == "coll_bcast":  # 2 x (3 roots x 4 types x 3 counts + 1) calls a rank
         assert header["sections"] == {"coll": SCHEMA["records"]["coll"]["version"]}
         assert list(header["coll"]) == ["bcast"]
-        assert header["coll"]["bcast"]["calls"] == {"mpi": 0, "twolevel": 3 * 74}
+        assert header["coll"]["bcast"]["calls"] == {"mpi": 0, "twolevel": 3 * 74,
+                                                    "scatterallgather": 0}
     else:
         assert "sections" not in header and "alltoall" not in header
     assert profile.load(out).nranks == 3

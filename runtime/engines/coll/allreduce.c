@@ -91,8 +91,9 @@ static int forced(int alg, const ml_coll_comm *ci)
     return alg == A_MULTILEADER && ci->uniform ? A_MULTILEADER : A_TWOLEVEL;
 }
 
-static int candidates(const ml_coll_comm *ci, int *cand)
+static int candidates(const ml_coll_comm *ci, int cls, int *cand)
 {
+    (void)cls;
     cand[0] = A_MPI;
     cand[1] = A_TWOLEVEL;
     cand[2] = A_MULTILEADER;

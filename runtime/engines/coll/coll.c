@@ -123,6 +123,7 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
     pthread_mutex_unlock(&live_lock);
     keep_keys(ci);
     free(ci->counts);
+    free(ci->lcounts);
     free(ci);
     return MPI_SUCCESS;
 }
@@ -241,8 +242,8 @@ static int new_key(int c, const ml_coll_comm *ci, ml_sel_key *k)
         ml_sel_fix(k, 0, ci->one_node ? ML_SEL_ONE_NODE : ML_SEL_ONE_PER_NODE);
         return MPI_SUCCESS;
     }
-    int cand[ML_SEL_MAXCAND];
-    return ml_sel_race(k, cand, d->candidates(ci, cand), set.learn);
+    int cand[ML_SEL_MAXCAND], cls = (int)(k - ci->keys) % ML_SEL_CLASSES;
+    return ml_sel_race(k, cand, d->candidates(ci, cls, cand), set.learn);
 }
 
 /* Collective c's call a: an MPI return code, or -1 when not served (not
@@ -380,8 +381,8 @@ static const ml_setting settings[] = {
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_bcast", .type = ML_SET_CUSTOM, .parse = parse_mode,
      .out = &st[C_BCAST], .unset = "as MPILENS_COLL",
-     .accepted = "one of mpi, twolevel, adaptive",
-     .help = "MPI_Bcast: the MPI's own (mpi), the node-aware algorithm forced on eligible "
+     .accepted = "one of mpi, twolevel, scatterallgather, adaptive",
+     .help = "MPI_Bcast: the MPI's own (mpi), a node-aware algorithm forced on eligible "
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_learn", .type = ML_SET_INT, .def = "5", .lo = ML_SEL_MIN_ROUNDS,
      .accepted = "an integer from 3 to 64",

@@ -23,6 +23,7 @@ typedef struct ml_coll_comm {
     int one_per_node;/* one rank on every node */
     int size, rank;  /* in the communicator */
     int *counts;     /* [lsize] slice lengths (multileader), then [lsize] displacements */
+    int *lcounts;    /* leaders, once needed: [nodes] slice lengths, then displacements */
     int root[ML_COLL_ROOTS][3]; /* a root (rank + 1, 0: none), its leader, its lrank */
     ml_sel_key *keys;/* [collectives][ML_SEL_CLASSES]: the selection's keys */
     struct ml_coll_comm *prev, *next; /* the live ones (MPI_Finalize records their keys) */
@@ -53,8 +54,9 @@ typedef struct ml_coll_def {
      * another where the forced one needs what ci lacks). */
     int (*forced)(int alg, const ml_coll_comm *ci);
     /* Adaptive on ci, a communicator across nodes with more than one rank
-     * on some node: the race's candidates into cand (cand[0] = 0), their number. */
-    int (*candidates)(const ml_coll_comm *ci, int *cand);
+     * on some node, calls of size class cls: the race's candidates into cand
+     * (cand[0] = 0), their number. */
+    int (*candidates)(const ml_coll_comm *ci, int cls, int *cand);
 } ml_coll_def;
 
 extern const ml_coll_def ml_coll_allreduce_def, ml_coll_bcast_def;
