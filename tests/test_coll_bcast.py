@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import read_profile, run_mpi
+from conftest import FLAVOUR, read_profile, run_mpi
 from test_coll_allreduce import LAYOUTS
 
 ALGS = ["mpi", "twolevel", "scatterallgather"]
@@ -69,6 +69,11 @@ def test_adaptive_exact(np_: int, nodes: str | None, build: Path, tmp_path: Path
     env = {"MPILENS_COLL_BCAST": "adaptive", "MPILENS_COLL_LEARN": "3"}
     if nodes:
         env["MPILENS_COLL_NODES"] = nodes
+    if FLAVOUR == "intelmpi":
+        # Intel MPI 2021.18's shared-memory collectives return zeros past 32 KiB when large
+        # MPI_Bcast calls on MPI_COMM_WORLD alternate with ones on its sub-communicators
+        # (reproduced without mpilens: docs/notes/coll-select-rounds.md); a race does that.
+        env["I_MPI_COLL_INTRANODE"] = "pt2pt"
     header = _run(build, tmp_path, np_, env, reps=2)
     assert list(header["coll"]) == ["bcast"]
     sec = header["coll"]["bcast"]

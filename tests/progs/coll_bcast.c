@@ -72,7 +72,10 @@ static void one(MPI_Comm comm, const char *cname, int t, int root, long n, int r
     for (long e = 0; e < n; e++) {
         value(t, root, e, rep, v);
         if (!same(t, v, buf + sz * e)) {
-            fail(cname, t, root, n, e, "not the root's value");
+            char what[80];
+            snprintf(what, sizeof what, "not the root's value (first byte 0x%02x, not 0x%02x)",
+                     (unsigned char)buf[sz * e], (unsigned char)v[0]);
+            fail(cname, t, root, n, e, what);
             break;
         }
     }
