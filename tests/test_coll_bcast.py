@@ -33,6 +33,11 @@ def _calls(np_: int, reps: int = 1) -> int:
     return 2 * (np_ * TYPES * COUNTS + 1) * reps
 
 
+def _layout(nodes: str | None) -> dict[str, str]:
+    """MPILENS_COLL_NODES for a declared layout, nothing for the real one (one node)."""
+    return {"MPILENS_COLL_NODES": nodes} if nodes else {}
+
+
 def _run(build: Path, tmp: Path, np_: int, env: dict[str, str], reps: int = 1) -> dict:
     prof = tmp / "b.prof"
     proc = run_mpi(np_, [build / "bin" / "mpilens-exec", build / "tests" / "coll_bcast",
@@ -47,10 +52,7 @@ def _run(build: Path, tmp: Path, np_: int, env: dict[str, str], reps: int = 1) -
 @pytest.mark.parametrize("np_,nodes", LAYOUTS, ids=lambda v: str(v))
 def test_forced_algorithm_exact(alg: str, np_: int, nodes: str | None, build: Path,
                                 tmp_path: Path) -> None:
-    env = {"MPILENS_COLL_BCAST": alg}
-    if nodes:
-        env["MPILENS_COLL_NODES"] = nodes
-    header = _run(build, tmp_path, np_, env)
+    header = _run(build, tmp_path, np_, {"MPILENS_COLL_BCAST": alg, **_layout(nodes)})
     assert header["sections"]["coll"] == 1 and list(header["coll"]) == ["bcast"]
     sec = header["coll"]["bcast"]
     assert sec["forced"] == sec["mode"] == alg
@@ -66,9 +68,7 @@ def test_forced_algorithm_exact(alg: str, np_: int, nodes: str | None, build: Pa
 
 @pytest.mark.parametrize("np_,nodes", LAYOUTS, ids=lambda v: str(v))
 def test_adaptive_exact(np_: int, nodes: str | None, build: Path, tmp_path: Path) -> None:
-    env = {"MPILENS_COLL_BCAST": "adaptive", "MPILENS_COLL_LEARN": "3"}
-    if nodes:
-        env["MPILENS_COLL_NODES"] = nodes
+    env = {"MPILENS_COLL_BCAST": "adaptive", "MPILENS_COLL_LEARN": "3", **_layout(nodes)}
     if FLAVOUR == "intelmpi":
         # Intel MPI 2021.18's shared-memory collectives return zeros past 32 KiB when large
         # MPI_Bcast calls on MPI_COMM_WORLD alternate with ones on its sub-communicators
