@@ -1,9 +1,11 @@
-"""The adaptive MPI_Allreduce (MPILENS_COLL_ALLREDUCE=adaptive, docs/collectives.md).
+"""The adaptive MPI_Allreduce (MPILENS_COLL_ALLREDUCE=adaptive, docs/collectives.md), and
+the selection as every collective uses it.
 
 Exact results while racing and after the choice (tests/progs/coll_allreduce.c, every case
-twice in a row, on the node layouts of test_coll_allreduce.py, in place and not); the race
-call by call (tests/progs/coll_select.c: R x C race calls, then the choice, the same on every
-rank; none on one node or with one rank per node) and the profile's record of it; the
+twice in a row, on the node layouts of test_coll_allreduce.py, in place and not; MPI_Bcast's:
+test_coll_bcast.py); the race call by call, MPI_Allreduce and MPI_Bcast
+(tests/progs/coll_select.c: R x C race calls, then the choice, the same on every rank; none
+on one node or with one rank per node) and the profile's record of it; the report's table; the
 decision rule on given times (tests/progs/sel_decide.c).  Which algorithm is faster on this
 machine is never assumed: the choice is only checked to be a candidate, the same everywhere.
 """
@@ -79,29 +81,42 @@ RACES = [(4, "2,2", 3, "learned"), (4, "1,2,1", 2, "learned"), (4, None, 1, "one
          (3, "1,1,1", 1, "one rank per node")]
 
 
+# every collective's algorithms; MPI_Bcast's candidates below 64 KiB: mpi and twolevel
+ALGS = {"allreduce": ["mpi", "twolevel", "multileader"],
+        "bcast": ["mpi", "twolevel", "scatterallgather"]}
+SMALL = {"allreduce": 3, "bcast": 2}  # candidates at most at 8000 bytes
+
+
 @pytest.mark.parametrize("np_,nodes,ncand,source", RACES, ids=lambda v: str(v))
 @pytest.mark.parametrize("rounds", [3, 5])
-def test_race_count_and_agreement(np_: int, nodes: str | None, ncand: int, source: str,
-                                  rounds: int, build: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("coll", ["allreduce", "bcast"])
+def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand: int,
+                                  source: str, rounds: int, build: Path,
+                                  tmp_path: Path) -> None:
     env = {"MPILENS_COLL": "adaptive", "MPILENS_OUTPUT": str(tmp_path / "s.prof")}
     if rounds != 5:
         env["MPILENS_COLL_LEARN"] = str(rounds)  # 5: the default
     if nodes:
         env["MPILENS_COLL_NODES"] = nodes
+    algs = ALGS[coll]
+    ncand = min(ncand, SMALL[coll])
     proc = run_mpi(np_, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select",
-                         str(rounds), str(ncand)], env=env, cwd=tmp_path)
+                         str(rounds), str(ncand), coll], env=env, cwd=tmp_path)
     race = rounds * ncand if ncand > 1 else 0
     assert f"race={race} choice=" in proc.stdout and "agree=1" in proc.stdout, proc.stdout
     choice = proc.stdout.split("choice=")[1].split()[0]
     header, _ = read_profile(tmp_path / "s.prof")
-    sec = header["coll"]["allreduce"]
-    cands = ["mpi", "twolevel", "multileader"][:ncand]
+    sec = header["coll"][coll]
+    cands = algs[:ncand]
     assert choice in cands
     calls = race + 3
     # each rank ran every candidate once per round, then the choice 3 times
     assert sec["calls"] == {a: np_ * ((rounds if ncand > 1 and a in cands else 0)
                                       + (3 if a == choice else 0))
-                            for a in ("mpi", "twolevel", "multileader")}
+                            for a in algs}
+    other = "allreduce" if coll == "bcast" else "bcast"  # adaptive too, never called
+    assert header["coll"][other]["calls"] == {a: 0 for a in ALGS[other]}
+    assert header["coll"][other]["choices"] == []
     [rec] = sec["choices"]
     assert (rec["comm_size"], rec["bytes"], rec["choice"], rec["source"], rec["communicators"],
             rec["calls"], rec["learning_calls"], rec["lost_calls"]) == (
@@ -116,10 +131,14 @@ def test_race_count_and_agreement(np_: int, nodes: str | None, ncand: int, sourc
         assert "against" not in rec and rec["lost_s"] == 0
 
 
-def test_report_shows_the_choices(build: Path, tmp_path: Path) -> None:
-    """`mpilens report`: a short table of the choices at 80 columns, none without them."""
+@pytest.mark.parametrize("coll", ["allreduce", "bcast"])
+def test_report_shows_the_choices(coll: str, build: Path, tmp_path: Path) -> None:
+    """`mpilens report`: a short table of the choices at 80 columns, one per collective
+    with choices (both adaptive, one called), none without them."""
     prof = tmp_path / "s.prof"
-    proc = run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3", "3"],
+    ncand = SMALL[coll]
+    proc = run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3",
+                       str(ncand), coll],
                    env={"MPILENS_COLL": "adaptive", "MPILENS_COLL_LEARN": "3",
                         "MPILENS_COLL_NODES": "2,2", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
     choice = proc.stdout.split("choice=")[1].split()[0]
@@ -127,11 +146,13 @@ def test_report_shows_the_choices(build: Path, tmp_path: Path) -> None:
     assert rep.returncode == 0, rep.stderr
     lines = rep.stdout.splitlines()
     assert all(len(ln) <= 80 for ln in lines)
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("MPI_Allreduce (node-aware"))
+    title = {"allreduce": "MPI_Allreduce", "bcast": "MPI_Bcast"}
+    assert [ln.split()[0] for ln in lines if "(node-aware" in ln] == [title[coll]]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"{title[coll]} (node-aware"))
     [row] = [ln for ln in lines[start:] if ln.startswith("│")]
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells[:4] == ["4", "4 KiB", choice, "learned"]
-    assert {"twolevel", "multileader"} & set(cells[4:])  # the candidate compared
+    assert set(ALGS[coll][1:]) & set(cells[4:])  # the candidate compared
     plain = tmp_path / "p.prof"
     run_mpi(2, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3", "1"],
             env={"MPILENS_OUTPUT": str(plain)}, cwd=tmp_path, check=False)
@@ -154,13 +175,14 @@ def test_forced_records_its_choices(build: Path, tmp_path: Path) -> None:
 
 
 def test_per_collective_setting_overrides(build: Path, tmp_path: Path) -> None:
-    """MPILENS_COLL_ALLREDUCE=mpi under MPILENS_COLL=adaptive: nothing served, no section."""
+    """MPILENS_COLL_ALLREDUCE=mpi under MPILENS_COLL=adaptive: MPI_Allreduce left to the MPI
+    (no allreduce section), MPI_Bcast still adaptive."""
     prof = tmp_path / "m.prof"
     run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_allreduce"],
             env={"MPILENS_COLL": "adaptive", "MPILENS_COLL_ALLREDUCE": "mpi",
                  "MPILENS_COLL_NODES": "2,2", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
     header, _ = read_profile(prof)
-    assert "coll" not in header and "coll" not in header.get("sections", {})
+    assert list(header["coll"]) == ["bcast"] and header["coll"]["bcast"]["mode"] == "adaptive"
     assert header["functions"]["MPI_Allreduce"].get("repro_calls", 0) == 0
 
 
@@ -233,10 +255,15 @@ def test_bad_rounds_one_line(value: str, build: Path, tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_bad_mode_one_line(build: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("var,value,algs", [
+    ("MPILENS_COLL_ALLREDUCE", "fastest", "mpi, twolevel, multileader, adaptive"),
+    ("MPILENS_COLL_BCAST", "multileader", "mpi, twolevel, scatterallgather, adaptive"),
+    ("MPILENS_COLL_BCAST", "Adaptive", "mpi, twolevel, scatterallgather, adaptive")])
+def test_bad_mode_one_line(var: str, value: str, algs: str, build: Path,
+                           tmp_path: Path) -> None:
     proc = run_mpi(2, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select"],
-                   env={"MPILENS_COLL_ALLREDUCE": "fastest",
-                        "MPILENS_OUTPUT": str(tmp_path / "x.prof")}, cwd=tmp_path, check=False)
+                   env={var: value, "MPILENS_OUTPUT": str(tmp_path / "x.prof")}, cwd=tmp_path,
+                   check=False)
     assert proc.returncode == 2
-    assert ("mpilens: MPILENS_COLL_ALLREDUCE='fastest' is invalid: expected one of mpi, "
-            "twolevel, multileader, adaptive") in proc.stderr
+    assert f"mpilens: {var}='{value}' is invalid: expected one of {algs}\n" in proc.stderr
+    assert "Traceback" not in proc.stderr

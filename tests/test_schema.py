@@ -68,6 +68,7 @@ def check_record(where: str, rec: dict[str, Any], name: str) -> None:
     ("coll_allreduce", [], {"MPILENS_COLL_ALLREDUCE": "multileader", "MPILENS_COLL_NODES": "2,1"}),
     ("coll_allreduce", ["2"], {"MPILENS_COLL": "adaptive", "MPILENS_COLL_LEARN": "3",
                                "MPILENS_COLL_NODES": "2,1"}),
+    ("coll_bcast", [], {"MPILENS_COLL_BCAST": "twolevel", "MPILENS_COLL_NODES": "2,1"}),
 ])
 def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: str,
                                             args: list[str], env: dict[str, str]) -> None:
@@ -96,6 +97,12 @@ def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: s
             assert any("ratio" in r for r in sec["choices"])
         else:
             assert sec["calls"]["twolevel"] == 3 * 80
+        assert ("bcast" in header["coll"]) == (env.get("MPILENS_COLL") == "adaptive")
+    elif prog == "coll_bcast":  # 2 x (3 roots x 4 types x 3 counts + 1) calls a rank
+        assert header["sections"] == {"coll": SCHEMA["records"]["coll"]["version"]}
+        assert list(header["coll"]) == ["bcast"]
+        assert header["coll"]["bcast"]["calls"] == {"mpi": 0, "twolevel": 3 * 74,
+                                                    "scatterallgather": 0}
     else:
         assert "sections" not in header and "alltoall" not in header
     assert profile.load(out).nranks == 3

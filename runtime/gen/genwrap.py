@@ -674,8 +674,8 @@ def timed_body(plan: Plan, call: str, ok: str, served: bool) -> list[str]:
     # already, where MPI_COMM_NULL may cost a load), else MPI_COMM_NULL
     fl = plan.fl or f"ML_FL_OTHER, {plan.comm or 'MPI_COMM_NULL'}, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0"
     out.append(f"    if (ML_FL_ON && on && !_sh) (void)ml_fl_set(S, FID, {fl}, ML_TIMED(tm) ? t0 : ml_hot.fl_clock);")
-    if served:
-        out.append("    ml_thr.served = 0;")
+    # served: 0 before every call (each overridden call resets it after itself, the
+    # only place ml_mark_served is called from), read and reset after it
     out.append(f"    {call};")
     out.append("    if (ML_FL_ON && on && !_sh) ml_fl_done(S);")
     if fl.startswith("ML_FL_COLL"):  # the end of a call sampled for late arrival (late.h)

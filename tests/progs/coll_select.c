@@ -1,16 +1,19 @@
 /* coll_select: the adaptive MPI_Allreduce's race, call by call
  * (MPILENS_COLL_ALLREDUCE=adaptive, tests/test_coll_select.py).
  *
- *   coll_select R C
+ *   coll_select R C [bcast]
  *
  * On MPI_COMM_WORLD, R x C + 3 in-place MPI_SUM calls of 1000 doubles (8000
  * bytes: size class 4096), each checked exactly; after each one the choice
- * from mpilens_coll_allreduce_choice() (dlsym in libmpilens.so) must be NULL
+ * from mpilens_coll_choice("allreduce") (dlsym in libmpilens.so) must be NULL
  * with i race calls after call i while i < R x C, then the choice with
  * R x C race calls (C = 1: no race, the choice at once and 0 race calls).
  * Every rank must hold the same choice (its index, reduced with MIN and
  * MAX).  Prints "race=N choice=NAME agree=1" on rank 0; a wrong value prints
- * one FAIL line and the job exits with status 1. */
+ * one FAIL line and the job exits with status 1.
+ *
+ * With "bcast": MPI_Bcast of the 1000 doubles from the last rank instead
+ * (MPILENS_COLL_BCAST=adaptive), the choice from mpilens_coll_choice("bcast"). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
@@ -18,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef const char *(*choice_fn)(MPI_Comm, long long, long long *);
+typedef const char *(*choice_fn)(const char *, MPI_Comm, long long, long long *);
 static const char *const names[] = {"mpi", "twolevel", "multileader"};
 
 int main(int argc, char **argv)
@@ -29,9 +32,11 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     int R = argc > 2 ? atoi(argv[1]) : 5, C = argc > 2 ? atoi(argv[2]) : 1;
     int race = C > 1 ? R * C : 0;
-    choice_fn choice = (choice_fn)dlsym(RTLD_DEFAULT, "mpilens_coll_allreduce_choice");
+    const char *coll = argc > 3 && strcmp(argv[3], "bcast") == 0 ? "bcast" : "allreduce";
+    int bcast = coll[0] == 'b';
+    choice_fn choice = (choice_fn)dlsym(RTLD_DEFAULT, "mpilens_coll_choice");
     if (!choice) {
-        fprintf(stderr, "FAIL mpilens_coll_allreduce_choice not found (not run under mpilens?)\n");
+        fprintf(stderr, "FAIL mpilens_coll_choice not found (not run under mpilens?)\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     enum { N = 1000 };
@@ -40,14 +45,17 @@ int main(int argc, char **argv)
     long long lc = -1;
     for (int i = 1; i <= race + 3; i++) {
         for (int e = 0; e < N; e++)
-            v[e] = (double)(rank + 1) * (e % 97 + i);
-        MPI_Allreduce(MPI_IN_PLACE, v, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            v[e] = bcast && rank != P - 1 ? -1 : (double)(rank + 1) * (e % 97 + i);
+        if (bcast)
+            MPI_Bcast(v, N, MPI_DOUBLE, P - 1, MPI_COMM_WORLD);
+        else
+            MPI_Allreduce(MPI_IN_PLACE, v, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         for (int e = 0; e < N && !fails; e++)
-            if (v[e] != (double)P * (P + 1) / 2 * (e % 97 + i)) {
+            if (v[e] != (bcast ? (double)P : (double)P * (P + 1) / 2) * (e % 97 + i)) {
                 fprintf(stderr, "FAIL rank=%d call=%d element=%d: %g\n", rank, i, e, v[e]);
                 fails++;
             }
-        got = choice(MPI_COMM_WORLD, 8 * N, &lc);
+        got = choice(coll, MPI_COMM_WORLD, 8 * N, &lc);
         int racing = i < race;
         if (!fails && (racing ? got != NULL || lc != i : got == NULL || lc != race)) {
             fprintf(stderr, "FAIL rank=%d call=%d: choice %s after %lld race calls\n", rank, i,

@@ -107,7 +107,7 @@ RANK_FUNCTION_KEYS: dict[str, type | tuple[type, ...]] = {
 }
 COLL_KEYS: dict[str, type | tuple[type, ...]] = {
 }
-COLL_ALLREDUCE_KEYS: dict[str, type | tuple[type, ...]] = {
+COLL_COLLECTIVE_KEYS: dict[str, type | tuple[type, ...]] = {
     "calls": dict,
     "declined": int,
 }

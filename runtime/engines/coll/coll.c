@@ -1,34 +1,21 @@
-/* Node-aware MPI_Allreduce algorithms (docs/collectives.md), forced by
- * MPILENS_COLL_ALLREDUCE, or chosen at run time among them and the MPI's own
- * call (adaptive: MPILENS_COLL_ALLREDUCE=adaptive or MPILENS_COLL=adaptive,
- * the selection in runtime/engines/select); off (the MPI's own call) by
- * default.
+/* The coll engine's common part (coll.h, collint.h; docs/collectives.md):
+ * node-aware algorithms of several collectives (allreduce.c, bcast.c),
+ * forced per collective by MPILENS_COLL_<NAME>, or chosen at run time among
+ * them and the MPI's own call (adaptive: MPILENS_COLL_<NAME>=adaptive or
+ * MPILENS_COLL=adaptive, the selection in runtime/engines/select); off (the
+ * MPI's own call) by default.  A collective is one ml_coll_def, listed in
+ * colls[] below, and its setting in settings[].
  *
- *   twolevel     PMPI_Reduce to the node's first rank over a node
- *                communicator, PMPI_Allreduce among those node leaders,
- *                PMPI_Bcast within the node;
- *   multileader  the vector cut into one slice per rank of the node:
- *                PMPI_Reduce_scatter_block (or PMPI_Reduce_scatter when the
- *                count is not a multiple of the ranks per node) within the
- *                node, PMPI_Allreduce of each slice among the ranks with the
- *                same node-local index, PMPI_Allgather(v) within the node.
- *                Needs the same number of ranks on every node of the
- *                communicator; otherwise the call takes twolevel.
+ * Eligible calls: intracommunicators, count > 0, a predefined datatype, a
+ * predefined operation (collectives with one), a root of the communicator
+ * (collectives with one); anything else, and every call when nothing is
+ * forced, goes to the MPI's own call.
  *
- * Every rank gets the same bits: each element is combined once, on one rank
- * of a node, then among the ranks of one cross-node communicator (the MPI's
- * Allreduce, which MPI advises to give every rank the same result), and
- * copied to the rest of the node (Bcast, Allgather).
- *
- * Eligible calls: intracommunicators, count > 0, a predefined datatype and a
- * predefined operation (all of which are commutative); anything else, and
- * every call when nothing is forced, goes to the MPI's own call.
- *
- * Adaptive: per (communicator, size class of count x type size) a key of the
- * selection (select.h) with the candidates mpi, twolevel and, with the same
- * number of ranks on every node, multileader.  On a communicator within one
- * node, or with one rank per node, the node-aware ones are the MPI's own
- * call with extra steps: mpi at once, no race.
+ * Adaptive: per (collective, communicator, size class of count x type
+ * size) a key of the selection (select.h) with the collective's candidates.
+ * On a communicator within one node, or with one rank per node, the
+ * node-aware ones are the MPI's own call with extra steps: mpi at once, no
+ * race.
  *
  * The node communicators are built once per user communicator, at its first
  * eligible call (collective: every rank of it makes the same call), by
@@ -43,55 +30,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collint.h"
 #include "engine.h"
 #include "ml_schema.h" /* generated from schema/profile.json: the section's version */
-#include "../select/select.h"
 
-enum { A_MPI, A_TWOLEVEL, A_MULTILEADER, A_N, A_ADAPTIVE = A_N };
-static const char *const modes[] = {"mpi", "twolevel", "multileader", "adaptive", NULL};
+/* The collectives: one line each (collint.h). */
+enum { C_ALLREDUCE, C_BCAST, C_N };
+static const ml_coll_def *const colls[C_N] = {&ml_coll_allreduce_def, &ml_coll_bcast_def};
+
 static const char *const all_modes[] = {"mpi", "adaptive", NULL};
 
-/* The selection's client (select.h): MPI_Allreduce's candidates. */
-static const ml_sel_client allreduce_client = {"allreduce", A_N, modes};
+/* A collective's state: its setting, the mode in force, its counts and
+ * finished keys. */
+typedef struct {
+    int setting;        /* MPILENS_COLL_<NAME>: a candidate or ncand (adaptive), -1 unset */
+    int mode;           /* in force: 0 the MPI's own, a candidate forced, ncand adaptive */
+    long long served[ML_SEL_MAXCAND], declined; /* calls, this rank (mpi: only by choice) */
+    long long tot_served[ML_SEL_MAXCAND], tot_declined; /* sums over ranks, rank 0 */
+    ml_sel_table table;
+} coll_state;
+
+static coll_state st[C_N] = {{.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER},
+                             {.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER}};
 
 static struct {
     int all;            /* MPILENS_COLL: 0 mpi, 1 adaptive */
-    int allreduce;      /* MPILENS_COLL_ALLREDUCE: A_* or A_ADAPTIVE, -1 unset (as MPILENS_COLL) */
     int learn;          /* MPILENS_COLL_LEARN: rounds of a race */
     char *nodes;        /* MPILENS_COLL_NODES (testing): ranks per node, NULL: the real layout */
-} set = {.allreduce = -1};
-static int mode = A_MPI; /* the MPI_Allreduce mode in force: A_* or A_ADAPTIVE */
-static ml_sel_table table = {.lock = PTHREAD_MUTEX_INITIALIZER}; /* finished keys */
+} set;
 
 static int my_node = -1;                 /* this rank's node (layout in force) */
 static int keyval = MPI_KEYVAL_INVALID;
-int ml_coll_allreduce_on; /* forced and the keyval made: the dispatch's test (coll.h) */
-static long long served[A_N], declined;  /* calls, this rank (mpi: only by choice) */
-static long long tot_served[A_N], tot_declined; /* sums over ranks, rank 0 */
+int ml_coll_allreduce_on, ml_coll_bcast_on; /* the dispatch's tests (coll.h) */
 
-/* ---- per-communicator node communicators ---- */
-
-typedef struct comm_info {
-    MPI_Comm node;   /* the ranks of this communicator on my node */
-    MPI_Comm cross;  /* the ranks with my node-local index, one per node */
-    int lsize, lrank;
-    int uniform;     /* every node has lsize ranks */
-    int one_node;    /* all ranks on one node */
-    int one_per_node;/* one rank on every node */
-    int size, rank;  /* in the communicator */
-    int *counts;     /* [lsize] slice lengths (multileader), then [lsize] displacements */
-    ml_sel_key *keys;/* [ML_SEL_CLASSES]: the selection's keys (recorded modes) */
-    struct comm_info *prev, *next; /* the live ones (MPI_Finalize records their keys) */
-} comm_info;
-
-static comm_info *live;
+static ml_coll_comm *live;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The last FAST eligible calls' communicator, datatype, operation and count
- * and their keys: a repeated call (the common case, also when a loop
- * alternates a few kinds of calls) skips the eligibility queries and the
- * attribute lookup.  Datatype and operation are predefined (never freed); a
- * communicator freed bumps comm_gen (its handle may come back for another). */
+/* Per collective, the last FAST eligible calls' communicator, datatype,
+ * operation and count and their keys: a repeated call (the common case, also
+ * when a loop alternates a few kinds of calls) skips the eligibility queries
+ * and the attribute lookup.  Datatype and operation are predefined (never
+ * freed); a communicator freed bumps comm_gen (its handle may come back for
+ * another). */
 #define FAST 4
 static unsigned comm_gen;
 typedef struct {
@@ -100,20 +80,24 @@ typedef struct {
     MPI_Op op;
     int count;
     unsigned gen;
-    comm_info *ci;
+    ml_coll_comm *ci;
     ml_sel_key *k;
 } fast_t;
-static __thread __attribute__((tls_model("initial-exec"))) fast_t fast[FAST];
-static __thread __attribute__((tls_model("initial-exec"))) unsigned fast_next;
+static __thread __attribute__((tls_model("initial-exec"))) fast_t fast[C_N][FAST];
+static __thread __attribute__((tls_model("initial-exec"))) unsigned fast_next[C_N];
 
-/* The communicator's keys into the table (its rank 0 only), once. */
-static void keep_keys(comm_info *ci)
+/* ---- per-communicator node communicators ---- */
+
+/* The communicator's keys into the tables (its rank 0 only), once. */
+static void keep_keys(ml_coll_comm *ci)
 {
-    for (int c = 0; ci->keys && c < ML_SEL_CLASSES; c++) {
-        if (ci->rank == 0)
-            ml_sel_keep(&table, ci->size, c, &ci->keys[c]);
-        free(ci->keys[c].t);
-    }
+    for (int c = 0; ci->keys && c < C_N; c++)
+        for (int s = 0; s < ML_SEL_CLASSES; s++) {
+            ml_sel_key *k = &ci->keys[c * ML_SEL_CLASSES + s];
+            if (ci->rank == 0)
+                ml_sel_keep(&st[c].table, ci->size, s, k);
+            free(k->t);
+        }
     free(ci->keys);
     ci->keys = NULL;
 }
@@ -121,7 +105,7 @@ static void keep_keys(comm_info *ci)
 static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
 {
     (void)comm; (void)key; (void)extra;
-    comm_info *ci = val;
+    ml_coll_comm *ci = val;
     int finalized = 0;
     PMPI_Finalized(&finalized);
     if (!finalized) {
@@ -139,14 +123,15 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
     pthread_mutex_unlock(&live_lock);
     keep_keys(ci);
     free(ci->counts);
+    free(ci->lcounts);
     free(ci);
     return MPI_SUCCESS;
 }
 
 /* The node communicators of comm, built at the first call (collective). */
-static comm_info *info_of(MPI_Comm comm, int *rc)
+static ml_coll_comm *info_of(MPI_Comm comm, int *rc)
 {
-    comm_info *ci = NULL;
+    ml_coll_comm *ci = NULL;
     int found = 0, rank, mm[2];
     if ((*rc = PMPI_Comm_get_attr(comm, keyval, &ci, &found)) != MPI_SUCCESS)
         return NULL;
@@ -166,6 +151,9 @@ static comm_info *info_of(MPI_Comm comm, int *rc)
     PMPI_Comm_rank(ci->node, &ci->lrank);
     if ((*rc = PMPI_Comm_split(comm, ci->lrank, rank, &ci->cross)) != MPI_SUCCESS)
         goto fail;
+    PMPI_Comm_rank(ci->cross, &ci->leader); /* the leader's, sent over the node */
+    if ((*rc = PMPI_Bcast(&ci->leader, 1, MPI_INT, 0, ci->node)) != MPI_SUCCESS)
+        goto fail;
     mm[0] = ci->lsize;
     mm[1] = -ci->lsize;
     if ((*rc = PMPI_Allreduce(MPI_IN_PLACE, mm, 2, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS)
@@ -174,7 +162,7 @@ static comm_info *info_of(MPI_Comm comm, int *rc)
     ci->one_node = -mm[1] == ci->size; /* the smallest node holds every rank */
     ci->one_per_node = mm[0] == 1;
     ci->counts = malloc(2 * sizeof(int) * (size_t)ci->lsize);
-    ci->keys = calloc(ML_SEL_CLASSES, sizeof *ci->keys);
+    ci->keys = calloc(C_N * ML_SEL_CLASSES, sizeof *ci->keys);
     if (!ci->counts || !ci->keys) {
         *rc = MPI_ERR_NO_MEM;
         goto fail;
@@ -199,56 +187,24 @@ fail:
     return NULL;
 }
 
-/* ---- the algorithms ---- */
-
-static int twolevel(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                    const comm_info *ci)
+int ml_coll_root(ml_coll_comm *ci, int root, MPI_Comm comm, int *leader, int *lrank)
 {
-    int rc;
-    if (ci->lrank == 0)
-        rc = PMPI_Reduce(sendbuf, recvbuf, count, dt, op, 0, ci->node);
-    else
-        rc = PMPI_Reduce(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, NULL, count, dt, op, 0,
-                         ci->node);
-    if (rc == MPI_SUCCESS && ci->lrank == 0)
-        rc = PMPI_Allreduce(MPI_IN_PLACE, recvbuf, count, dt, op, ci->cross);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Bcast(recvbuf, count, dt, 0, ci->node);
-    return rc;
+    int *e = ci->root[root % ML_COLL_ROOTS];
+    if (e[0] != root + 1) { /* the same miss on every rank: the same roots in the same order */
+        int v[2] = {ci->leader, ci->lrank};
+        int rc = PMPI_Bcast(v, 2, MPI_INT, root, comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        e[0] = root + 1;
+        e[1] = v[0];
+        e[2] = v[1];
+    }
+    *leader = e[1];
+    *lrank = e[2];
+    return MPI_SUCCESS;
 }
 
-static int multileader(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
-                       MPI_Op op, const comm_info *ci)
-{
-    int rc, L = ci->lsize, *cnt = ci->counts, *dis = ci->counts + L;
-    MPI_Aint lb, ext;
-    PMPI_Type_get_extent(dt, &lb, &ext);
-    for (int i = 0, d = 0; i < L; i++) {
-        cnt[i] = count / L + (i < count % L);
-        dis[i] = d;
-        d += cnt[i];
-    }
-    char *mine = (char *)recvbuf + (size_t)ext * (size_t)dis[ci->lrank];
-    int n = cnt[ci->lrank], even = count % L == 0;
-    if (sendbuf == MPI_IN_PLACE) {
-        /* in place, the result comes at the start of recvbuf */
-        rc = even ? PMPI_Reduce_scatter_block(MPI_IN_PLACE, recvbuf, n, dt, op, ci->node)
-                  : PMPI_Reduce_scatter(MPI_IN_PLACE, recvbuf, cnt, dt, op, ci->node);
-        if (rc == MPI_SUCCESS && n > 0 && mine != (char *)recvbuf)
-            memmove(mine, recvbuf, (size_t)ext * (size_t)n);
-    } else {
-        rc = even ? PMPI_Reduce_scatter_block(sendbuf, mine, n, dt, op, ci->node)
-                  : PMPI_Reduce_scatter(sendbuf, mine, cnt, dt, op, ci->node);
-    }
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Allreduce(MPI_IN_PLACE, mine, n, dt, op, ci->cross);
-    if (rc == MPI_SUCCESS)
-        rc = even ? PMPI_Allgather(MPI_IN_PLACE, 0, dt, recvbuf, n, dt, ci->node)
-                  : PMPI_Allgatherv(MPI_IN_PLACE, 0, dt, recvbuf, cnt, dis, dt, ci->node);
-    return rc;
-}
-
-/* ---- eligibility and the entry point ---- */
+/* ---- eligibility and the calls' path ---- */
 
 static int predefined_op(MPI_Op op)
 {
@@ -265,91 +221,110 @@ static int predefined_type(MPI_Datatype dt)
         && combiner == MPI_COMBINER_NAMED;
 }
 
-static int run(int alg, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
-               MPI_Op op, MPI_Comm comm, const comm_info *ci)
+static int run(int c, int alg, const ml_coll_args *a, ml_coll_comm *ci)
 {
-    served[alg]++;
-    if (alg == A_MPI)
-        return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
+    st[c].served[alg]++;
+    if (alg == 0)
+        return colls[c]->mpi(a);
     ml_mark_served();
-    return alg == A_MULTILEADER ? multileader(sendbuf, recvbuf, count, dt, op, ci)
-                                : twolevel(sendbuf, recvbuf, count, dt, op, ci);
+    return colls[c]->run(alg, a, ci);
 }
 
 /* A new key: forced, mpi at once (one node, one rank per node), or a race. */
-static int new_key(const comm_info *ci, ml_sel_key *k)
+static int new_key(int c, const ml_coll_comm *ci, ml_sel_key *k)
 {
-    if (mode != A_ADAPTIVE) {
-        ml_sel_fix(k, mode == A_MULTILEADER && ci->uniform ? A_MULTILEADER : A_TWOLEVEL,
-                   ML_SEL_FORCED);
+    const ml_coll_def *d = colls[c];
+    if (st[c].mode != d->client.ncand) {
+        ml_sel_fix(k, d->forced(st[c].mode, ci), ML_SEL_FORCED);
         return MPI_SUCCESS;
     }
     if (ci->one_node || ci->one_per_node) {
-        ml_sel_fix(k, A_MPI, ci->one_node ? ML_SEL_ONE_NODE : ML_SEL_ONE_PER_NODE);
+        ml_sel_fix(k, 0, ci->one_node ? ML_SEL_ONE_NODE : ML_SEL_ONE_PER_NODE);
         return MPI_SUCCESS;
     }
-    int cand[A_N] = {A_MPI, A_TWOLEVEL, A_MULTILEADER};
-    return ml_sel_race(k, cand, ci->uniform ? 3 : 2, set.learn);
+    int cand[ML_SEL_MAXCAND], cls = (int)(k - ci->keys) % ML_SEL_CLASSES;
+    return ml_sel_race(k, cand, d->candidates(ci, cls, cand), set.learn);
+}
+
+/* Collective c's call a: an MPI return code, or -1 when not served (not
+ * eligible: the caller calls the MPI). */
+static int serve(int c, const ml_coll_args *a)
+{
+    int inter = 1, rc, tsize = 0;
+    ml_coll_comm *ci;
+    ml_sel_key *k;
+    const ml_coll_def *d = colls[c];
+    unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_RELAXED);
+    const fast_t *f = fast[c];
+    while (f < fast[c] + FAST && !(f->ci && f->comm == a->comm && f->dt == a->dt
+                                   && f->op == a->op && f->count == a->count && f->gen == gen))
+        f++;
+    if (f < fast[c] + FAST) {
+        ci = f->ci;
+        k = f->k;
+    } else {
+        if (a->count <= 0 || a->comm == MPI_COMM_NULL || (d->has_op && !predefined_op(a->op))
+            || !predefined_type(a->dt) || PMPI_Comm_test_inter(a->comm, &inter) != MPI_SUCCESS
+            || inter || PMPI_Type_size(a->dt, &tsize) != MPI_SUCCESS) {
+            st[c].declined++;
+            return -1;
+        }
+        if (!(ci = info_of(a->comm, &rc)))
+            return rc;
+        k = &ci->keys[c * ML_SEL_CLASSES
+                      + ml_sel_class((unsigned long long)a->count * (unsigned)tsize)];
+        fast[c][fast_next[c]++ % FAST] = (fast_t){a->comm, a->dt, a->op, a->count, gen, ci, k};
+    }
+    if (d->has_root && (a->root < 0 || a->root >= ci->size)) {
+        st[c].declined++; /* the MPI's own call reports it */
+        return -1;
+    }
+    if (k->phase == ML_SEL_NEW && (rc = new_key(c, ci, k)) != MPI_SUCCESS)
+        return rc;
+    k->calls++;
+    int alg = ml_sel_pick(k);
+    if (k->phase == ML_SEL_CHOSEN)
+        return run(c, alg, a, ci);
+    double t0 = PMPI_Wtime();
+    rc = run(c, alg, a, ci);
+    int rc2 = ml_sel_took(k, PMPI_Wtime() - t0, a->comm);
+    return rc != MPI_SUCCESS ? rc : rc2;
 }
 
 int ml_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                       MPI_Op op, MPI_Comm comm)
 {
-    int inter = 1, rc, tsize = 0;
-    comm_info *ci;
-    ml_sel_key *k;
-    if (mode == A_MPI || keyval == MPI_KEYVAL_INVALID)
-        return -1;
-    unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_RELAXED);
-    const fast_t *f = fast;
-    while (f < fast + FAST && !(f->ci && f->comm == comm && f->dt == datatype && f->op == op
-                                && f->count == count && f->gen == gen))
-        f++;
-    if (f < fast + FAST) {
-        ci = f->ci;
-        k = f->k;
-    } else {
-        if (count <= 0 || comm == MPI_COMM_NULL || !predefined_op(op)
-            || !predefined_type(datatype) || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS
-            || inter || PMPI_Type_size(datatype, &tsize) != MPI_SUCCESS) {
-            declined++;
-            return -1;
-        }
-        if (!(ci = info_of(comm, &rc)))
-            return rc;
-        k = &ci->keys[ml_sel_class((unsigned long long)count * (unsigned)tsize)];
-        fast[fast_next++ % FAST] = (fast_t){comm, datatype, op, count, gen, ci, k};
-    }
-    if (k->phase == ML_SEL_NEW && (rc = new_key(ci, k)) != MPI_SUCCESS)
-        return rc;
-    k->calls++;
-    int alg = ml_sel_pick(k);
-    if (k->phase == ML_SEL_CHOSEN)
-        return run(alg, sendbuf, recvbuf, count, datatype, op, comm, ci);
-    double t0 = PMPI_Wtime();
-    rc = run(alg, sendbuf, recvbuf, count, datatype, op, comm, ci);
-    int rc2 = ml_sel_took(k, PMPI_Wtime() - t0, comm);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    ml_coll_args a = {sendbuf, recvbuf, count, 0, datatype, op, comm};
+    return serve(C_ALLREDUCE, &a);
 }
 
-/* Public query (exported): the MPI_Allreduce algorithm chosen on comm for
- * calls of bytes bytes (count x type size), or NULL when none is chosen yet
- * (still racing, no call yet, or the engine off); *learning_calls gets the
- * race calls made there so far. */
-__attribute__((visibility("default")))
-const char *mpilens_coll_allreduce_choice(MPI_Comm comm, long long bytes, long long *learning_calls)
+int ml_coll_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    comm_info *ci = NULL;
-    int found = 0;
+    ml_coll_args a = {NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
+    return serve(C_BCAST, &a);
+}
+
+/* Public query (exported): the algorithm of collective coll ("allreduce",
+ * "bcast") chosen on comm for calls of bytes bytes (count x type size), or
+ * NULL when none is chosen yet (still racing, no call yet, or the engine
+ * off); *learning_calls gets the race calls made there so far. */
+__attribute__((visibility("default")))
+const char *mpilens_coll_choice(const char *coll, MPI_Comm comm, long long bytes,
+                                long long *learning_calls)
+{
+    ml_coll_comm *ci = NULL;
+    int found = 0, c = 0;
     if (learning_calls)
         *learning_calls = 0;
-    if (keyval == MPI_KEYVAL_INVALID || bytes <= 0
+    while (c < C_N && (!coll || strcmp(coll, colls[c]->client.name) != 0))
+        c++;
+    if (c == C_N || keyval == MPI_KEYVAL_INVALID || bytes <= 0
         || PMPI_Comm_get_attr(comm, keyval, &ci, &found) != MPI_SUCCESS || !found || !ci->keys)
         return NULL;
-    const ml_sel_key *k = &ci->keys[ml_sel_class((unsigned long long)bytes)];
+    const ml_sel_key *k = &ci->keys[c * ML_SEL_CLASSES + ml_sel_class((unsigned long long)bytes)];
     if (learning_calls && (k->phase == ML_SEL_RACE || k->source == ML_SEL_LEARNED))
         *learning_calls = k->step;
-    return k->phase == ML_SEL_CHOSEN ? modes[k->choice] : NULL;
+    return k->phase == ML_SEL_CHOSEN ? colls[c]->client.names[(int)k->choice] : NULL;
 }
 
 /* ---- the engine ---- */
@@ -378,28 +353,36 @@ static int parse_nodes(const char *v, void *out, ml_buf_t *why)
     return set.nodes ? 0 : -1;
 }
 
-/* MPILENS_COLL_ALLREDUCE: one of modes; unset: as MPILENS_COLL. */
-static int parse_allreduce(const char *v, void *out, ml_buf_t *why)
+/* MPILENS_COLL_<NAME>: one of the collective's candidates or adaptive; unset:
+ * as MPILENS_COLL.  out: its coll_state, whose index names the collective. */
+static int parse_mode(const char *v, void *out, ml_buf_t *why)
 {
-    (void)out; (void)why;
-    set.allreduce = -1;
+    (void)why;
+    coll_state *s = out;
+    const char *const *names = colls[s - st]->client.names;
+    s->setting = -1;
     if (!v)
         return 0;
-    for (int i = 0; modes[i]; i++)
-        if (strcmp(v, modes[i]) == 0)
-            return set.allreduce = i, 0;
+    for (int i = 0; names[i]; i++)
+        if (strcmp(v, names[i]) == 0)
+            return s->setting = i, 0;
     return -1;
 }
 
 static const ml_setting settings[] = {
     {.key = "coll", .type = ML_SET_CHOICE, .def = "mpi", .choices = all_modes, .out = &set.all,
-     .help = "every collective the engine serves (today MPI_Allreduce): the MPI's own (mpi), "
-             "or chosen at run time among it and the node-aware algorithms (adaptive); "
+     .help = "every collective the engine serves (MPI_Allreduce, MPI_Bcast): the MPI's own "
+             "(mpi), or chosen at run time among it and the node-aware algorithms (adaptive); "
              "MPILENS_COLL_<NAME> overrides it per collective (docs/collectives.md)"},
-    {.key = "coll_allreduce", .type = ML_SET_CUSTOM, .parse = parse_allreduce,
-     .unset = "as MPILENS_COLL",
+    {.key = "coll_allreduce", .type = ML_SET_CUSTOM, .parse = parse_mode,
+     .out = &st[C_ALLREDUCE], .unset = "as MPILENS_COLL",
      .accepted = "one of mpi, twolevel, multileader, adaptive",
      .help = "MPI_Allreduce: the MPI's own (mpi), a node-aware algorithm forced on eligible "
+             "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
+    {.key = "coll_bcast", .type = ML_SET_CUSTOM, .parse = parse_mode,
+     .out = &st[C_BCAST], .unset = "as MPILENS_COLL",
+     .accepted = "one of mpi, twolevel, scatterallgather, adaptive",
+     .help = "MPI_Bcast: the MPI's own (mpi), a node-aware algorithm forced on eligible "
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_learn", .type = ML_SET_INT, .def = "5", .lo = ML_SEL_MIN_ROUNDS,
      .accepted = "an integer from 3 to 64",
@@ -415,11 +398,15 @@ static const ml_setting settings[] = {
 
 static int init(void)
 {
-    int wrank, wsize;
-    memset(served, 0, sizeof served);
-    declined = 0;
-    mode = set.allreduce >= 0 ? set.allreduce : set.all ? A_ADAPTIVE : A_MPI;
-    if (mode == A_MPI)
+    int wrank, wsize, any = 0;
+    for (int c = 0; c < C_N; c++) {
+        coll_state *s = &st[c];
+        memset(s->served, 0, sizeof s->served);
+        s->declined = 0;
+        s->mode = s->setting >= 0 ? s->setting : set.all ? colls[c]->client.ncand : 0;
+        any |= s->mode != 0;
+    }
+    if (!any)
         return 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
@@ -448,7 +435,8 @@ static int init(void)
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL)
         != MPI_SUCCESS)
         return 1;
-    ml_coll_allreduce_on = 1;
+    ml_coll_allreduce_on = st[C_ALLREDUCE].mode != 0;
+    ml_coll_bcast_on = st[C_BCAST].mode != 0;
     return 0;
 }
 
@@ -456,53 +444,68 @@ static void finalize(void)
 {
     int finalized = 0;
     PMPI_Finalized(&finalized);
-    if (mode == A_MPI || finalized)
+    if (keyval == MPI_KEYVAL_INVALID || finalized)
         return;
-    long long mine[A_N + 1], sum[A_N + 1];
-    memcpy(mine, served, sizeof served);
-    mine[A_N] = declined;
-    PMPI_Reduce(mine, sum, A_N + 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    memcpy(tot_served, sum, sizeof tot_served);
-    tot_declined = sum[A_N];
+    enum { N = ML_SEL_MAXCAND + 1 };
+    long long mine[C_N * N], sum[C_N * N];
+    for (int c = 0; c < C_N; c++) {
+        memcpy(mine + c * N, st[c].served, sizeof st[c].served);
+        mine[c * N + ML_SEL_MAXCAND] = st[c].declined;
+    }
+    PMPI_Reduce(mine, sum, C_N * N, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    for (int c = 0; c < C_N; c++) {
+        memcpy(st[c].tot_served, sum + c * N, sizeof st[c].tot_served);
+        st[c].tot_declined = sum[c * N + ML_SEL_MAXCAND];
+    }
     pthread_mutex_lock(&live_lock); /* the keys of the communicators not freed */
-    for (comm_info *ci = live; ci; ci = ci->next)
+    for (ml_coll_comm *ci = live; ci; ci = ci->next)
         keep_keys(ci);
     pthread_mutex_unlock(&live_lock);
     __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELAXED); /* the keys are gone */
-    ml_sel_gather(&table);
-    if (keyval != MPI_KEYVAL_INVALID) {
-        MPI_Comm pre[2] = {MPI_COMM_WORLD, MPI_COMM_SELF};
-        for (int i = 0; i < 2; i++) {
-            void *v;
-            int found = 0;
-            if (PMPI_Comm_get_attr(pre[i], keyval, &v, &found) == MPI_SUCCESS && found)
-                PMPI_Comm_delete_attr(pre[i], keyval);
-        }
-        PMPI_Comm_free_keyval(&keyval);
-        keyval = MPI_KEYVAL_INVALID;
+    for (int c = 0; c < C_N; c++)
+        if (st[c].mode != 0)
+            ml_sel_gather(&st[c].table);
+    MPI_Comm pre[2] = {MPI_COMM_WORLD, MPI_COMM_SELF};
+    for (int i = 0; i < 2; i++) {
+        void *v;
+        int found = 0;
+        if (PMPI_Comm_get_attr(pre[i], keyval, &v, &found) == MPI_SUCCESS && found)
+            PMPI_Comm_delete_attr(pre[i], keyval);
     }
-    ml_coll_allreduce_on = 0;
+    PMPI_Comm_free_keyval(&keyval);
+    keyval = MPI_KEYVAL_INVALID;
+    ml_coll_allreduce_on = ml_coll_bcast_on = 0;
 }
 
 /* {"allreduce":{"mode":"adaptive","forced":...,"rounds":5,"calls":{"mpi":N,
- *  "twolevel":N,"multileader":N},"declined":N,"choices":[...]}}: calls summed
- * over ranks; choices per communicator size and size class (record.c). */
+ *  "twolevel":N,"multileader":N},"declined":N,"choices":[...]},"bcast":{...}}:
+ * the collectives not left to the MPI; calls summed over ranks; choices per
+ * communicator size and size class (record.c). */
 static int section(ml_buf_t *b)
 {
-    if (mode == A_MPI)
-        return 0;
-    ml_buf_printf(b, "{\"allreduce\":{\"mode\":\"%s\"", modes[mode]);
-    if (mode == A_ADAPTIVE)
-        ml_buf_printf(b, ",\"rounds\":%d", set.learn);
-    else
-        ml_buf_printf(b, ",\"forced\":\"%s\"", modes[mode]);
-    ml_buf_printf(b, ",\"calls\":{\"mpi\":%lld,\"twolevel\":%lld,\"multileader\":%lld},"
-                  "\"declined\":%lld,\"choices_dropped\":%.0f,\"choices\":",
-                  tot_served[A_MPI], tot_served[A_TWOLEVEL], tot_served[A_MULTILEADER],
-                  tot_declined, table.dropped);
-    ml_sel_json(b, &allreduce_client, &table);
-    ml_buf_printf(b, "}}");
-    return 1;
+    int n = 0;
+    for (int c = 0; c < C_N; c++) {
+        const coll_state *s = &st[c];
+        const ml_sel_client *cl = &colls[c]->client;
+        if (s->mode == 0)
+            continue;
+        ml_buf_printf(b, "%s\"%s\":{\"mode\":\"%s\"", n++ ? "," : "{", cl->name,
+                      cl->names[s->mode]);
+        if (s->mode == cl->ncand)
+            ml_buf_printf(b, ",\"rounds\":%d", set.learn);
+        else
+            ml_buf_printf(b, ",\"forced\":\"%s\"", cl->names[s->mode]);
+        ml_buf_printf(b, ",\"calls\":{");
+        for (int a = 0; a < cl->ncand; a++)
+            ml_buf_printf(b, "%s\"%s\":%lld", a ? "," : "", cl->names[a], s->tot_served[a]);
+        ml_buf_printf(b, "},\"declined\":%lld,\"choices_dropped\":%.0f,\"choices\":",
+                      s->tot_declined, s->table.dropped);
+        ml_sel_json(b, cl, &s->table);
+        ml_buf_printf(b, "}");
+    }
+    if (n)
+        ml_buf_printf(b, "}");
+    return n > 0;
 }
 
 const ml_engine_t ml_engine_coll = {

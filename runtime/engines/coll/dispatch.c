@@ -10,7 +10,12 @@
  *      multileader or adaptive, or MPILENS_COLL=adaptive; eligible calls
  *      only; docs/collectives.md);
  *   3. the MPI's own PMPI_Allreduce.
- * Both engines are off by default: then every call takes step 3. */
+ * Both engines are off by default: then every call takes step 3.
+ *
+ * MPI_Bcast:
+ *   1. the node-aware algorithm (MPILENS_COLL_BCAST=twolevel or adaptive, or
+ *      MPILENS_COLL=adaptive; eligible calls only; docs/collectives.md);
+ *   2. the MPI's own PMPI_Bcast (every call by default). */
 #include "coll.h"
 #include "overrides.h"
 #include "../repro/repro.h"
@@ -26,4 +31,21 @@ int mlo_MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
         && (rc = ml_coll_allreduce(sendbuf, recvbuf, count, datatype, op, comm)) >= 0)
         return rc;
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+/* The engine's path, out of line: the default one (nothing set) is a test and
+ * a jump to PMPI_Bcast, without a frame (docs/collectives.md, its cost). */
+static __attribute__((noinline, cold)) int bcast_engine(void *buffer, int count,
+                                                        MPI_Datatype datatype, int root,
+                                                        MPI_Comm comm)
+{
+    int rc = ml_coll_bcast(buffer, count, datatype, root, comm);
+    return rc >= 0 ? rc : PMPI_Bcast(buffer, count, datatype, root, comm);
+}
+
+int mlo_MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    if (__builtin_expect(ml_coll_bcast_on, 0))
+        return bcast_engine(buffer, count, datatype, root, comm);
+    return PMPI_Bcast(buffer, count, datatype, root, comm);
 }

@@ -15,8 +15,10 @@
  *              tree, written as the client's "choices" list in the profile
  *
  * Adding a collective: its algorithms, an ml_sel_client naming them, and its
- * eligible calls routed through ml_sel_pick / ml_sel_took (coll.c shows
- * MPI_Allreduce).  Only PMPI_* calls here. */
+ * eligible calls routed through ml_sel_pick / ml_sel_took.  In the coll
+ * engine that is one ml_coll_def (runtime/engines/coll/collint.h; coll.c's
+ * serve() does the routing for MPI_Allreduce and MPI_Bcast alike).  Only
+ * PMPI_* calls here. */
 #ifndef MLENS_SELECT_H
 #define MLENS_SELECT_H
 #include <mpi.h>
