@@ -110,6 +110,30 @@ def test_adaptive_exact(np_: int, nodes: str | None, build: Path, tmp_path: Path
         sec["calls"]["twolevel"] + sec["calls"]["scatterallgather"])
 
 
+# the guard is Intel MPI's alone: elsewhere adaptive races (test_adaptive_exact)
+@pytest.mark.skipif(FLAVOUR != "intelmpi", reason="Intel MPI's shared-memory collectives")
+@pytest.mark.parametrize("env", [{"MPILENS_COLL_BCAST": "adaptive"},
+                                 {"MPILENS_COLL": "adaptive"},
+                                 {"MPILENS_COLL_BCAST": "adaptive",
+                                  "I_MPI_COLL_INTRANODE": "shm"}], ids=str)
+def test_intel_shm_collectives_keep_their_bcast(env: dict[str, str], build: Path,
+                                                tmp_path: Path) -> None:
+    """Intel MPI 2021.18's shared-memory collectives gave wrong MPI_Bcast data when a
+    race alternated communicators: adaptive MPI_Bcast stays the MPI's own there, said
+    once; MPI_Allreduce's adaptive is untouched."""
+    prof = tmp_path / "b.prof"
+    proc = run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_bcast", "1"],
+                   env={"MPILENS_OUTPUT": str(prof), "MPILENS_COLL_NODES": "2,2",
+                        "MPILENS_COLL_LEARN": "3", **env}, cwd=tmp_path)
+    assert f"calls={_calls(4)} declined={DECLINED}" in proc.stdout, proc.stdout + proc.stderr
+    line = "mpilens: MPI_Bcast stays Intel MPI's own (docs/collectives.md, Intel MPI)"
+    assert proc.stderr.splitlines().count(line) == 1, proc.stderr
+    header, _ = read_profile(prof)
+    assert "bcast" not in header.get("coll", {})
+    assert header["functions"]["MPI_Bcast"].get("repro_calls", 0) == 0
+    assert ("allreduce" in header.get("coll", {})) == ("MPILENS_COLL" in env)
+
+
 @pytest.mark.parametrize("env", [{}, {"MPILENS_COLL_BCAST": "mpi"},
                                  {"MPILENS_COLL": "adaptive", "MPILENS_COLL_BCAST": "mpi"}],
                          ids=["unset", "mpi", "mpi-over-adaptive"])

@@ -396,19 +396,40 @@ static const ml_setting settings[] = {
              "world rank order (docs/collectives.md)"},
     {0}};
 
+/* Intel MPI with its shared-memory collectives (I_MPI_COLL_INTRANODE other than
+ * pt2pt): 2021.18 returned zeros past 32 KiB of an MPI_Bcast when large broadcasts
+ * on a communicator alternated with ones on its sub-communicators, as a race does
+ * (without mpilens too: docs/notes/coll-select-rounds.md). */
+static int intel_shm_colls(void)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    const char *intra = getenv("I_MPI_COLL_INTRANODE");
+    if (PMPI_Get_library_version(lib, &len) != MPI_SUCCESS)
+        return 0;
+    lib[len < (int)sizeof lib ? len : (int)sizeof lib - 1] = 0;
+    return strstr(lib, "Intel") != NULL && !(intra && strcmp(intra, "pt2pt") == 0);
+}
+
 static int init(void)
 {
     int wrank, wsize, any = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     for (int c = 0; c < C_N; c++) {
         coll_state *s = &st[c];
         memset(s->served, 0, sizeof s->served);
         s->declined = 0;
         s->mode = s->setting >= 0 ? s->setting : set.all ? colls[c]->client.ncand : 0;
+        if (c == C_BCAST && s->mode == colls[c]->client.ncand && intel_shm_colls()) {
+            s->mode = 0; /* adaptive MPI_Bcast: the MPI's own (every rank decides alike) */
+            if (wrank == 0)
+                fprintf(stderr, "mpilens: MPI_Bcast stays Intel MPI's own "
+                                "(docs/collectives.md, Intel MPI)\n");
+        }
         any |= s->mode != 0;
     }
     if (!any)
         return 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
     my_node = ml_my_node();
     if (set.nodes) {
