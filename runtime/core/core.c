@@ -46,7 +46,7 @@ static ml_slot_t *ml_slot_new(void)
         fprintf(stderr, "mpilens: out of memory allocating a thread's records (%zu bytes)\n", sizeof *s);
         abort();
     }
-    ml_kinds_attach(s);
+    ml_modules_attach(s);
     s->next = SL.head;
     __atomic_store_n(&SL.head, s, __ATOMIC_RELEASE);
     SL.n++;
@@ -81,7 +81,7 @@ void ml_shared_unlock(void) { pthread_mutex_unlock(&SL.shared_mu); }
 
 __attribute__((visibility("default"))) size_t mpilens_record_bytes(void)
 {
-    return (size_t)SL.n * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t) + ml_kinds_bytes());
+    return (size_t)SL.n * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t) + ml_modules_bytes());
 }
 
 void ml_mark_served(void) { ml_thr.served = 1; }
@@ -185,7 +185,7 @@ void ml_after_init(int *argc, char ***argv)
     }
     ml_clock_init();
     ml_fortran_init();
-    ml_kinds_init(); /* the record kinds (kinds_list.h) */
+    ml_modules_init(); /* the modules (modules_list.h) */
     ml_hot.slow_ticks = ml_ns_to_ticks((uint64_t)ml_cfg.time_above_ns);
     if (ml_cfg.profile) {
         /* The probe runs as an outermost call, even when MPI_Init was reached
@@ -202,7 +202,7 @@ void ml_after_init(int *argc, char ***argv)
         ml_overhead_sampled_ns = ml_measure_overhead();
         ml_thr.depth = depth;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
-        ml_kinds_reset(ml_slot());
+        ml_modules_reset(ml_slot());
         ml_fon[0] = 0;
     }
     ml_t_init = ml_now();

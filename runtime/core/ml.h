@@ -32,7 +32,7 @@
  * communicator's, a region's in hooks.h) keeps its calls and their time in one
  * ml_timing_t: ml_time_add, ml_timing_sum and ml_est_s are the same for all.
  *
- * Headers: mltypes.h (macros, the record-kind descriptor and registry) <- this
+ * Headers: mltypes.h (macros; the module interface, module.h) <- this
  * file <- hooks.h (the record kinds' per-call hooks) <- flight.h (what the
  * wrappers include).  This file does not include hooks.h.
  */
@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mltypes.h"   /* ML_TLS, ML_INLINE, ml_slot_t, the record-kind descriptor and registry */
+#include "mltypes.h"   /* ML_TLS, ML_INLINE, ml_slot_t, the module interface and registry */
 #include "ml_funcs.h"  /* generated: ML_NFUNC, ML_NDATA, ml_func_name[], ml_func_didx[] */
 #include "ml_schema.h" /* generated from schema/profile.json: ML_NBINS, ML_CAUTION_FACTOR, ... */
 #include "engine.h"    /* runtime/common: the engine interface, settings, text buffers */
@@ -115,7 +115,7 @@ typedef struct ml_slot {
     struct ml_rgtab *rg;   /* per-region records (region.c, hooks.h) */
     struct ml_tltab *tl;   /* time line (timeline.c, hooks.h) */
     struct ml_cm_rec *cm;  /* per-communicator records (comms.c, hooks.h) */
-    void *kx[ML_NKINDS];   /* a record kind's own per-thread tables (mltypes.h; the built-in kinds use the typed pointers above) */
+    void *kx[ML_NMODULES]; /* a module's own per-thread tables (module.h; the built-in kinds use the typed pointers above) */
     int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
     ml_fl_t fl;            /* the call this thread is inside (flight.h) */
     uint64_t wcoll[8];     /* its last collectives on MPI_COMM_WORLD: entry k % 8 for its k-th,
@@ -158,8 +158,8 @@ typedef struct {
     uint64_t slow_ticks;         /* core.c: MPILENS_TIME_ABOVE_NS in ticks (ml_want_time_full) */
     volatile uint64_t fl_clock;  /* flight.c: ticks, advanced by the recorder's thread (flight.h) */
     int cs_depth;                /* callsite.c: MPILENS_CALLSITES, 0 off, 1..ML_CS_MAXDEPTH (hooks.h) */
-    int hooks_on;                /* kinds.c, region.c: ML_HOOKS_* bits (mltypes.h): a kind is on, or a region was opened */
-    volatile unsigned kinds_rare; /* kinds.c: the kinds whose out-of-line hook runs now (hooks.h) */
+    int hooks_on;                /* modules.c, region.c: ML_HOOKS_* bits (module.h): a kind is on, or a region was opened */
+    volatile unsigned kinds_rare; /* modules.c: the modules whose out-of-line hook runs now (hooks.h) */
     int cm_max;                  /* comms.c: MPILENS_COMMS (0: off) */
     volatile unsigned cm_epoch;  /* comms.c: changes when a communicator is made or freed (ml_cm_id) */
     int my_node;                 /* nodes.c: this rank's node */

@@ -20,7 +20,7 @@ enum { ML_DW_BYTES_S, ML_DW_BYTES_R, ML_DW_SERVED, ML_DW_HIST_S,
        ML_DW_XNODE, ML_DW_SPAN = ML_DW_XNODE + 8, /* nodes.c: intra/inter-node split, span calls */
        ML_DWORDS = ML_DW_SPAN + 2 };
 
-typedef struct {
+struct ml_profile {
     ml_slot_t *m;                /* this rank's records, merged over its threads */
     double wall, mpi;            /* this rank: MPI_Init to MPI_Finalize, time inside MPI */
     char host[256];              /* this rank's host */
@@ -38,7 +38,7 @@ typedef struct {
     double fin_total_s;   /* from the end of MPI_Finalize's barrier to the header's format */
     char *hosts;                 /* [nodes][256]: each node's host name (nodes.c) */
     char *topo;                  /* the application's process topologies (topo.c), JSON members, or NULL */
-} ml_profile_t;
+};
 
 /* nodes.c: the node x node matrix and the collectives' largest span (collective),
  * and the node fields of the profile (docs/profile-format.md, "Nodes") */

@@ -150,7 +150,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_buf_printf(b, "\"mpi_s\":{\"min\":%.9g,\"mean\":%.9g,\"max\":%.9g},", p->call_min[NF + 1],
                   p->time[NF + 1] / ml_world_size, p->mpi_max);
     ml_put_functions(b, p);
-    ml_kinds_header_json(b);
+    ml_modules_header_json(b);
     if (p->topo) ml_buf_printf(b, ",%s", p->topo);
     ml_put_sections(b);
     ml_buf_printf(b, "}\n");
@@ -203,6 +203,6 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     ml_buf_printf(b, "],\"recv\":[");
     ml_put_peers(b, m, ML_RECV);
     ml_buf_printf(b, "]}");
-    ml_kinds_rank_json(b);
+    ml_modules_rank_json(b);
     ml_buf_printf(b, "}\n");
 }

@@ -1,0 +1,10 @@
+/* The modules built into libmpilens.so (module.h says what a module
+ * provides), one line each, in the order the core starts them and writes
+ * their profile members.  A module <name> defines `const ml_module_t
+ * ml_module_<name>` in a file of runtime/core/ (the build takes every .c file
+ * there).  No include guard: included once per use with a different
+ * ML_MODULE. */
+ML_MODULE(callsites) /* call sites: callsite.c, docs/runtime.md "Call sites" */
+ML_MODULE(regions)   /* regions: region.c, docs/runtime.md "Regions" */
+ML_MODULE(timeline)  /* the time line: timeline.c, docs/runtime.md "Time line" */
+ML_MODULE(comms)     /* communicators: comms.c, docs/runtime.md "Communicators" */
