@@ -11,8 +11,6 @@
 #include "profile.h"
 #include "late.h"
 
-void ml_machine_rank(ml_buf_t *b);    /* machine.c */
-void ml_machine_header(ml_buf_t *b);
 
 static void ml_put_hist(ml_buf_t *b, const char *key, const uint64_t *h)
 {
@@ -121,7 +119,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_put_mpi(b);
     ml_buf_printf(b, ",\"nranks\":%d", ml_world_size);
     ml_nodes_put_hosts(b, p->hosts);
-    ml_machine_header(b);
+    ml_modules_header_where_json(b); /* the machine facts (machine.c) */
     ml_nodes_put_header(b);
     ml_buf_printf(b, ",\"clock\":{\"source\":\"%s\",\"ghz\":%.6g,\"resolution_ns\":%.4g},", ml_clock_source(),
                   ml_clock_ghz(), 1.0 / ml_clock_ghz());
@@ -177,7 +175,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     ml_buf_printf(b, "{\"rank\":%d,\"host\":", ml_world_rank);
     ml_buf_json_str(b, p->host);
     ml_buf_printf(b, ",\"node\":%d", ml_hot.my_node);
-    ml_machine_rank(b);
+    ml_modules_rank_where_json(b); /* the machine facts (machine.c) */
     ml_la_rank_json(b); /* late arrival per collective (late.c) */
     ml_buf_printf(b, ",\"pid\":%d,\"wall_s\":%.8g,\"mpi_s\":%.8g,\"threads\":%d,\"untracked_requests\":%llu,\"functions\":{",
                   (int)getpid(), p->wall, p->mpi, ml_slot_count(), (unsigned long long)m->untracked);
