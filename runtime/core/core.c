@@ -254,8 +254,7 @@ void ml_before_finalize(void)
     ml_fin_start(); /* rank 0's clock at the end of each step (profile_reduce.c) */
     if (was_active) ml_finalize_wait();
     ml_fin_mark("barrier");
-    if (was_active) ml_la_reduce(); /* late arrival per collective (late.c) */
-    ml_fin_mark("late");
+    if (was_active) ml_modules_finalize(); /* late arrival per collective (late.c); marks each */
     for (int i = 0; ml_engines[i]; i++)
         if (ml_engines[i]->finalize) ml_engines[i]->finalize();
     ml_fin_mark("engines");

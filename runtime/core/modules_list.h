@@ -5,6 +5,7 @@
  * there).  No include guard: included once per use with a different
  * ML_MODULE. */
 ML_MODULE(machine)   /* machine facts: machine.c, docs/profile-format.md */
+ML_MODULE(late)      /* late arrival per collective: late.c, docs/runtime.md "Late arrival" */
 ML_MODULE(callsites) /* call sites: callsite.c, docs/runtime.md "Call sites" */
 ML_MODULE(regions)   /* regions: region.c, docs/runtime.md "Regions" */
 ML_MODULE(timeline)  /* the time line: timeline.c, docs/runtime.md "Time line" */

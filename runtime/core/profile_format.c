@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "profile.h"
-#include "late.h"
 
 
 static void ml_put_hist(ml_buf_t *b, const char *key, const uint64_t *h)
@@ -175,8 +174,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     ml_buf_printf(b, "{\"rank\":%d,\"host\":", ml_world_rank);
     ml_buf_json_str(b, p->host);
     ml_buf_printf(b, ",\"node\":%d", ml_hot.my_node);
-    ml_modules_rank_where_json(b); /* the machine facts (machine.c) */
-    ml_la_rank_json(b); /* late arrival per collective (late.c) */
+    ml_modules_rank_where_json(b); /* the machine facts, late arrival (machine.c, late.c) */
     ml_buf_printf(b, ",\"pid\":%d,\"wall_s\":%.8g,\"mpi_s\":%.8g,\"threads\":%d,\"untracked_requests\":%llu,\"functions\":{",
                   (int)getpid(), p->wall, p->mpi, ml_slot_count(), (unsigned long long)m->untracked);
     int first = 1;
