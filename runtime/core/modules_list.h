@@ -10,3 +10,4 @@ ML_MODULE(callsites) /* call sites: callsite.c, docs/runtime.md "Call sites" */
 ML_MODULE(regions)   /* regions: region.c, docs/runtime.md "Regions" */
 ML_MODULE(timeline)  /* the time line: timeline.c, docs/runtime.md "Time line" */
 ML_MODULE(comms)     /* communicators: comms.c, docs/runtime.md "Communicators" */
+ML_MODULE(topologies) /* process topologies: topo.c, docs/profile-format.md */

@@ -37,7 +37,6 @@ struct ml_profile {
     double fin_offsets_s; /* the exclusive scan of the line lengths */
     double fin_total_s;   /* from the end of MPI_Finalize's barrier to the header's format */
     char *hosts;                 /* [nodes][256]: each node's host name (nodes.c) */
-    char *topo;                  /* the application's process topologies (topo.c), JSON members, or NULL */
 };
 
 /* nodes.c: the node x node matrix and the collectives' largest span (collective),

@@ -147,8 +147,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_buf_printf(b, "\"mpi_s\":{\"min\":%.9g,\"mean\":%.9g,\"max\":%.9g},", p->call_min[NF + 1],
                   p->time[NF + 1] / ml_world_size, p->mpi_max);
     ml_put_functions(b, p);
-    ml_modules_header_json(b);
-    if (p->topo) ml_buf_printf(b, ",%s", p->topo);
+    ml_modules_header_json(b); /* the record kinds, the topologies (topo.c) */
     ml_put_sections(b);
     ml_buf_printf(b, "}\n");
 }

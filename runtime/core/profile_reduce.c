@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "profile.h"
-#include "topo.h"
 
 ml_slot_t *ml_first_slot(void);
 
@@ -406,10 +405,9 @@ void ml_profile_reduce(ml_profile_t *p)
 
     p->hosts = ml_nodes_host_names(p->host); /* collective: one 256-byte name per node */
     ml_fin_mark("hosts");
-    p->topo = ml_topo_json(); /* collective */
-    ml_fin_mark("topologies");
     ml_nodes_reduce(m, res + PR.pk.span); /* collective */
     ml_fin_mark("node_matrix");
+    ml_modules_reduce(p); /* collective: each module's (topo.c), then its mark */
     free(res);
     p->fin_reduce_s = ml_now_s() - t0;
 }
@@ -418,8 +416,8 @@ void ml_profile_free(ml_profile_t *p)
 {
     free(p->calls); free(p->calls_min); free(p->calls_max); free(p->time); free(p->call_max);
     free(p->call_min); free(p->rank_time_min); free(p->rank_time_max); free(p->hosts);
-    free(p->topo);
     ml_nodes_free();
+    ml_modules_release();
     if (p->m) free(p->m->peers);
     free(p->m);
     memset(p, 0, sizeof *p);
