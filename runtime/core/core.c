@@ -169,7 +169,7 @@ void ml_after_init(int *argc, char ***argv)
     ml_thr.depth++; /* our own MPI calls below are never recorded */
     PMPI_Comm_size(MPI_COMM_WORLD, &ml_world_size);
     PMPI_Comm_rank(MPI_COMM_WORLD, &ml_world_rank);
-    ml_nodes_init(); /* the node of every rank, before any call is recorded */
+    ml_modules_early(); /* the node of every rank, before any call is recorded (nodes.c) */
     /* Every setting of the core and the engines, and the engines' checks on
      * rank 0: a bad one stops every rank here with one line. */
     ml_buf_t err = {0};

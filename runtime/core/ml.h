@@ -404,8 +404,7 @@ ML_INLINE void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
     }
 }
 
-/* ---- nodes (nodes.c): the node of every world rank, from the host names, once at MPI_Init ---- */
-void ml_nodes_init(void);      /* collective over MPI_COMM_WORLD */
+/* ---- nodes (nodes.c, module "hosts"): the node of every world rank, from the host names, once at MPI_Init ---- */
 /* distinct nodes of n world ranks (ML_NOPEER skipped) and the most of them on one node */
 void ml_node_span(const int *world, int n, int *nodes, int *rpn);
 

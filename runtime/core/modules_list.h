@@ -4,8 +4,10 @@
  * ml_module_<name>` in a file of runtime/core/ (the build takes every .c file
  * there).  No include guard: included once per use with a different
  * ML_MODULE. */
+ML_MODULE(hosts)     /* which ranks share a node: nodes.c, docs/profile-format.md "Nodes" */
 ML_MODULE(machine)   /* machine facts: machine.c, docs/profile-format.md */
 ML_MODULE(late)      /* late arrival per collective: late.c, docs/runtime.md "Late arrival" */
+ML_MODULE(nodes)     /* node-level traffic: nodes.c, docs/profile-format.md "Nodes" */
 ML_MODULE(callsites) /* call sites: callsite.c, docs/runtime.md "Call sites" */
 ML_MODULE(regions)   /* regions: region.c, docs/runtime.md "Regions" */
 ML_MODULE(timeline)  /* the time line: timeline.c, docs/runtime.md "Time line" */

@@ -36,21 +36,13 @@ struct ml_profile {
     double fin_reduce_s;  /* the profiler's end-of-run collectives (this rank's clock) */
     double fin_offsets_s; /* the exclusive scan of the line lengths */
     double fin_total_s;   /* from the end of MPI_Finalize's barrier to the header's format */
-    char *hosts;                 /* [nodes][256]: each node's host name (nodes.c) */
+    const uint64_t *span_max;    /* [ML_NDATA][2] the collectives' largest node span, reduced
+                                  * (rank 0; during the modules' reduce only: nodes.c) */
 };
 
-/* nodes.c: the node x node matrix and the collectives' largest span (collective),
- * and the node fields of the profile (docs/profile-format.md, "Nodes") */
-#define ML_NODE_MATRIX_MAX 256 /* nodes up to which the header holds the node x node matrix */
-void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max); /* span_max: reduced (rank 0) */
 /* MPI_Reduce of uint64 sums to rank 0 with a non-commutative user operation (never
  * MPICH 4.0.2's faulty SMP-aware path, issue 6893; profile_reduce.c) */
 void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n);
-void ml_nodes_free(void);
-char *ml_nodes_host_names(const char *host);          /* collective; rank 0: [nodes][256] */
-void ml_nodes_put_hosts(ml_buf_t *b, const char *names); /* the header's hosts, ranks_per_host */
-void ml_nodes_put_header(ml_buf_t *b);
-void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di);
 
 void ml_profile_reduce(ml_profile_t *p);              /* collective */
 /* profile_gzip.c: whether the profile at path is compressed (MPILENS_COMPRESS), and

@@ -72,7 +72,7 @@ static void ml_put_functions(ml_buf_t *b, const ml_profile_t *p)
             const uint64_t *w = p->calls + NF + (size_t)di * ML_DWORDS;
             ml_put_data(b, w[ML_DW_BYTES_S], w[ML_DW_BYTES_R], w[ML_DW_SERVED], w + ML_DW_HIST_S,
                         w + ML_DW_HIST_R, w[ML_DW_HIST_BYTES_S]);
-            ml_nodes_put_function(b, w + ML_DW_XNODE, w + ML_DW_SPAN, NULL, di);
+            ml_modules_function_json(b, &(ml_fdata_t){i, di, w + ML_DW_XNODE, w + ML_DW_SPAN, NULL});
         }
         ml_buf_printf(b, ",\"caution\":%s}",
                       mean_call * 1e9 < ML_CAUTION_FACTOR * p->overhead_max ? "true" : "false");
@@ -117,9 +117,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_buf_json_str(b, cmd);
     ml_put_mpi(b);
     ml_buf_printf(b, ",\"nranks\":%d", ml_world_size);
-    ml_nodes_put_hosts(b, p->hosts);
-    ml_modules_header_where_json(b); /* the machine facts (machine.c) */
-    ml_nodes_put_header(b);
+    ml_modules_header_where_json(b); /* hosts, machine facts, nodes (nodes.c, machine.c) */
     ml_buf_printf(b, ",\"clock\":{\"source\":\"%s\",\"ghz\":%.6g,\"resolution_ns\":%.4g},", ml_clock_source(),
                   ml_clock_ghz(), 1.0 / ml_clock_ghz());
     ml_buf_printf(b, "\"timing\":{\"mode\":\"%s\",\"sample_period\":%d,\"warmup_calls\":%d,\"always_above_ns\":%d,"
@@ -189,7 +187,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
         if (di >= 0) {
             const ml_drec_t *d = &m->d[di];
             ml_put_data(b, d->bytes_s, d->bytes_r, d->served, d->hist_s, d->hist_r, d->hist_bytes_s);
-            ml_nodes_put_function(b, &d->xnode[0][0], d->span_calls, d->span_max, di);
+            ml_modules_function_json(b, &(ml_fdata_t){i, di, &d->xnode[0][0], d->span_calls, d->span_max});
         }
         ml_buf_printf(b, "}");
     }

@@ -403,11 +403,9 @@ void ml_profile_reduce(ml_profile_t *p)
     }
     free(w);
 
-    p->hosts = ml_nodes_host_names(p->host); /* collective: one 256-byte name per node */
-    ml_fin_mark("hosts");
-    ml_nodes_reduce(m, res + PR.pk.span); /* collective */
-    ml_fin_mark("node_matrix");
-    ml_modules_reduce(p); /* collective: each module's (topo.c), then its mark */
+    p->span_max = res + PR.pk.span;
+    ml_modules_reduce(p); /* collective: each module's (host names, node matrix, topologies), then its mark */
+    p->span_max = NULL;
     free(res);
     p->fin_reduce_s = ml_now_s() - t0;
 }
@@ -415,8 +413,7 @@ void ml_profile_reduce(ml_profile_t *p)
 void ml_profile_free(ml_profile_t *p)
 {
     free(p->calls); free(p->calls_min); free(p->calls_max); free(p->time); free(p->call_max);
-    free(p->call_min); free(p->rank_time_min); free(p->rank_time_max); free(p->hosts);
-    ml_nodes_free();
+    free(p->call_min); free(p->rank_time_min); free(p->rank_time_max);
     ml_modules_release();
     if (p->m) free(p->m->peers);
     free(p->m);
