@@ -206,7 +206,7 @@ void ml_after_init(int *argc, char ***argv)
         ml_fon[0] = 0;
     }
     ml_t_init = ml_now();
-    if (ml_cfg.profile) ml_flight_start(); /* collective: the partial directory */
+    if (ml_cfg.profile) ml_modules_start(); /* collective: the flight recorder (its partial directory) */
     ml_thr.depth--;
 }
 
@@ -250,7 +250,7 @@ void ml_before_finalize(void)
     int was_active = ml_hot.active || ml_paused;
     ml_hot.active = 0;
     ml_thr.depth++;
-    ml_flight_finalize_enter(); /* a rank waiting here for the others shows as in MPI_Finalize */
+    ml_modules_finalize_enter(); /* the flight recorder: a rank waiting here shows as in MPI_Finalize */
     ml_fin_start(); /* rank 0's clock at the end of each step (profile_reduce.c) */
     if (was_active) ml_finalize_wait();
     ml_fin_mark("barrier");
@@ -261,7 +261,7 @@ void ml_before_finalize(void)
     int failed = was_active ? ml_write_profile() : 1;
     if (!was_active)
         ml_report_to("none", ml_cfg.profile ? "recording was off at MPI_Finalize" : "MPILENS_PROFILE=off");
-    ml_flight_stop(!failed); /* a complete profile: the partial files go */
+    ml_modules_stop(!failed); /* the flight recorder: a complete profile, the partial files go */
     ml_thr.depth--;
 }
 

@@ -13,3 +13,4 @@ ML_MODULE(regions)   /* regions: region.c, docs/runtime.md "Regions" */
 ML_MODULE(timeline)  /* the time line: timeline.c, docs/runtime.md "Time line" */
 ML_MODULE(comms)     /* communicators: comms.c, docs/runtime.md "Communicators" */
 ML_MODULE(topologies) /* process topologies: topo.c, docs/profile-format.md */
+ML_MODULE(flight)    /* the flight recorder: flight.c, docs/flight-recorder.md */
