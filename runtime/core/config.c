@@ -14,7 +14,6 @@
 #include "ml.h"
 #include "engine.h"
 
-ml_core_cfg_t ml_cfg;
 
 static const char *const timing_choices[] = {"sampled", "all", NULL};
 static const char *const clock_choices[] = {"auto", "tsc", "monotonic", NULL};

@@ -123,12 +123,12 @@ typedef struct ml_slot {
     ml_cs1_t cs1[ML_NFUNC]; /* call sites, depth 1: one entry per function (callend.h) */
 } ml_slot_t;
 
-/* ---- global state (core.c) ---- */
+/* ---- global state (state.c) ---- */
 extern unsigned char ml_fon[ML_NFUNC]; /* per function: 1 = record (set after MPI_Init, cleared at Finalize) */
 extern int ml_world_size, ml_world_rank;
 
 /* This thread's hot state: everything per thread that the inline per-call code reads
- * or writes, in one thread-local struct (core.c), so that a wrapper finds all of it
+ * or writes, in one thread-local struct (state.c), so that a wrapper finds all of it
  * from one thread-pointer offset (initial-exec TLS: one GOT load, not one per variable). */
 typedef struct { MPI_Datatype dt; int64_t size; unsigned epoch; } ml_tcache_t; /* datatype size cache (sem.c) */
 typedef struct { uint64_t s, r; int bin; } ml_callbytes_t;                     /* a call's bytes (ml_call_done) */
@@ -145,7 +145,7 @@ typedef struct {
 extern ML_TLS ml_thr_t ml_thr;
 
 /* The process-wide state that the inline per-call code reads, gathered in one
- * cache-line-aligned struct (defined in core.c; each field is written only by the
+ * cache-line-aligned struct (defined in state.c; each field is written only by the
  * file its comment names, at MPI_Init, from the settings, or when the event named
  * happens): one line for what a wrapper reads besides its records.  Not here:
  * what only out-of-line code reads (nodes.c's node count, region.c's open region),
@@ -169,6 +169,8 @@ _Static_assert(sizeof(ml_hot_t) == 64, "the per-call path's process-wide state: 
 extern ml_hot_t ml_hot;
 
 ml_slot_t *ml_slot_attach(void);
+/* called on each new slot before it is published (state.c; core.c sets it: the modules' attach) */
+extern void (*ml_slot_made)(ml_slot_t *s);
 /* The slot iterator: every slot made so far, newest first.  A slot once listed
  * stays, and is listed complete (its tables attached): a walk may run while
  * other threads attach theirs (the flight recorder's dump), and then sees the

@@ -23,12 +23,6 @@ _Static_assert(ML_NMODULES <= 32, "ml_hot.kinds_rare holds one bit per module");
     for (int i = 0; ml_modules[i]; i++)                                                                              \
         if (ml_modules[i]->X) ml_modules[i]->X(__VA_ARGS__)
 
-void ml_module_call_on(int mod, int on)
-{
-    if (on) __atomic_fetch_or(&ml_hot.kinds_rare, 1u << mod, __ATOMIC_RELAXED);
-    else __atomic_fetch_and(&ml_hot.kinds_rare, ~(1u << mod), __ATOMIC_RELAXED);
-}
-
 int ml_modules_settings(ml_setting_part *p, int max)
 {
     int n = 0;

@@ -81,6 +81,8 @@ void ml_merge_into(ml_slot_t *m);
 double ml_mpi_time(const ml_slot_t *m); /* time inside MPI without MPI_Init* and MPI_Finalize */
 void ml_job_id(char *out, size_t n, const char *stamp);
 void ml_output_path(char *out, size_t n, char *job, size_t jn);
+/* MPILENS_OUTPUT's template (tmpl) with its placeholders replaced (output.c) */
+void ml_expand(char *out, size_t n, const char *tmpl, const char *job, const char *stamp, const char *host);
 /* Rank 0: tells `mpilens run` what it wrote, in the file MPILENS_REPORT_TO names (if set):
  * key "profile" (value: the profile's path), "none" (value: why none), "partial" (the
  * partial directory, value "<dir>\t<job id>").  The file is rewritten whole each time. */

@@ -27,8 +27,6 @@
 #define ML_RG_NAME 64
 #define ML_RG_STACK 32
 
-int ml_paused = 0;
-int ml_ever_paused = 0; /* the flight recorder's collective counts then miss the paused calls */
 
 /* The regions of this process (the stack is process-wide), under mu. */
 static struct {
