@@ -157,7 +157,7 @@ static void ml_finalize_wait(void)
     uint64_t t0 = ml_now();
     MPI_Request r;
     PMPI_Ibarrier(MPI_COMM_WORLD, &r);
-    ml_fin_wait(&r); /* sleeping between tests (profile_reduce.c) */
+    ml_fin_wait(&r); /* sleeping between tests (fin.c) */
     ml_time(ml_slot(), fid, ml_now() - t0);
 }
 
@@ -170,7 +170,7 @@ void ml_before_finalize(void)
     ml_hot.active = 0;
     ml_thr.depth++;
     ml_modules_finalize_enter(); /* the flight recorder: a rank waiting here shows as in MPI_Finalize */
-    ml_fin_start(); /* rank 0's clock at the end of each step (profile_reduce.c) */
+    ml_fin_start(); /* rank 0's clock at the end of each step (fin.c) */
     if (was_active) ml_finalize_wait();
     ml_fin_mark("barrier");
     if (was_active) ml_modules_finalize(); /* late arrival per collective (late.c); marks each */

@@ -41,7 +41,7 @@ struct ml_profile {
 };
 
 /* MPI_Reduce of uint64 sums to rank 0 with a non-commutative user operation (never
- * MPICH 4.0.2's faulty SMP-aware path, issue 6893; profile_reduce.c) */
+ * MPICH 4.0.2's faulty SMP-aware path, issue 6893; fin.c) */
 void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n);
 
 void ml_profile_reduce(ml_profile_t *p);              /* collective */
@@ -50,9 +50,9 @@ void ml_profile_reduce(ml_profile_t *p);              /* collective */
 int ml_profile_compressed(const char *path);
 double ml_now_s(void); /* CLOCK_MONOTONIC, seconds */
 /* waits for a request of the profiler's end-of-run collectives, sleeping between
- * tests (profile_reduce.c) */
+ * tests (fin.c) */
 void ml_fin_wait(MPI_Request *r);
-/* The finalize steps (profile_reduce.c): ml_fin_start at MPI_Finalize's start, ml_fin_mark
+/* The finalize steps (fin.c): ml_fin_start at MPI_Finalize's start, ml_fin_mark
  * at the end of each step (rank 0 keeps the time, and its memory with MPILENS_FIN_TRACE);
  * ml_fin_since(step): rank 0's seconds since that mark; ml_fin_trace prints them (rank 0,
  * MPILENS_FIN_TRACE set). */

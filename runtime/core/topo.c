@@ -223,7 +223,7 @@ static char *ml_topo_json(void)
      * lines anywhere the gathers below (linear: rank 0 receives from every rank) are
      * skipped on every rank */
     unsigned long long v[2] = {TP.dropped, n > 0}, sum[2] = {0, 0};
-    MPI_Request req; /* the profiler's end-of-run collectives wait by ml_fin_wait (profile_reduce.c) */
+    MPI_Request req; /* the profiler's end-of-run collectives wait by ml_fin_wait (fin.c) */
     PMPI_Iallreduce(v, sum, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &req);
     ml_fin_wait(&req);
     unsigned long long all_dropped = sum[0];
