@@ -66,7 +66,7 @@ void ml_call_end(ml_slot_t *S, uint32_t fk, uint64_t t0, uint64_t dt, MPI_Comm c
     uint64_t bs = di >= 0 ? ml_thr.cb.s : 0, br = di >= 0 ? ml_thr.cb.r : 0;
     if (ml_hot.kinds_rare != 0) { /* a kind's out-of-line hook (regions, while one is open) */
         const ml_call_t c = {fid, cls, tm, t0, dt, bs, br, comm, ra};
-        ml_kinds_rare_end(S, &c);
+        ml_modules_rare_end(S, &c);
     }
     ml_tltab_t *t = S->tl;
     if (t) {

@@ -352,7 +352,7 @@ static void ml_cs_rank_json(ml_buf_t *b)
     free(m.rec);
 }
 
-/* ---- the kind (kinds_list.h) ---- */
+/* ---- the module (modules_list.h) ---- */
 
 static const char *const unwind_choices[] = {"backtrace", "fp", "cfi", NULL}; /* ML_UW_* (unwind.h) */
 
@@ -385,7 +385,7 @@ static void ml_cs_header_json(ml_buf_t *b)
 }
 
 /* Per call: the depth-1 cache in ml_call_done (callend.h), the probe in ml_call_end (callend.c), else ml_cs_add_slow. */
-const ml_kind_t ml_kind_callsites = {
+const ml_module_t ml_module_callsites = {
     .name = "callsites",
     .settings = ml_cs_settings,
     .init = ml_cs_init,

@@ -258,7 +258,7 @@ static void ml_cm_rank_json(ml_buf_t *b)
     ml_buf_printf(b, "],\"comms_dropped\":%llu", (unsigned long long)CM.dropped);
 }
 
-/* ---- the kind (kinds_list.h) ---- */
+/* ---- the module (modules_list.h) ---- */
 
 static const ml_setting ml_cm_settings[] = {
     {.key = "comms", .type = ML_SET_INT, .def = "32", .lo = 0, .hi = 4096, .out = &ml_hot.cm_max,
@@ -277,7 +277,7 @@ static int ml_cm_kind_init(void)
 static void ml_cm_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"comms_max\":%d", ml_hot.cm_max); }
 
 /* Per call: ml_call_done (callend.h) and ml_cm_upd in ml_call_end (callend.c), through the slot's cm. */
-const ml_kind_t ml_kind_comms = {
+const ml_module_t ml_module_comms = {
     .name = "comms",
     .settings = ml_cm_settings,
     .init = ml_cm_kind_init,

@@ -13,9 +13,7 @@
 
 #include "ml.h"
 #include "engine.h"
-#include "flight.h" /* ml_fl_settings */
 
-ml_core_cfg_t ml_cfg;
 
 static const char *const timing_choices[] = {"sampled", "all", NULL};
 static const char *const clock_choices[] = {"auto", "tsc", "monotonic", NULL};
@@ -195,21 +193,20 @@ static const ml_setting file_settings[] = {
      .help = "read by mpilens-exec only: which libmpilens.so to preload"},
     {0}};
 
-/* The core's rows, every record kind's (kinds_list.h), the flight recorder's
- * (flight.c), the file's, then every registered engine's (malloc'd; *n parts).
+/* The core's rows, every module's (modules_list.h: the record kinds', the flight
+ * recorder's), the file's, then every registered engine's (malloc'd; *n parts).
  * Each part's rows write variables of the file that owns the part. */
 static ml_setting_part *parts(int *n)
 {
     int ne = 0;
     while (ml_engines[ne])
         ne++;
-    ml_setting_part *p = malloc(sizeof *p * (size_t)(ne + ML_NKINDS + 3));
+    ml_setting_part *p = malloc(sizeof *p * (size_t)(ne + ML_NMODULES + 2));
     if (!p)
         return NULL;
     int k = 0;
     p[k++] = (ml_setting_part){"profiler", core_settings};
-    k += ml_kinds_settings(p + k, ML_NKINDS);
-    p[k++] = (ml_setting_part){"profiler", ml_fl_settings};
+    k += ml_modules_settings(p + k, ML_NMODULES);
     p[k++] = (ml_setting_part){"profiler", file_settings};
     for (int i = 0; i < ne; i++)
         p[k++] = (ml_setting_part){ml_engines[i]->name, ml_engines[i]->settings};

@@ -10,97 +10,16 @@
 #include "callend.h"
 #include "flight.h"
 #include "profile.h"
-#include "scratch.h"
 #include "unwind.h"
 
-unsigned char ml_fon[ML_NFUNC];
-int ml_world_size = 1, ml_world_rank = 0;
-/* this thread's hot state (ml.h: the wrappers reach every field from one thread-pointer offset) */
-ML_TLS ml_thr_t ml_thr;
-double ml_overhead_ns = 0.0, ml_overhead_sampled_ns = 0.0;
-/* what the inline per-call code reads (ml.h); each field is written by the file its comment names */
-ml_hot_t ml_hot = {.cs_depth = 1, .cm_max = 32, .cm_epoch = 1};
-uint64_t ml_t_init = 0, ml_t_final = 0;
-int ml_wrapped_c = ML_NWRAP_C, ml_wrapped_f = ML_NWRAP_F;
-
-/* The slots (one per thread up to MPILENS_MAX_THREADS, then one shared), under mu;
- * shared_mu: the shared slot's lock (ml_shared_lock, below). */
-static struct {
-    pthread_mutex_t mu, shared_mu;
-    ml_slot_t *head;       /* every slot, newest first (merged at MPI_Finalize); the slot iterator */
-    ml_slot_t *overflow;   /* the shared slot once MPILENS_MAX_THREADS is reached */
-    int n;                 /* slots made */
-    uint32_t nshared;      /* threads given the shared slot */
-} SL = {.mu = PTHREAD_MUTEX_INITIALIZER, .shared_mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP};
-
-/* The slot iterator (ml.h): a slot is published complete (release), so a
- * walk on another thread (the flight recorder's dump) sees its tables. */
-ml_slot_t *ml_first_slot(void) { return __atomic_load_n(&SL.head, __ATOMIC_ACQUIRE); }
-int ml_slot_count(void) { return SL.n; }
-
-static ml_slot_t *ml_slot_new(void)
-{
-    ml_slot_t *s = calloc(1, sizeof *s);
-    if (s) s->peers = calloc((size_t)ml_world_size, sizeof(ml_peer_t));
-    if (!s || !s->peers) {
-        fprintf(stderr, "mpilens: out of memory allocating a thread's records (%zu bytes)\n", sizeof *s);
-        abort();
-    }
-    ml_kinds_attach(s);
-    s->next = SL.head;
-    __atomic_store_n(&SL.head, s, __ATOMIC_RELEASE);
-    SL.n++;
-    return s;
-}
-
-ml_slot_t *ml_slot_attach(void)
-{
-    pthread_mutex_lock(&SL.mu);
-    ml_slot_t *s;
-    if (SL.n < ml_cfg.max_threads) {
-        s = ml_slot_new();
-    } else {
-        if (!SL.overflow) {
-            SL.overflow = ml_slot_new();
-            SL.overflow->shared = 1;
-        }
-        s = SL.overflow;
-        ml_thr.rq_thread = (++SL.nshared & 0xffff) ? (SL.nshared & 0xffff) : (++SL.nshared & 0xffff); /* 1..65535 */
-    }
-    pthread_mutex_unlock(&SL.mu);
-    ml_thr.slot = s;
-    return s;
-}
-
-/* The shared slot's lock: an adaptive mutex (spins briefly, then sleeps).  A
- * pure spin lock made 4 threads on 2 oversubscribed cores 40x slower than
- * without mpilens: a waiter spun out its time slice while the holder was
- * descheduled.  Only threads beyond MPILENS_MAX_THREADS ever take it. */
-void ml_shared_lock(void) { pthread_mutex_lock(&SL.shared_mu); }
-void ml_shared_unlock(void) { pthread_mutex_unlock(&SL.shared_mu); }
+/* A new thread's slot: the modules' tables (state.c calls it, before the slot is
+ * published); set at load, before any MPI call. */
+__attribute__((constructor)) static void ml_core_wire(void) { ml_slot_made = ml_modules_attach; }
 
 __attribute__((visibility("default"))) size_t mpilens_record_bytes(void)
 {
-    return (size_t)SL.n * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t) + ml_kinds_bytes());
+    return (size_t)ml_slot_count() * (sizeof(ml_slot_t) + (size_t)ml_world_size * sizeof(ml_peer_t) + ml_modules_bytes());
 }
-
-void ml_mark_served(void) { ml_thr.served = 1; }
-
-/* The wrappers' scratch (saved requests, statuses, Fortran handle
- * conversions; which 0..ML_NSCRATCH-1): inside a wrapper there is no way to
- * report an error, so no memory ends the job. */
-void *ml_scratch(size_t bytes, int which)
-{
-    static ML_TLS ml_scratch_t buf[ML_NSCRATCH];
-    void *p = ml_scratch_get(&buf[which], bytes);
-    if (!p) {
-        fprintf(stderr, "mpilens: out of memory (%zu bytes of scratch)\n", bytes);
-        abort();
-    }
-    return p;
-}
-
-uint64_t ml_probe_backtraces = 0;
 
 /* The bare call of the probe, out of line as ml_probe_call is. */
 static __attribute__((noinline)) void ml_probe_plain(int *r)
@@ -169,7 +88,7 @@ void ml_after_init(int *argc, char ***argv)
     ml_thr.depth++; /* our own MPI calls below are never recorded */
     PMPI_Comm_size(MPI_COMM_WORLD, &ml_world_size);
     PMPI_Comm_rank(MPI_COMM_WORLD, &ml_world_rank);
-    ml_nodes_init(); /* the node of every rank, before any call is recorded */
+    ml_modules_early(); /* the node of every rank, before any call is recorded (nodes.c) */
     /* Every setting of the core and the engines, and the engines' checks on
      * rank 0: a bad one stops every rank here with one line. */
     ml_buf_t err = {0};
@@ -185,7 +104,7 @@ void ml_after_init(int *argc, char ***argv)
     }
     ml_clock_init();
     ml_fortran_init();
-    ml_kinds_init(); /* the record kinds (kinds_list.h) */
+    ml_modules_init(); /* the modules (modules_list.h) */
     ml_hot.slow_ticks = ml_ns_to_ticks((uint64_t)ml_cfg.time_above_ns);
     if (ml_cfg.profile) {
         /* The probe runs as an outermost call, even when MPI_Init was reached
@@ -202,11 +121,11 @@ void ml_after_init(int *argc, char ***argv)
         ml_overhead_sampled_ns = ml_measure_overhead();
         ml_thr.depth = depth;
         memset(&ml_slot()->f[0], 0, sizeof(ml_frec_t));
-        ml_kinds_reset(ml_slot());
+        ml_modules_reset(ml_slot());
         ml_fon[0] = 0;
     }
     ml_t_init = ml_now();
-    if (ml_cfg.profile) ml_flight_start(); /* collective: the partial directory */
+    if (ml_cfg.profile) ml_modules_start(); /* collective: the flight recorder (its partial directory) */
     ml_thr.depth--;
 }
 
@@ -238,7 +157,7 @@ static void ml_finalize_wait(void)
     uint64_t t0 = ml_now();
     MPI_Request r;
     PMPI_Ibarrier(MPI_COMM_WORLD, &r);
-    ml_fin_wait(&r); /* sleeping between tests (profile_reduce.c) */
+    ml_fin_wait(&r); /* sleeping between tests (fin.c) */
     ml_time(ml_slot(), fid, ml_now() - t0);
 }
 
@@ -250,19 +169,18 @@ void ml_before_finalize(void)
     int was_active = ml_hot.active || ml_paused;
     ml_hot.active = 0;
     ml_thr.depth++;
-    ml_flight_finalize_enter(); /* a rank waiting here for the others shows as in MPI_Finalize */
-    ml_fin_start(); /* rank 0's clock at the end of each step (profile_reduce.c) */
+    ml_modules_finalize_enter(); /* the flight recorder: a rank waiting here shows as in MPI_Finalize */
+    ml_fin_start(); /* rank 0's clock at the end of each step (fin.c) */
     if (was_active) ml_finalize_wait();
     ml_fin_mark("barrier");
-    if (was_active) ml_la_reduce(); /* late arrival per collective (late.c) */
-    ml_fin_mark("late");
+    if (was_active) ml_modules_finalize(); /* late arrival per collective (late.c); marks each */
     for (int i = 0; ml_engines[i]; i++)
         if (ml_engines[i]->finalize) ml_engines[i]->finalize();
     ml_fin_mark("engines");
     int failed = was_active ? ml_write_profile() : 1;
     if (!was_active)
         ml_report_to("none", ml_cfg.profile ? "recording was off at MPI_Finalize" : "MPILENS_PROFILE=off");
-    ml_flight_stop(!failed); /* a complete profile: the partial files go */
+    ml_modules_stop(!failed); /* the flight recorder: a complete profile, the partial files go */
     ml_thr.depth--;
 }
 

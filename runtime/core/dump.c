@@ -40,7 +40,6 @@ static struct {
     int seq;                     /* dumps written */
     int hang_kept;               /* rank-N.hang written */
 } DM;
-ML_TLS int ml_in_dump = 0;
 
 static const char *const ml_reason[] = {"signal", "time_limit", "hang", "abort", "crash"};
 static const char *const ml_kind[] = {"other", "send", "recv", "sendrecv", "coll", "wait"};

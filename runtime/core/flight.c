@@ -105,7 +105,7 @@ static int parse_seconds(const char *v, void *out, ml_buf_t *why)
 }
 
 
-const ml_setting ml_fl_settings[] = {
+static const ml_setting ml_fl_settings[] = {
     {.key = "dump_signals", .type = ML_SET_CUSTOM, .def = "TERM,USR1,XCPU", .parse = parse_signals,
      .out = &ml_fl_cfg.dump_signals,
      .accepted = "comma-separated signal names among TERM, USR1, USR2, XCPU, INT, HUP, QUIT, ALRM "
@@ -366,7 +366,7 @@ static double ml_fl_slurm_deadline(void)
     return left > 0.001 ? left : 0.001;
 }
 
-void ml_flight_start(void)
+static void ml_flight_start(void)
 {
     /* the partial directory: rank 0's expansion of MPILENS_OUTPUT, the same on every
      * rank, and its job id (outside a batch job: rank 0's time stamp and pid, which
@@ -419,7 +419,7 @@ static void ml_fl_mark(int fid, int kind, MPI_Comm comm)
         ml_fl_in(s, fid, kind, comm, ML_FL_NONE, -1, 0, ML_FL_NONE, -1, NULL, 0, ml_now());
 }
 
-void ml_flight_finalize_enter(void)
+static void ml_flight_finalize_enter(void)
 {
     if (FL.running && FL.fid_finalize) ml_fl_mark(FL.fid_finalize, ML_FL_COLL, MPI_COMM_WORLD);
 }
@@ -448,7 +448,7 @@ static void ml_fl_remove(void)
     rmdir(FL.dir); /* the last rank's succeeds */
 }
 
-void ml_flight_stop(int profile_written)
+static void ml_flight_stop(int profile_written)
 {
     if (!FL.running) return;
     ml_fl_restore();
@@ -461,3 +461,14 @@ void ml_flight_stop(int profile_written)
     FL.running = 0;
     if (profile_written) ml_fl_remove();
 }
+
+/* Its settings; started at the end of MPI_Init (collective: the partial directory),
+ * MPI_Finalize marked as the call this thread is in, stopped after the profile (a
+ * complete profile: the partial files go).  Its per-call state is inline (flight.h). */
+const ml_module_t ml_module_flight = {
+    .name = "flight",
+    .settings = ml_fl_settings,
+    .start = ml_flight_start,
+    .finalize_enter = ml_flight_finalize_enter,
+    .stop = ml_flight_stop,
+};

@@ -147,14 +147,11 @@ typedef struct {
     int crash_dump;
     double deadline_s;          /* seconds after MPI_Init of the time-limit dump, 0: none */
 } ml_fl_cfg_t;
-extern ml_fl_cfg_t ml_fl_cfg;   /* settings (flight.c's table ml_fl_settings) */
-extern const ml_setting ml_fl_settings[]; /* the recorder's rows of the settings table (read by config.c) */
+extern ml_fl_cfg_t ml_fl_cfg;   /* settings (flight.c's table ml_fl_settings, the module's) */
 typedef struct { const char *name; int sig; } ml_fl_signame_t;
 extern const ml_fl_signame_t ml_fl_signals[]; /* the signals MPILENS_DUMP_SIGNALS may name */
 const char *ml_fl_signal_name(int sig);
-void ml_flight_start(void);          /* end of MPI_Init (collective: agrees on the partial directory) */
-void ml_flight_finalize_enter(void); /* MPI_Finalize reached: this thread is "in MPI_Finalize" */
-void ml_flight_stop(int profile_written); /* after the profile: stop; remove the partial files if written */
+/* started, marked in MPI_Finalize and stopped as the module "flight" (flight.c, modules_list.h) */
 void ml_flight_abort(int fid, MPI_Comm comm, int errorcode); /* MPI_Abort's wrapper, before the abort */
 
 /* Times this process was stopped (SIGSTOP, SIGTSTP: the recorder's clock ran, the

@@ -1,7 +1,7 @@
 /* The record kinds' per-call state and helpers: call sites (callsite.c),
  * regions (region.c), the time line (timeline.c) and communicators (comms.c),
- * each a descriptor of kinds_list.h (mltypes.h; the registry's loops are in
- * kinds.c).  The wrappers' per-call step is callend.h: ml_call_done counts an
+ * each a module of modules_list.h (module.h; the registry's loops are in
+ * modules.c).  The wrappers' per-call step is callend.h: ml_call_done counts an
  * untimed call in its function's record, its time-line cell, its
  * communicator's record and (depth 1) its call site, inline; ml_call_end
  * (callend.c) does the full update of a timed call, and calls the out-of-line
@@ -120,12 +120,12 @@ typedef struct ml_rgtab {
 
 
 
-/* The kinds whose out-of-line hook (ml_kind_t.call) runs now, bit i for
- * ml_kinds[i] (kinds.c): behind one test in ml_call_done (callend.h).  Set from a kind's
- * init (ML_HOOKS_CALL), or at run time by the kind itself (ml_kind_call_on:
+/* The modules whose out-of-line hook (ml_module_t.call) runs now, bit i for
+ * ml_modules[i] (modules.c): behind one test in ml_call_done (callend.h).  Set from a module's
+ * init (ML_HOOKS_CALL), or at run time by the module itself (ml_module_call_on:
  * regions, while one is open). */
-void ml_kind_call_on(int kind, int on); /* kind: ML_KIND_<name> (mltypes.h) */
-void ml_kinds_rare_end(ml_slot_t *S, const ml_call_t *c);
+void ml_module_call_on(int mod, int on); /* mod: ML_MOD_<name> (module.h) */
+void ml_modules_rare_end(ml_slot_t *S, const ml_call_t *c);
 /* Set on the thread writing a partial profile (dump.c) while it formats the rank
  * line: the dump only reads (no MPI call, no change to the open regions); the
  * profile at MPI_Finalize is the one that closes the open regions and asks MPI

@@ -127,7 +127,7 @@ static uint64_t la_hash(void)
     return h;
 }
 
-void ml_la_reduce(void)
+static void ml_la_reduce(void)
 {
     LA.done = -1;
     if (ml_world_size < 2) {
@@ -211,7 +211,7 @@ void ml_la_reduce(void)
 
 /* ,"late_arrival":{"sampled":N,"every":K,"clear":M,"threshold_s":T,"last":C,"last_clear":D,"gap_s":G}
  * or {"sampled":0,"why":"..."} */
-void ml_la_rank_json(ml_buf_t *b)
+static void ml_la_rank_json(ml_buf_t *b)
 {
     if (!LA.done) return;
     if (LA.done < 0) {
@@ -225,3 +225,11 @@ void ml_la_rank_json(ml_buf_t *b)
                   LA.sampled, (unsigned long long)(ml_la_mask + 1), LA.clear, LA.thr_s, LA.last, LA.last_clear,
                   LA.gap_s);
 }
+
+/* At MPI_Finalize the reduction (collective, when recording was on); the rank
+ * line's "late_arrival" after it. */
+const ml_module_t ml_module_late = {
+    .name = "late",
+    .finalize = ml_la_reduce,
+    .rank_where_json = ml_la_rank_json,
+};

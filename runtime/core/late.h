@@ -25,8 +25,6 @@ extern uint64_t ml_la_mask;     /* sample the calls whose coll_seq & ml_la_mask 
 extern ML_TLS uint64_t ml_la_t0; /* inside a sampled call: its entry time (ticks), else 0 */
 void ml_la_enter(uint64_t cseq, int fid);
 void ml_la_exit(void);
-void ml_la_reduce(void);            /* at MPI_Finalize, every rank (collective on MPI_COMM_WORLD) */
-void ml_la_rank_json(ml_buf_t *b);  /* the rank line's "late_arrival" (nothing before ml_la_reduce) */
 
 /* ml_fl_set's collective branch: id is the communicator's record (0: MPI_COMM_WORLD),
  * cseq its coll_seq (0: not counted) */

@@ -11,12 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile.h"
+#include "module.h"
 
 extern char **environ;
 
 /* ,"cpus_online":N,"affinity_cpus":K,"affinity":"0-3,6" */
-void ml_machine_rank(ml_buf_t *b)
+static void ml_machine_rank(ml_buf_t *b)
 {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     ml_buf_printf(b, ",\"cpus_online\":%ld", online > 0 ? online : 0);
@@ -121,7 +121,7 @@ static int transport_setting(const char *kv)
 }
 
 /* ,"launch":{"line":"..." ("" if none found),"settings":{"VAR":"value",...}} */
-void ml_machine_header(ml_buf_t *b)
+static void ml_machine_header(ml_buf_t *b)
 {
     char line[4096];
     ml_buf_printf(b, ",\"launch\":{\"line\":");
@@ -143,3 +143,9 @@ void ml_machine_header(ml_buf_t *b)
     }
     ml_buf_printf(b, "}}");
 }
+
+const ml_module_t ml_module_machine = {
+    .name = "machine",
+    .header_where_json = ml_machine_header,
+    .rank_where_json = ml_machine_rank,
+};

@@ -32,7 +32,7 @@
  * communicator's, a region's in hooks.h) keeps its calls and their time in one
  * ml_timing_t: ml_time_add, ml_timing_sum and ml_est_s are the same for all.
  *
- * Headers: mltypes.h (macros, the record-kind descriptor and registry) <- this
+ * Headers: mltypes.h (macros; the module interface, module.h) <- this
  * file <- hooks.h (the record kinds' per-call hooks) <- flight.h (what the
  * wrappers include).  This file does not include hooks.h.
  */
@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mltypes.h"   /* ML_TLS, ML_INLINE, ml_slot_t, the record-kind descriptor and registry */
+#include "mltypes.h"   /* ML_TLS, ML_INLINE, ml_slot_t, the module interface and registry */
 #include "ml_funcs.h"  /* generated: ML_NFUNC, ML_NDATA, ml_func_name[], ml_func_didx[] */
 #include "ml_schema.h" /* generated from schema/profile.json: ML_NBINS, ML_CAUTION_FACTOR, ... */
 #include "engine.h"    /* runtime/common: the engine interface, settings, text buffers */
@@ -115,7 +115,7 @@ typedef struct ml_slot {
     struct ml_rgtab *rg;   /* per-region records (region.c, hooks.h) */
     struct ml_tltab *tl;   /* time line (timeline.c, hooks.h) */
     struct ml_cm_rec *cm;  /* per-communicator records (comms.c, hooks.h) */
-    void *kx[ML_NKINDS];   /* a record kind's own per-thread tables (mltypes.h; the built-in kinds use the typed pointers above) */
+    void *kx[ML_NMODULES]; /* a module's own per-thread tables (module.h; the built-in kinds use the typed pointers above) */
     int shared;            /* slot shared by threads beyond MPILENS_MAX_THREADS: updates under lock */
     ml_fl_t fl;            /* the call this thread is inside (flight.h) */
     uint64_t wcoll[8];     /* its last collectives on MPI_COMM_WORLD: entry k % 8 for its k-th,
@@ -123,12 +123,12 @@ typedef struct ml_slot {
     ml_cs1_t cs1[ML_NFUNC]; /* call sites, depth 1: one entry per function (callend.h) */
 } ml_slot_t;
 
-/* ---- global state (core.c) ---- */
+/* ---- global state (state.c) ---- */
 extern unsigned char ml_fon[ML_NFUNC]; /* per function: 1 = record (set after MPI_Init, cleared at Finalize) */
 extern int ml_world_size, ml_world_rank;
 
 /* This thread's hot state: everything per thread that the inline per-call code reads
- * or writes, in one thread-local struct (core.c), so that a wrapper finds all of it
+ * or writes, in one thread-local struct (state.c), so that a wrapper finds all of it
  * from one thread-pointer offset (initial-exec TLS: one GOT load, not one per variable). */
 typedef struct { MPI_Datatype dt; int64_t size; unsigned epoch; } ml_tcache_t; /* datatype size cache (sem.c) */
 typedef struct { uint64_t s, r; int bin; } ml_callbytes_t;                     /* a call's bytes (ml_call_done) */
@@ -145,7 +145,7 @@ typedef struct {
 extern ML_TLS ml_thr_t ml_thr;
 
 /* The process-wide state that the inline per-call code reads, gathered in one
- * cache-line-aligned struct (defined in core.c; each field is written only by the
+ * cache-line-aligned struct (defined in state.c; each field is written only by the
  * file its comment names, at MPI_Init, from the settings, or when the event named
  * happens): one line for what a wrapper reads besides its records.  Not here:
  * what only out-of-line code reads (nodes.c's node count, region.c's open region),
@@ -158,8 +158,8 @@ typedef struct {
     uint64_t slow_ticks;         /* core.c: MPILENS_TIME_ABOVE_NS in ticks (ml_want_time_full) */
     volatile uint64_t fl_clock;  /* flight.c: ticks, advanced by the recorder's thread (flight.h) */
     int cs_depth;                /* callsite.c: MPILENS_CALLSITES, 0 off, 1..ML_CS_MAXDEPTH (hooks.h) */
-    int hooks_on;                /* kinds.c, region.c: ML_HOOKS_* bits (mltypes.h): a kind is on, or a region was opened */
-    volatile unsigned kinds_rare; /* kinds.c: the kinds whose out-of-line hook runs now (hooks.h) */
+    int hooks_on;                /* modules.c, region.c: ML_HOOKS_* bits (module.h): a kind is on, or a region was opened */
+    volatile unsigned kinds_rare; /* modules.c: the modules whose out-of-line hook runs now (hooks.h) */
     int cm_max;                  /* comms.c: MPILENS_COMMS (0: off) */
     volatile unsigned cm_epoch;  /* comms.c: changes when a communicator is made or freed (ml_cm_id) */
     int my_node;                 /* nodes.c: this rank's node */
@@ -169,6 +169,8 @@ _Static_assert(sizeof(ml_hot_t) == 64, "the per-call path's process-wide state: 
 extern ml_hot_t ml_hot;
 
 ml_slot_t *ml_slot_attach(void);
+/* called on each new slot before it is published (state.c; core.c sets it: the modules' attach) */
+extern void (*ml_slot_made)(ml_slot_t *s);
 /* The slot iterator: every slot made so far, newest first.  A slot once listed
  * stays, and is listed complete (its tables attached): a walk may run while
  * other threads attach theirs (the flight recorder's dump), and then sees the
@@ -404,8 +406,7 @@ ML_INLINE void ml_peer_add(ml_slot_t *s, int side, int wpeer, uint64_t bytes)
     }
 }
 
-/* ---- nodes (nodes.c): the node of every world rank, from the host names, once at MPI_Init ---- */
-void ml_nodes_init(void);      /* collective over MPI_COMM_WORLD */
+/* ---- nodes (nodes.c, module "hosts"): the node of every world rank, from the host names, once at MPI_Init ---- */
 /* distinct nodes of n world ranks (ML_NOPEER skipped) and the most of them on one node */
 void ml_node_span(const int *world, int n, int *nodes, int *rpn);
 

@@ -13,6 +13,10 @@
  * and the largest node span per collective function; ml_nodes_host_names
  * (collective) gives it the host name of each node's first rank only: nodes x
  * 256 B, not ranks x 256 B.
+ *
+ * Two modules (module.h, modules_list.h): "hosts" (the layout at MPI_Init, the
+ * header's "hosts" and "ranks_per_host") and "nodes" (the header's "nodes", the
+ * functions' node fields); the machine facts come between them in the header.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -22,6 +26,8 @@
 
 #include "profile.h"
 
+#define ML_NODE_MATRIX_MAX 256 /* nodes up to which the header holds the node x node matrix */
+
 /* This file's state: the first rank of each node (from MPI_Init), and rank 0's
  * results after ml_nodes_reduce. */
 static struct {
@@ -29,6 +35,7 @@ static struct {
     int *first;         /* [nnodes] the first world rank of each node */
     uint64_t *span_max; /* [ML_NDATA][2] */
     uint64_t *matrix;   /* [nnodes][nnodes][2]: messages, bytes; NULL above ML_NODE_MATRIX_MAX */
+    char *names;        /* [nnodes][256]: each node's host name (rank 0, ml_nodes_host_names) */
 } N = {.nnodes = 1};
 
 static void *ml_nodes_alloc(size_t n, size_t size)
@@ -48,7 +55,7 @@ static uint64_t ml_fnv1a(const char *s)
     return h;
 }
 
-void ml_nodes_init(void)
+static void ml_nodes_init(void)
 {
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
@@ -92,7 +99,7 @@ int ml_my_node(void)
  * communicator (ml_fin_comm): rank 0 receives nodes - 1 messages and hears from no
  * other rank (an MPI_Gatherv made it receive one, empty, from every rank, which on one
  * host cost it ~60 KB of the MPI's per-peer state per rank, docs/scale.md). */
-char *ml_nodes_host_names(const char *host)
+static char *ml_nodes_host_names(const char *host)
 {
     MPI_Comm c = ml_fin_comm();
     if (ml_world_rank != 0) {
@@ -120,7 +127,7 @@ char *ml_nodes_host_names(const char *host)
 }
 
 /* The header's "hosts" (rank 0; names from ml_nodes_host_names) and "ranks_per_host". */
-void ml_nodes_put_hosts(ml_buf_t *b, const char *names)
+static void ml_nodes_put_hosts(ml_buf_t *b, const char *names)
 {
     int *cnt = ml_nodes_alloc((size_t)N.nnodes, sizeof *cnt);
     for (int r = 0; r < ml_world_size; r++) cnt[ml_hot.node_of[r]]++;
@@ -152,7 +159,7 @@ void ml_node_span(const int *world, int n, int *nodes, int *rpn)
     free(cnt);
 }
 
-void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max)
+static void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max)
 {
     /* the spans' maxima came in profile_reduce.c's packed reduction */
     if (ml_world_rank == 0) {
@@ -172,7 +179,7 @@ void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max)
     free(mine);
 }
 
-void ml_nodes_free(void)
+static void ml_nodes_free(void)
 {
     free(N.span_max);
     free(N.matrix);
@@ -187,7 +194,7 @@ static void ml_put_words(ml_buf_t *b, const uint64_t *w, int n, int stride)
 }
 
 /* The header's "nodes" member (rank 0). */
-void ml_nodes_put_header(ml_buf_t *b)
+static void ml_nodes_put_header(ml_buf_t *b)
 {
     ml_buf_printf(b, ",\"nodes\":{\"count\":%d", N.nnodes);
     if (N.matrix) {
@@ -207,7 +214,7 @@ void ml_nodes_put_header(ml_buf_t *b)
  * known peer (xnode: [2][4]) and its communicators' node span (calls: one node,
  * several nodes; max: nodes, ranks per node; max NULL: the header's reduced values
  * of data index di). */
-void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di)
+static void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di)
 {
     int any = 0;
     for (int i = 0; i < 8; i++) any |= xnode[i] != 0;
@@ -223,3 +230,42 @@ void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *c
                   "\"max_ranks_per_node\":%llu}", (unsigned long long)calls[0], (unsigned long long)calls[1],
                   (unsigned long long)max[0], (unsigned long long)max[1]);
 }
+
+/* ---- the modules ---- */
+
+static void ml_hosts_reduce(const ml_profile_t *p)
+{
+    N.names = ml_nodes_host_names(p->host); /* collective: one 256-byte name per node */
+}
+
+static void ml_hosts_header_json(ml_buf_t *b) { ml_nodes_put_hosts(b, N.names); }
+
+static void ml_hosts_release(void)
+{
+    free(N.names);
+    N.names = NULL;
+}
+
+/* the node of every rank, at MPI_Init before any call is recorded (engines read it) */
+const ml_module_t ml_module_hosts = {
+    .name = "hosts",
+    .early = ml_nodes_init,
+    .reduce = ml_hosts_reduce,
+    .header_where_json = ml_hosts_header_json,
+    .release = ml_hosts_release,
+};
+
+static void ml_nodes_reduce_p(const ml_profile_t *p) { ml_nodes_reduce(p->m, p->span_max); } /* collective */
+
+static void ml_nodes_function_json(ml_buf_t *b, const ml_fdata_t *f)
+{
+    ml_nodes_put_function(b, f->xnode, f->span_calls, f->span_max, f->di);
+}
+
+const ml_module_t ml_module_nodes = {
+    .name = "nodes",
+    .reduce = ml_nodes_reduce_p,
+    .header_where_json = ml_nodes_put_header,
+    .function_json = ml_nodes_function_json,
+    .release = ml_nodes_free,
+};

@@ -20,7 +20,7 @@ enum { ML_DW_BYTES_S, ML_DW_BYTES_R, ML_DW_SERVED, ML_DW_HIST_S,
        ML_DW_XNODE, ML_DW_SPAN = ML_DW_XNODE + 8, /* nodes.c: intra/inter-node split, span calls */
        ML_DWORDS = ML_DW_SPAN + 2 };
 
-typedef struct {
+struct ml_profile {
     ml_slot_t *m;                /* this rank's records, merged over its threads */
     double wall, mpi;            /* this rank: MPI_Init to MPI_Finalize, time inside MPI */
     char host[256];              /* this rank's host */
@@ -36,22 +36,13 @@ typedef struct {
     double fin_reduce_s;  /* the profiler's end-of-run collectives (this rank's clock) */
     double fin_offsets_s; /* the exclusive scan of the line lengths */
     double fin_total_s;   /* from the end of MPI_Finalize's barrier to the header's format */
-    char *hosts;                 /* [nodes][256]: each node's host name (nodes.c) */
-    char *topo;                  /* the application's process topologies (topo.c), JSON members, or NULL */
-} ml_profile_t;
+    const uint64_t *span_max;    /* [ML_NDATA][2] the collectives' largest node span, reduced
+                                  * (rank 0; during the modules' reduce only: nodes.c) */
+};
 
-/* nodes.c: the node x node matrix and the collectives' largest span (collective),
- * and the node fields of the profile (docs/profile-format.md, "Nodes") */
-#define ML_NODE_MATRIX_MAX 256 /* nodes up to which the header holds the node x node matrix */
-void ml_nodes_reduce(const ml_slot_t *m, const uint64_t *span_max); /* span_max: reduced (rank 0) */
 /* MPI_Reduce of uint64 sums to rank 0 with a non-commutative user operation (never
- * MPICH 4.0.2's faulty SMP-aware path, issue 6893; profile_reduce.c) */
+ * MPICH 4.0.2's faulty SMP-aware path, issue 6893; fin.c) */
 void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n);
-void ml_nodes_free(void);
-char *ml_nodes_host_names(const char *host);          /* collective; rank 0: [nodes][256] */
-void ml_nodes_put_hosts(ml_buf_t *b, const char *names); /* the header's hosts, ranks_per_host */
-void ml_nodes_put_header(ml_buf_t *b);
-void ml_nodes_put_function(ml_buf_t *b, const uint64_t *xnode, const uint64_t *calls, const uint64_t *max, int di);
 
 void ml_profile_reduce(ml_profile_t *p);              /* collective */
 /* profile_gzip.c: whether the profile at path is compressed (MPILENS_COMPRESS), and
@@ -59,9 +50,9 @@ void ml_profile_reduce(ml_profile_t *p);              /* collective */
 int ml_profile_compressed(const char *path);
 double ml_now_s(void); /* CLOCK_MONOTONIC, seconds */
 /* waits for a request of the profiler's end-of-run collectives, sleeping between
- * tests (profile_reduce.c) */
+ * tests (fin.c) */
 void ml_fin_wait(MPI_Request *r);
-/* The finalize steps (profile_reduce.c): ml_fin_start at MPI_Finalize's start, ml_fin_mark
+/* The finalize steps (fin.c): ml_fin_start at MPI_Finalize's start, ml_fin_mark
  * at the end of each step (rank 0 keeps the time, and its memory with MPILENS_FIN_TRACE);
  * ml_fin_since(step): rank 0's seconds since that mark; ml_fin_trace prints them (rank 0,
  * MPILENS_FIN_TRACE set). */
@@ -90,6 +81,8 @@ void ml_merge_into(ml_slot_t *m);
 double ml_mpi_time(const ml_slot_t *m); /* time inside MPI without MPI_Init* and MPI_Finalize */
 void ml_job_id(char *out, size_t n, const char *stamp);
 void ml_output_path(char *out, size_t n, char *job, size_t jn);
+/* MPILENS_OUTPUT's template (tmpl) with its placeholders replaced (output.c) */
+void ml_expand(char *out, size_t n, const char *tmpl, const char *job, const char *stamp, const char *host);
 /* Rank 0: tells `mpilens run` what it wrote, in the file MPILENS_REPORT_TO names (if set):
  * key "profile" (value: the profile's path), "none" (value: why none), "partial" (the
  * partial directory, value "<dir>\t<job id>").  The file is rewritten whole each time. */

@@ -9,10 +9,7 @@
 #include <unistd.h>
 
 #include "profile.h"
-#include "late.h"
 
-void ml_machine_rank(ml_buf_t *b);    /* machine.c */
-void ml_machine_header(ml_buf_t *b);
 
 static void ml_put_hist(ml_buf_t *b, const char *key, const uint64_t *h)
 {
@@ -75,7 +72,7 @@ static void ml_put_functions(ml_buf_t *b, const ml_profile_t *p)
             const uint64_t *w = p->calls + NF + (size_t)di * ML_DWORDS;
             ml_put_data(b, w[ML_DW_BYTES_S], w[ML_DW_BYTES_R], w[ML_DW_SERVED], w + ML_DW_HIST_S,
                         w + ML_DW_HIST_R, w[ML_DW_HIST_BYTES_S]);
-            ml_nodes_put_function(b, w + ML_DW_XNODE, w + ML_DW_SPAN, NULL, di);
+            ml_modules_function_json(b, &(ml_fdata_t){i, di, w + ML_DW_XNODE, w + ML_DW_SPAN, NULL});
         }
         ml_buf_printf(b, ",\"caution\":%s}",
                       mean_call * 1e9 < ML_CAUTION_FACTOR * p->overhead_max ? "true" : "false");
@@ -120,9 +117,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_buf_json_str(b, cmd);
     ml_put_mpi(b);
     ml_buf_printf(b, ",\"nranks\":%d", ml_world_size);
-    ml_nodes_put_hosts(b, p->hosts);
-    ml_machine_header(b);
-    ml_nodes_put_header(b);
+    ml_modules_header_where_json(b); /* hosts, machine facts, nodes (nodes.c, machine.c) */
     ml_buf_printf(b, ",\"clock\":{\"source\":\"%s\",\"ghz\":%.6g,\"resolution_ns\":%.4g},", ml_clock_source(),
                   ml_clock_ghz(), 1.0 / ml_clock_ghz());
     ml_buf_printf(b, "\"timing\":{\"mode\":\"%s\",\"sample_period\":%d,\"warmup_calls\":%d,\"always_above_ns\":%d,"
@@ -150,8 +145,7 @@ void ml_profile_header(ml_buf_t *b, const ml_profile_t *p, const char *job, cons
     ml_buf_printf(b, "\"mpi_s\":{\"min\":%.9g,\"mean\":%.9g,\"max\":%.9g},", p->call_min[NF + 1],
                   p->time[NF + 1] / ml_world_size, p->mpi_max);
     ml_put_functions(b, p);
-    ml_kinds_header_json(b);
-    if (p->topo) ml_buf_printf(b, ",%s", p->topo);
+    ml_modules_header_json(b); /* the record kinds, the topologies (topo.c) */
     ml_put_sections(b);
     ml_buf_printf(b, "}\n");
 }
@@ -177,8 +171,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     ml_buf_printf(b, "{\"rank\":%d,\"host\":", ml_world_rank);
     ml_buf_json_str(b, p->host);
     ml_buf_printf(b, ",\"node\":%d", ml_hot.my_node);
-    ml_machine_rank(b);
-    ml_la_rank_json(b); /* late arrival per collective (late.c) */
+    ml_modules_rank_where_json(b); /* the machine facts, late arrival (machine.c, late.c) */
     ml_buf_printf(b, ",\"pid\":%d,\"wall_s\":%.8g,\"mpi_s\":%.8g,\"threads\":%d,\"untracked_requests\":%llu,\"functions\":{",
                   (int)getpid(), p->wall, p->mpi, ml_slot_count(), (unsigned long long)m->untracked);
     int first = 1;
@@ -194,7 +187,7 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
         if (di >= 0) {
             const ml_drec_t *d = &m->d[di];
             ml_put_data(b, d->bytes_s, d->bytes_r, d->served, d->hist_s, d->hist_r, d->hist_bytes_s);
-            ml_nodes_put_function(b, &d->xnode[0][0], d->span_calls, d->span_max, di);
+            ml_modules_function_json(b, &(ml_fdata_t){i, di, &d->xnode[0][0], d->span_calls, d->span_max});
         }
         ml_buf_printf(b, "}");
     }
@@ -203,6 +196,6 @@ void ml_profile_rank_line(ml_buf_t *b, const ml_profile_t *p)
     ml_buf_printf(b, "],\"recv\":[");
     ml_put_peers(b, m, ML_RECV);
     ml_buf_printf(b, "]}");
-    ml_kinds_rank_json(b);
+    ml_modules_rank_json(b);
     ml_buf_printf(b, "}\n");
 }

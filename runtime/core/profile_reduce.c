@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "profile.h"
-#include "topo.h"
 
 ml_slot_t *ml_first_slot(void);
 
@@ -102,15 +101,11 @@ static void *ml_zalloc(size_t n, size_t size)
  * 4.0.2, pmodels/mpich issue 6893); every word is still reduced elementwise, so the
  * order changes nothing but the rounding of the double sums. */
 /* This file's state at MPI_Finalize, in one owned struct (no other mutable static):
- * the packed buffer's layout (word offsets), the finalize steps' marks and the
- * profiler's private communicator. */
-enum { ML_FIN_MARKS = 32 };
+ * the packed buffer's layout (word offsets).  The finalize steps' marks and the
+ * profiler's private communicator are fin.c's. */
 static struct {
     struct { size_t nu, cmin, cmax, tsum, tmax, tmin, rtmin, rtmax, rtrank, mx, span, words; } pk;
-    int nmark, trace;      /* marks kept; MPILENS_FIN_TRACE set (rank 0 prints them) */
-    struct { const char *step; double t; long rss_kb; } mark[ML_FIN_MARKS];
-    MPI_Comm comm;         /* MPI_COMM_WORLD's duplicate for the profiler's point-to-point steps */
-} PR = {.comm = MPI_COMM_NULL};
+} PR;
 
 static void pk_layout(void)
 {
@@ -161,157 +156,6 @@ static void ml_pack_op(void *in, void *inout, int *len, MPI_Datatype *type)
         for (size_t i = PR.pk.span; i < PR.pk.words; i++)
             if (a[i] > b[i]) b[i] = a[i];
     }
-}
-
-static void ml_sum_u64_op(void *in, void *inout, int *len, MPI_Datatype *type)
-{
-    (void)type;
-    const uint64_t *a = in;
-    uint64_t *b = inout;
-    for (int i = 0; i < *len; i++) b[i] += a[i];
-}
-
-void ml_reduce_sum_u64(const uint64_t *in, uint64_t *out, int n)
-{
-    MPI_Op op;
-    PMPI_Op_create(ml_sum_u64_op, 0, &op); /* non-commutative: see ml_pack_op */
-    MPI_Request r;
-    PMPI_Ireduce(in, out, n, MPI_UINT64_T, op, 0, MPI_COMM_WORLD, &r);
-    ml_fin_wait(&r);
-    PMPI_Op_free(&op);
-}
-
-/* The end-of-run collectives are non-blocking and waited for here: MPI_Test, and
- * after the first 64 tests a 20 us sleep between tests.  A rank that waits for the
- * others then gives its core away instead of polling for it: with more ranks than
- * cores (an oversubscribed node) a blocking collective's busy-polling ranks took
- * the time slices the ranks that could progress needed, and each of the
- * profiler's collectives cost seconds at 64 ranks on 2 cores (docs/scale.md).  On
- * one rank per core the sleeps add at most about 0.1 ms per step of a collective. */
-void ml_fin_wait(MPI_Request *r)
-{
-    int done = 0;
-    for (int k = 0;; k++) {
-        PMPI_Test(r, &done, MPI_STATUS_IGNORE);
-        if (done) return;
-        if (k >= 64) {
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
-        }
-    }
-}
-
-/* ---- the finalize steps: rank 0's clock (and resident memory when traced) at the end of each ---- */
-
-static long ml_rss_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, key, n) == 0) {
-            kb = strtol(line + n, NULL, 10);
-            break;
-        }
-    if (f) fclose(f);
-    return kb;
-}
-
-/* Starts the marks (every rank; only rank 0 keeps them).  MPILENS_FIN_TRACE=1 has rank 0
- * also read its resident memory at each mark and print the steps (ml_fin_trace). */
-void ml_fin_start(void)
-{
-    const char *v = getenv("MPILENS_FIN_TRACE");
-    PR.trace = v && *v && strcmp(v, "0") != 0;
-    PR.nmark = 0;
-    ml_fin_mark("start");
-}
-
-void ml_fin_mark(const char *step)
-{
-    if (ml_world_rank != 0 || PR.nmark >= ML_FIN_MARKS) return;
-    PR.mark[PR.nmark].step = step;
-    PR.mark[PR.nmark].t = ml_now_s();
-    PR.mark[PR.nmark].rss_kb = PR.trace ? ml_rss_kb("VmRSS:") : -1;
-    PR.nmark++;
-}
-
-/* rank 0: seconds from the mark `from` (the latest of that name) to now; 0 if there is none */
-double ml_fin_since(const char *from)
-{
-    for (int i = PR.nmark - 1; i >= 0; i--)
-        if (strcmp(PR.mark[i].step, from) == 0) return ml_now_s() - PR.mark[i].t;
-    return 0.0;
-}
-
-/* rank 0, MPILENS_FIN_TRACE set: one line on stderr, each step's seconds (from the mark
- * before it) and rank 0's resident memory at its end, then the peak (VmHWM). */
-void ml_fin_trace(void)
-{
-    if (ml_world_rank != 0 || !PR.trace) return;
-    char out[64 * ML_FIN_MARKS + 64];
-    size_t k = (size_t)snprintf(out, sizeof out, "mpilens-fin-trace {\"ranks\":%d,\"steps\":[", ml_world_size);
-    for (int i = 1; i < PR.nmark && k < sizeof out - 64; i++)
-        k += (size_t)snprintf(out + k, sizeof out - k, "%s[\"%s\",%.6f,%ld]", i > 1 ? "," : "", PR.mark[i].step,
-                              PR.mark[i].t - PR.mark[i - 1].t, PR.mark[i].rss_kb);
-    snprintf(out + k, sizeof out - k, "],\"hwm_kb\":%ld}\n", ml_rss_kb("VmHWM:"));
-    fputs(out, stderr);
-}
-
-/* ---- the profiler's private communicator and its point-to-point steps ---- */
-
-/* Collective (the first call): MPI_COMM_WORLD's duplicate, made by MPI_Comm_idup and
- * waited for by ml_fin_wait, so that the profiler's messages never match the
- * application's.  Freed by ml_fin_comm_free. */
-MPI_Comm ml_fin_comm(void)
-{
-    if (PR.comm == MPI_COMM_NULL) {
-        MPI_Request r;
-        PMPI_Comm_idup(MPI_COMM_WORLD, &PR.comm, &r);
-        ml_fin_wait(&r);
-    }
-    return PR.comm;
-}
-
-void ml_fin_comm_free(void)
-{
-    if (PR.comm != MPI_COMM_NULL) PMPI_Comm_free(&PR.comm);
-}
-
-/* Collective: the sum of v over the ranks below this one (0 on rank 0) in *excl, and on
- * rank 0 the sum over all ranks in *total, by recursive doubling over the private
- * communicator: ceil(log2 P) steps, in each one message each way with the rank whose
- * number differs in that bit (MPICH's exclusive scan; Open MPI's MPI_Iexscan is a
- * chain of P - 1 steps, rank r waiting for r - 1).  A rank's partial sum covers its
- * aligned block of 2^k ranks; the block below it adds to the prefix.  Rank 0's blocks
- * start at multiples of 2^k, whose partial sums are never cut short by a missing
- * partner (P not a power of two), so its last partial sum is the total. */
-void ml_fin_exscan(long long v, long long *excl, long long *total)
-{
-    MPI_Comm c = ml_fin_comm();
-    long long partial = v, below = 0;
-    for (int mask = 1; mask > 0 && mask < ml_world_size; mask <<= 1) {
-        int peer = ml_world_rank ^ mask;
-        if (peer >= ml_world_size) continue;
-        long long got = 0, send = partial;
-        MPI_Request r[2];
-        PMPI_Irecv(&got, 1, MPI_LONG_LONG, peer, 0, c, &r[0]);
-        PMPI_Isend(&send, 1, MPI_LONG_LONG, peer, 0, c, &r[1]);
-        ml_fin_wait(&r[0]);
-        ml_fin_wait(&r[1]);
-        if (peer < ml_world_rank) below += got;
-        partial += got;
-    }
-    *excl = below;
-    if (total) *total = ml_world_rank == 0 ? partial : 0;
-}
-
-double ml_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void ml_profile_reduce(ml_profile_t *p)
@@ -404,12 +248,9 @@ void ml_profile_reduce(ml_profile_t *p)
     }
     free(w);
 
-    p->hosts = ml_nodes_host_names(p->host); /* collective: one 256-byte name per node */
-    ml_fin_mark("hosts");
-    p->topo = ml_topo_json(); /* collective */
-    ml_fin_mark("topologies");
-    ml_nodes_reduce(m, res + PR.pk.span); /* collective */
-    ml_fin_mark("node_matrix");
+    p->span_max = res + PR.pk.span;
+    ml_modules_reduce(p); /* collective: each module's (host names, node matrix, topologies), then its mark */
+    p->span_max = NULL;
     free(res);
     p->fin_reduce_s = ml_now_s() - t0;
 }
@@ -417,9 +258,8 @@ void ml_profile_reduce(ml_profile_t *p)
 void ml_profile_free(ml_profile_t *p)
 {
     free(p->calls); free(p->calls_min); free(p->calls_max); free(p->time); free(p->call_max);
-    free(p->call_min); free(p->rank_time_min); free(p->rank_time_max); free(p->hosts);
-    free(p->topo);
-    ml_nodes_free();
+    free(p->call_min); free(p->rank_time_min); free(p->rank_time_max);
+    ml_modules_release();
     if (p->m) free(p->m->peers);
     free(p->m);
     memset(p, 0, sizeof *p);

@@ -27,8 +27,6 @@
 #define ML_RG_NAME 64
 #define ML_RG_STACK 32
 
-int ml_paused = 0;
-int ml_ever_paused = 0; /* the flight recorder's collective counts then miss the paused calls */
 
 /* The regions of this process (the stack is process-wide), under mu. */
 static struct {
@@ -103,7 +101,7 @@ static void ml_rg_upd(ml_rgtab_t *t, int fid, int tm, uint64_t dt, uint64_t bs, 
     }
 }
 
-/* A call while a region is open (ml_kind_call_on; the shared slot's lock is held by the wrapper). */
+/* A call while a region is open (ml_module_call_on; the shared slot's lock is held by the wrapper). */
 static void ml_rg_call(ml_slot_t *S, const ml_call_t *c)
 {
     if (!S->rg || !R.cur) return;
@@ -139,7 +137,7 @@ static void ml_rg_begin(const char *label)
         R.rg[id].entries++;
         ml_hot.hooks_on |= ML_HOOKS_CALL;
         R.cur = id;
-        ml_kind_call_on(ML_KIND_regions, 1); /* ml_call_end (callend.c) calls ml_rg_call */
+        ml_module_call_on(ML_MOD_regions, 1); /* ml_call_end (callend.c) calls ml_rg_call */
     } else {
         R.unmatched++;
     }
@@ -164,7 +162,7 @@ static void ml_rg_end(const char *label)
             R.rg[R.stack[R.depth]].ticks += now - R.t0[R.depth];
         }
         R.cur = R.depth ? R.stack[R.depth - 1] : 0;
-        if (!R.depth) ml_kind_call_on(ML_KIND_regions, 0);
+        if (!R.depth) ml_module_call_on(ML_MOD_regions, 0);
     }
     pthread_mutex_unlock(&R.mu);
 }
@@ -281,7 +279,7 @@ static void ml_rg_rank_json(ml_buf_t *b)
         for (int k = R.depth - 1; k >= 0; k--) R.rg[R.stack[k]].ticks += now - R.t0[k];
         R.depth = 0;
         R.cur = 0;
-        ml_kind_call_on(ML_KIND_regions, 0);
+        ml_module_call_on(ML_MOD_regions, 0);
         depth = 0;
     }
     uint64_t dropped = 0;
@@ -335,7 +333,7 @@ static void ml_rg_rank_json(ml_buf_t *b)
                   (unsigned long long)R.unmatched);
 }
 
-/* ---- the kind (kinds_list.h) ---- */
+/* ---- the module (modules_list.h) ---- */
 
 static const ml_setting ml_rg_settings[] = {
     {.key = "regions", .type = ML_SET_INT, .def = "16", .lo = 0, .hi = 1024, .out = &R.max,
@@ -347,7 +345,7 @@ static const ml_setting ml_rg_settings[] = {
 static void ml_rg_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"regions_max\":%d", R.max); }
 
 /* Per call: ml_rg_call, out of line (ml_call_end, callend.c), while a region is open. */
-const ml_kind_t ml_kind_regions = {
+const ml_module_t ml_module_regions = {
     .name = "regions",
     .settings = ml_rg_settings,
     .init = ml_rg_init,

@@ -157,7 +157,7 @@ static void ml_tl_rank_json(ml_buf_t *b)
     free(m);
 }
 
-/* ---- the kind (kinds_list.h) ---- */
+/* ---- the module (modules_list.h) ---- */
 
 static const ml_setting ml_tl_settings[] = {
     {.key = "timeline_bins", .type = ML_SET_INT, .def = "64", .lo = 0, .hi = 4096, .flags = ML_SET_POW2,
@@ -170,7 +170,7 @@ static const ml_setting ml_tl_settings[] = {
 static void ml_tl_header_json(ml_buf_t *b) { ml_buf_printf(b, ",\"timeline_bins\":%d", T.bins); }
 
 /* Per call: ml_call_done (callend.h) and ml_call_end (callend.c), through the slot's tl. */
-const ml_kind_t ml_kind_timeline = {
+const ml_module_t ml_module_timeline = {
     .name = "timeline",
     .settings = ml_tl_settings,
     .init = ml_tl_init,

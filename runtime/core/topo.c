@@ -17,8 +17,8 @@
  * others are counted (topologies_dropped).  A graph with more than
  * ML_TOPO_MAXEDGES edges is kept without its edges (edges: null).
  *
- * ml_topo_json() is collective over MPI_COMM_WORLD (called by the profile
- * writer on every rank); rank 0 gets the header text. */
+ * The module's reduce (ml_topo_reduce) is collective over MPI_COMM_WORLD (the
+ * profile's reduction, on every rank); rank 0 keeps the header text. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -214,7 +214,7 @@ static char *ml_topo_lines(size_t *len)
     return out;
 }
 
-char *ml_topo_json(void)
+static char *ml_topo_json(void)
 {
     size_t len = 0;
     char *mine = ml_topo_lines(&len);
@@ -223,7 +223,7 @@ char *ml_topo_json(void)
      * lines anywhere the gathers below (linear: rank 0 receives from every rank) are
      * skipped on every rank */
     unsigned long long v[2] = {TP.dropped, n > 0}, sum[2] = {0, 0};
-    MPI_Request req; /* the profiler's end-of-run collectives wait by ml_fin_wait (profile_reduce.c) */
+    MPI_Request req; /* the profiler's end-of-run collectives wait by ml_fin_wait (fin.c) */
     PMPI_Iallreduce(v, sum, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &req);
     ml_fin_wait(&req);
     unsigned long long all_dropped = sum[0];
@@ -283,3 +283,30 @@ char *ml_topo_json(void)
     free(displ);
     return out;
 }
+
+/* rank 0's header text from the reduction, NULL elsewhere and before it */
+static char *ml_topo_header;
+
+static void ml_topo_reduce(const ml_profile_t *p)
+{
+    (void)p;
+    ml_topo_header = ml_topo_json(); /* collective */
+}
+
+static void ml_topo_header_json(ml_buf_t *b)
+{
+    if (ml_topo_header) ml_buf_printf(b, ",%s", ml_topo_header);
+}
+
+static void ml_topo_release(void)
+{
+    free(ml_topo_header);
+    ml_topo_header = NULL;
+}
+
+const ml_module_t ml_module_topologies = {
+    .name = "topologies",
+    .reduce = ml_topo_reduce,
+    .header_json = ml_topo_header_json,
+    .release = ml_topo_release,
+};

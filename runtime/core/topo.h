@@ -9,8 +9,8 @@
  * wrappers on every member; collective on it for distributed graphs). */
 void ml_topo_created(MPI_Comm comm);
 
-/* Collective over MPI_COMM_WORLD at MPI_Finalize: on rank 0 the header text
- * "topologies":[...],"topologies_dropped":N (malloc'ed), NULL elsewhere. */
-char *ml_topo_json(void);
+/* The module (topo.c, modules_list.h): at MPI_Finalize, collective over
+ * MPI_COMM_WORLD, rank 0 gathers the topologies for the header's
+ * "topologies":[...],"topologies_dropped":N. */
 
 #endif
