@@ -246,6 +246,18 @@ static int new_key(int c, const ml_coll_comm *ci, ml_sel_key *k)
     return ml_sel_race(k, cand, d->candidates(ci, cls, cand), set.learn);
 }
 
+/* Memory for the engine's state ran out on this rank: the other ranks are in
+ * the same collective (or its node communicators' creation) and cannot be told,
+ * so the job ends, as an MPI does when it runs out of memory inside a
+ * collective; an error returned here alone would leave them waiting. */
+static int no_mem_stops(int rc, MPI_Comm comm)
+{
+    if (rc != MPI_ERR_NO_MEM)
+        return rc;
+    fprintf(stderr, "mpilens: out of memory for the node-aware collectives; aborting\n");
+    return PMPI_Abort(comm, 1);
+}
+
 /* Collective c's call a: an MPI return code, or -1 when not served (not
  * eligible: the caller calls the MPI). */
 static int serve(int c, const ml_coll_args *a)
@@ -270,7 +282,7 @@ static int serve(int c, const ml_coll_args *a)
             return -1;
         }
         if (!(ci = info_of(a->comm, &rc)))
-            return rc;
+            return no_mem_stops(rc, a->comm);
         k = &ci->keys[c * ML_SEL_CLASSES
                       + ml_sel_class((unsigned long long)a->count * (unsigned)tsize)];
         fast[c][fast_next[c]++ % FAST] = (fast_t){a->comm, a->dt, a->op, a->count, gen, ci, k};
@@ -280,15 +292,15 @@ static int serve(int c, const ml_coll_args *a)
         return -1;
     }
     if (k->phase == ML_SEL_NEW && (rc = new_key(c, ci, k)) != MPI_SUCCESS)
-        return rc;
+        return no_mem_stops(rc, a->comm);
     k->calls++;
     int alg = ml_sel_pick(k);
     if (k->phase == ML_SEL_CHOSEN)
-        return run(c, alg, a, ci);
+        return no_mem_stops(run(c, alg, a, ci), a->comm);
     double t0 = PMPI_Wtime();
     rc = run(c, alg, a, ci);
     int rc2 = ml_sel_took(k, PMPI_Wtime() - t0, a->comm);
-    return rc != MPI_SUCCESS ? rc : rc2;
+    return no_mem_stops(rc != MPI_SUCCESS ? rc : rc2, a->comm);
 }
 
 int ml_coll_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
