@@ -23,6 +23,8 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,8 +87,12 @@ class Slurm:
         """The job environment of the tests (mpi_env) with the cluster's slurm.conf."""
         return mpi_env({"SLURM_CONF": self.conf, **(extra or {})})
 
-    def srun_line(self, np_: int, nodes: int | None = None) -> list[str]:
-        return vc.srun_line(self.state, FLAVOUR, np_, nodes)
+    def srun_line(self, np_: int, nodes: int | None = None, kill: bool = False) -> list[str]:
+        """vcluster's srun line; kill: with -K (--kill-on-bad-exit), a rank that dies ends
+        the step at once (Slurm's default leaves the others waiting in MPI_Init) — for
+        jobs that must succeed (srun_job), not for those the tests stop on purpose."""
+        line = vc.srun_line(self.state, FLAVOUR, np_, nodes)
+        return [line[0], "-K", *line[1:]] if kill else line
 
     def tool(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         proc = subprocess.run(list(args), env=self.env(), capture_output=True, text=True,
@@ -261,23 +267,66 @@ def check_prof_c(slurm: Slurm, path: Path, per_node: list[int]) -> str:
     return job_id
 
 
+def _start_up_race(proc: subprocess.CompletedProcess) -> bool:
+    """Open MPI 4.1.4's TCP BTL start-up race (docs/notes/ompi-tcp-start-up-race.md,
+    reproduced without mpilens: 1 srun job of 60 under load): a rank calls address 0
+    from mca_btl_tcp inside MPI_Init, and its handler's backtrace ends at frame 0."""
+    err = proc.stderr
+    return (FLAVOUR == "openmpi" and proc.returncode != 0 and "Segmentation fault" in err
+            and re.search(r"Failing at address: \(nil\)\n.*\[ 0\] [^\n]*libc\.so[^\n]*\n"
+                          r"[^\n]*\*\*\* End of error message \*\*\*", err) is not None)
+
+
+def srun_job(start: Callable[[], subprocess.CompletedProcess]) -> subprocess.CompletedProcess:
+    """An srun job that must succeed, started again once if it died of exactly the
+    start-up race (nothing of it is kept: the rank died in MPI_Init).  Any other failure,
+    or the race twice, fails the test: a defect of mpilens's that crashes the same way
+    every time is still found; one that did so 1 time in 60 would be missed once."""
+    proc = start()
+    if _start_up_race(proc):
+        warnings.warn("srun job started again after Open MPI's TCP start-up race: "
+                      + proc.stderr[-300:])
+        proc = start()
+    assert proc.returncode == 0, f"srun job failed ({proc.returncode}):\n" \
+        f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def test_start_up_race_signature() -> None:
+    """Only the race's stderr (as a rank printed it, docs/notes) starts a job again."""
+    race = ("srun: error: mlv9n0: task 0: Segmentation fault (core dumped)\n"
+            "[mlv9n0:13125] *** Process received signal ***\n"
+            "[mlv9n0:13125] Signal: Segmentation fault (11)\n"
+            "[mlv9n0:13125] Failing at address: (nil)\n"
+            "[mlv9n0:13125] [ 0] /lib/x86_64-linux-gnu/libc.so.6(+0x3c050)[0x7fc65569f050]\n"
+            "[mlv9n0:13125] *** End of error message ***\n")
+    deeper = race.replace("*** End of error message ***",
+                          "[ 1] /opt/lib/libmpilens.so(+0x1234)[0x7f00]\n[x] *** End of error "
+                          "message ***")
+    other = race.replace("(nil)", "0x8")
+    got = [_start_up_race(subprocess.CompletedProcess([], rc, "", err))
+           for rc, err in ((139, race), (0, race), (139, deeper), (139, other), (1, "x"))]
+    assert got == [FLAVOUR == "openmpi", False, False, False, False]
+
+
 def test_srun_exact_profile_across_nodes(slurm: Slurm, tmp_path: Path) -> None:
     """srun --mpi=pmix (Open MPI) / pmi2 (MPICH) with mpilens-exec: 4 ranks on 3 nodes
     (2, 1, 1), the job id in the profile's name (%j)."""
-    run_line(slurm.srun_line(4) + [str(EXEC), str(PROGS / "prof_c"), str(tmp_path / "io.dat")],
-             {"SLURM_CONF": slurm.conf, "MPILENS_OUTPUT": str(tmp_path / "p-%j.prof"),
-              "MPILENS_QUIET": "1"}, timeout=DEADLINE, cwd=tmp_path)
+    srun_job(lambda: run_line(
+        slurm.srun_line(4, kill=True) + [str(EXEC), str(PROGS / "prof_c"),
+                                         str(tmp_path / "io.dat")],
+        {"SLURM_CONF": slurm.conf, "MPILENS_OUTPUT": str(tmp_path / "p-%j.prof"),
+         "MPILENS_QUIET": "1"}, timeout=DEADLINE, cwd=tmp_path, check=False))
     [path] = tmp_path.glob("p-*.prof")
     check_prof_c(slurm, path, [2, 1, 1])
 
 
 def test_mpilens_run_srun(slurm: Slurm, tmp_path: Path) -> None:
     """`mpilens run -o r-%j.prof -- srun ...`: the profile found under the job's id."""
-    line = slurm.srun_line(NODES)
-    proc = mpilens("run", "-o", tmp_path / "r-%j.prof", "--", *line, PROGS / "prof_c",
-                   tmp_path / "io.dat", cwd=tmp_path, timeout=DEADLINE,
-                   env={"SLURM_CONF": slurm.conf})
-    assert proc.returncode == 0, proc.stderr
+    line = slurm.srun_line(NODES, kill=True)
+    proc = srun_job(lambda: mpilens("run", "-o", tmp_path / "r-%j.prof", "--", *line,
+                                    PROGS / "prof_c", tmp_path / "io.dat", cwd=tmp_path,
+                                    timeout=DEADLINE, env={"SLURM_CONF": slurm.conf}))
     [path] = tmp_path.glob("r-*.prof")
     assert str(path) in proc.stderr  # run says where the profile is
     check_prof_c(slurm, path, [1, 1, 1])
@@ -338,16 +387,18 @@ def test_task_prolog_from_the_docs(slurm: Slurm, tmp_path: Path) -> None:
     unchanged (no mpilens-exec) and is profiled; MPILENS_PROFILE=off: not profiled; a
     task that is no MPI program runs as before."""
     prolog = f"--task-prolog={REPO / 'examples' / 'slurm' / 'mpilens-task-prolog'}"
-    line = slurm.srun_line(NODES)
+    line = slurm.srun_line(NODES, kill=True)
     env = {"SLURM_CONF": slurm.conf, "MPILENS_PREFIX": str(BUILD)}
-    run_line([line[0], prolog, *line[1:], str(PROGS / "prof_c"), str(tmp_path / "io.dat")], env,
-             timeout=DEADLINE, cwd=tmp_path)
+    srun_job(lambda: run_line([line[0], prolog, *line[1:], str(PROGS / "prof_c"),
+                               str(tmp_path / "io.dat")], env, timeout=DEADLINE,
+                              cwd=tmp_path, check=False))
     [path] = tmp_path.glob("mpilens-*.prof.gz")  # the default output: compressed
     check_prof_c(slurm, path, [1, 1, 1])
     off = tmp_path / "off"
     off.mkdir()
-    run_line([line[0], prolog, *line[1:], str(PROGS / "prof_c"), str(off / "io.dat")],
-             {**env, "MPILENS_PROFILE": "off"}, timeout=DEADLINE, cwd=off)
+    srun_job(lambda: run_line([line[0], prolog, *line[1:], str(PROGS / "prof_c"),
+                               str(off / "io.dat")], {**env, "MPILENS_PROFILE": "off"},
+                              timeout=DEADLINE, cwd=off, check=False))
     assert not list(off.glob("mpilens-*"))
     proc = run_line(["srun", prolog, "-N", str(NODES), "-n", str(NODES), "sh", "-c",
                      'echo "$(hostname) $LD_PRELOAD"'], env, cwd=tmp_path)
