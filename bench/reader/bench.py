@@ -36,13 +36,14 @@ import hashlib
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import doctable  # bench/reader/doctable.py, beside this script
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -193,24 +194,12 @@ def table(summary: dict[str, Any]) -> str:
         out.append(f"| {LABELS.get(name, name)} | "
                    + " | ".join(cell(by[name, n]) if (name, n) in by else "" for n in ranks)
                    + " |")
-    prov = summary.get("provenance", {})
-    argv = [relative(x) for x in prov.get("argv", [])]
-    if argv:
-        argv[0] = ".venv/bin/python"
-        out += ["", "```sh", " ".join(argv), "```"]
+    out += doctable.command_block(summary.get("provenance", {}).get("argv", []))
     return "\n".join(out) + "\n"
 
 
-def relative(arg: str) -> str:
-    return arg.replace(str(ROOT) + "/", "")
-
-
 def write_doc(doc: Path, summary: dict[str, Any]) -> None:
-    text = doc.read_text()
-    m = re.search(re.escape(BEGIN) + r".*?-->\n(.*?)" + re.escape(END), text, re.DOTALL)
-    if not m:
-        raise SystemExit(f"bench: {doc} has no {BEGIN} ... {END} markers")
-    doc.write_text(text[:m.start(1)] + table(summary) + text[m.end(1):])
+    doctable.rewrite(doc, BEGIN, END, table(summary), "bench/reader/bench.py")
 
 
 def main() -> int:

@@ -59,6 +59,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench" / "reader"))
+import doctable  # noqa: E402  (bench/reader/doctable.py: the document's table)
 
 APPS = ("heat2d", "hpcc", "lmp", "pw.x", "fft2d", "nekbone", "amg", "cp2k.psmp")
 SMALL = ((4, 30), (8, 25), (16, 20), (32, 15), (64, 9))         # ranks, weight (99 %)
@@ -413,26 +414,12 @@ def table(res: dict[str, Any]) -> str:
             "it ran) are the figures to compare with the targets: the machine measured on "
             "was shared with other work, so wall seconds are longer than the work they "
             "measure (the load average before and after is in the results file)."]
-    argv = [relative(x) for x in res.get("provenance", {}).get("argv", [])]
-    if argv:
-        argv[0] = ".venv/bin/python"
-        out += ["", "```sh", " ".join(argv), "```"]
+    out += doctable.command_block(res.get("provenance", {}).get("argv", []))
     return "\n".join(out) + "\n"
 
 
-def relative(arg: str) -> str:
-    return arg.replace(str(ROOT) + "/", "")
-
-
 def write_doc(doc: Path, res: dict[str, Any]) -> None:
-    try:
-        text = doc.read_text()
-        m = re.search(re.escape(BEGIN) + r".*?-->\n(.*?)" + re.escape(END), text, re.DOTALL)
-        if not m:
-            raise SystemExit(f"bench/store/ingest.py: {doc} has no {BEGIN} ... {END} markers")
-        doc.write_text(text[:m.start(1)] + table(res) + text[m.end(1):])
-    except OSError as exc:
-        raise SystemExit(f"bench/store/ingest.py: --doc {doc}: {exc.strerror or exc}") from None
+    doctable.rewrite(doc, BEGIN, END, table(res), "bench/store/ingest.py")
 
 
 def main(argv: list[str] | None = None) -> int:
