@@ -110,20 +110,7 @@ def measure(cmd: list[str], timeout: float, pythonpath: str,
     return out
 
 
-def git(*args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
-                          check=False)
-    return proc.stdout.strip() if proc.returncode == 0 else ""
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+git, cpu_model = doctable.git, doctable.cpu_model  # the provenance's commit and CPU
 
 
 def reader_library(pythonpath: str) -> str | None:

@@ -1,13 +1,33 @@
-"""A benchmark's table in a document, between its markers, made from the results file
-(bench/reader/bench.py, bench/store/ingest.py): the command that measured them, as the
-document shows it, and the rewrite of the lines between the markers."""
+"""What the benchmarks that write a document's table share (bench/reader/bench.py,
+bench/store/ingest.py): the provenance's commit and CPU model, the command that
+measured the results as the document shows it, and the rewrite of the lines between
+the document's markers."""
 
 from __future__ import annotations
 
+import platform
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def git(*args: str) -> str:
+    """git's output in the checkout ("" when git fails)."""
+    proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                          check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def command_block(argv: list[str]) -> list[str]:

@@ -44,7 +44,6 @@ import json
 import os
 import platform
 import random
-import re
 import resource
 import shutil
 import subprocess
@@ -191,20 +190,7 @@ def scaled(x: Any, f: float, key: str = "") -> Any:
     return x
 
 
-def git(*args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
-                          check=False)
-    return proc.stdout.strip() if proc.returncode == 0 else ""
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+git, cpu_model = doctable.git, doctable.cpu_model  # the provenance's commit and CPU
 
 
 def real_profile(real: Path) -> dict[str, Any]:
