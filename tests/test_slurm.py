@@ -261,7 +261,7 @@ def check_prof_c(slurm: Slurm, path: Path, per_node: list[int]) -> str:
     job_id = header["job_id"]
     assert path.name.split("-", 1)[1].split(".")[0] == job_id
     assert int(job_id) > CLUSTER_ID * 100000  # FirstJobId of this cluster: a real Slurm job id
-    info = slurm.job(job_id)
+    info = slurm.wait_ended(job_id)  # srun has returned; its epilogs may still be running
     assert info["JobState"] == "COMPLETED" and info["NumNodes"] == str(len(per_node))
     slurm.profiled.append(job_id)
     return job_id
