@@ -18,11 +18,6 @@ vc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(vc)
 
 
-def test_signed_rank_distribution() -> None:
-    # subsets of {1, 2, 3} by sum: 0, 1, 2, 3 (twice: {3}, {1,2}), 4, 5, 6
-    assert vc.signed_rank_cdf(3) == [1 / 8, 2 / 8, 3 / 8, 5 / 8, 6 / 8, 7 / 8, 1.0]
-
-
 def test_hodges_lehmann_known_values() -> None:
     # 7 values: 28 Walsh averages, median 4; the 95 % critical value is 2, so the
     # interval is the 3rd smallest and 3rd largest (2 and 6), 1 - 2 * 3/128

@@ -62,10 +62,13 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 VCLUSTER = REPO / "tests" / "cluster" / "vcluster"
+sys.path.insert(0, str(REPO / "python"))
+from mpilens.advise.stats import critical  # noqa: E402  (advise --check's statistics)
 
 def markers(out: Path) -> tuple[str, str]:
     """The lines between which --doc holds the table of the JSON out (its path in the
@@ -88,40 +91,19 @@ class Failure(Exception):
 
 # ---------------------------------------------------------------- statistics
 
-def signed_rank_cdf(n: int) -> list[float]:
-    """P(T <= t) for t = 0 .. n(n+1)/2, T the Wilcoxon signed-rank statistic of n
-    differences under the null hypothesis (every sign pattern equally likely)."""
-    top = n * (n + 1) // 2
-    counts = [1] + [0] * top
-    for r in range(1, n + 1):
-        for s in range(top, r - 1, -1):
-            counts[s] += counts[s - r]
-    out, acc = [], 0
-    for c in counts:
-        acc += c
-        out.append(acc / 2 ** n)
-    return out
-
-
 def hodges_lehmann(d: list[float], conf: float = 0.95) -> dict[str, Any] | None:
     """The Hodges-Lehmann estimate of the centre of d (median of the Walsh averages
-    (d_i + d_j) / 2, i <= j) and its signed-rank interval [W_(k), W_(M+1-k)]: k - 1 the
-    largest t with 2 P(T <= t) <= 1 - conf, whose confidence is 1 - 2 P(T <= k - 1);
-    when none is (5 values or fewer at 95 %), k = 1: the whole range, with its lower
-    confidence."""
+    (d_i + d_j) / 2, i <= j) and its signed-rank interval from the C-th smallest to the
+    C-th largest, C the critical count of mpilens.advise.stats (the one `advise
+    --check` uses); when none reaches conf (5 values or fewer at 95 %), C = 1: the whole
+    range, with its lower confidence."""
     n = len(d)
     if n == 0:
         return None
     w = sorted((d[i] + d[j]) / 2 for i in range(n) for j in range(i, n))
-    m = len(w)
-    est = w[m // 2] if m % 2 else (w[m // 2 - 1] + w[m // 2]) / 2
-    cdf = signed_rank_cdf(n)
-    t = -1
-    while t + 1 < len(cdf) and 2 * cdf[t + 1] <= 1 - conf:
-        t += 1
-    k = max(t, 0) + 1
-    achieved = 1 - 2 * cdf[k - 1] if n > 1 else 0.0
-    return {"estimate": est, "lo": w[k - 1], "hi": w[m - k], "confidence": achieved, "n": n}
+    c, achieved = critical(n, conf) or (1, 1 - 2 / 2 ** n)
+    return {"estimate": median(w), "lo": w[c - 1], "hi": w[len(w) - c],
+            "confidence": achieved, "n": n}
 
 
 def ratio_interval(pairs: list[tuple[float, float]]) -> dict[str, Any] | None:
@@ -134,12 +116,6 @@ def ratio_interval(pairs: list[tuple[float, float]]) -> dict[str, Any] | None:
     return {"ratio": math.exp(hl["estimate"]), "lo": lo, "hi": hi,
             "confidence": hl["confidence"], "rounds": hl["n"],
             "verdict": "faster" if hi < 1 else "slower" if lo > 1 else "not resolved"}
-
-
-def median(xs: list[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def summarize(jobs: list[dict[str, Any]], variants: list[str]) -> list[dict[str, Any]]:
