@@ -1,0 +1,151 @@
+/* Node-aware MPI_Allgather (docs/collectives.md), a collective of the coll
+ * engine (collint.h): candidates mpi and twolevel.
+ *
+ *   twolevel  PMPI_Gather of the node's blocks to its leader (within the
+ *             node); PMPI_Allgatherv among the node leaders, one part per
+ *             node (its ranks' blocks); PMPI_Bcast of the whole result from
+ *             the leader within every node.  Where every node's ranks are
+ *             consecutive in the communicator (placement by block) the
+ *             leaders gather straight into the receive buffer; otherwise
+ *             (round-robin, ...) into a buffer in node order, then each
+ *             block to its rank's place.
+ *
+ * The placement is learned at the communicator's first twolevel call
+ * (collective over it): the leaders get every node's size and, where the
+ * placement is not by block, the communicator rank of every place in node
+ * order (gperm, O(size) ints on the leaders only).  Every rank gets the
+ * blocks' bytes: a gather copies, there is nothing to round.
+ *
+ * Eligible calls (coll.c): intracommunicators, count > 0, one predefined
+ * datatype and count on both sides (or MPI_IN_PLACE), the whole result
+ * (count x size elements) within an int.  Adaptive: mpi and twolevel. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collint.h"
+
+enum { G_MPI, G_TWOLEVEL, G_N };
+static const char *const names[] = {"mpi", "twolevel", "adaptive", NULL};
+
+/* The placement, once per communicator (every rank of it, the same call). */
+static int placement(ml_coll_comm *ci)
+{
+    int *ranks = NULL, rc, n;
+    if (ci->lrank == 0 && !(ranks = malloc(sizeof(int) * (size_t)ci->lsize)))
+        return MPI_ERR_NO_MEM;
+    rc = PMPI_Gather(&ci->rank, 1, MPI_INT, ranks, 1, MPI_INT, 0, ci->node);
+    if (rc == MPI_SUCCESS && ci->lrank == 0) {
+        PMPI_Comm_size(ci->cross, &n);
+        ci->gnodes = malloc(4 * sizeof(int) * (size_t)n);
+        ci->gperm = malloc(sizeof(int) * (size_t)ci->size);
+        if (!ci->gnodes || !ci->gperm)
+            rc = MPI_ERR_NO_MEM;
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Allgather(&ci->lsize, 1, MPI_INT, ci->gnodes, 1, MPI_INT, ci->cross);
+        if (rc == MPI_SUCCESS) {
+            for (int i = 0, d = 0; i < n; i++) {
+                ci->gnodes[n + i] = d;
+                d += ci->gnodes[i];
+            }
+            rc = PMPI_Allgatherv(ranks, ci->lsize, MPI_INT, ci->gperm, ci->gnodes,
+                                 ci->gnodes + n, MPI_INT, ci->cross);
+        }
+        int block = 1;
+        for (int j = 0; rc == MPI_SUCCESS && j < ci->size && block; j++)
+            block = ci->gperm[j] == j;
+        if (rc != MPI_SUCCESS || block) {
+            free(ci->gperm);
+            ci->gperm = NULL;
+        }
+    }
+    free(ranks);
+    if (rc == MPI_SUCCESS)
+        ci->gready = 1;
+    return rc;
+}
+
+static int twolevel(const ml_coll_args *a, ml_coll_comm *ci)
+{
+    int rc = MPI_SUCCESS, count = a->count;
+    MPI_Aint lb, ext;
+    PMPI_Type_get_extent(a->dt, &lb, &ext);
+    size_t bsz = (size_t)ext * (size_t)count; /* one rank's block */
+    const void *mine = a->sendbuf == MPI_IN_PLACE ? (char *)a->buf + bsz * (size_t)ci->rank
+                                                  : a->sendbuf;
+    if (!ci->gready && (rc = placement(ci)) != MPI_SUCCESS)
+        return rc;
+    if (ci->lrank != 0) {
+        rc = PMPI_Gather(mine, count, a->dt, NULL, 0, a->dt, 0, ci->node);
+    } else {
+        int n, me;
+        PMPI_Comm_size(ci->cross, &n);
+        PMPI_Comm_rank(ci->cross, &me);
+        int *cnt = ci->gnodes + 2 * n, *dis = ci->gnodes + 3 * n;
+        for (int i = 0; i < n; i++) {
+            cnt[i] = ci->gnodes[i] * count;
+            dis[i] = ci->gnodes[n + i] * count;
+        }
+        char *all = a->buf, *part;
+        if (ci->gperm && !(all = malloc(bsz * (size_t)ci->size)))
+            return MPI_ERR_NO_MEM;
+        part = all + (size_t)ext * (size_t)dis[me];
+        /* by block the leader's own block is the node's first: already in place */
+        rc = PMPI_Gather(!ci->gperm && a->sendbuf == MPI_IN_PLACE ? MPI_IN_PLACE : mine, count,
+                         a->dt, part, count, a->dt, 0, ci->node);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, a->dt, all, cnt, dis, a->dt, ci->cross);
+        if (ci->gperm) {
+            for (int j = 0; rc == MPI_SUCCESS && j < ci->size; j++)
+                if (ci->gperm[j] != ci->rank || a->sendbuf != MPI_IN_PLACE)
+                    memcpy((char *)a->buf + bsz * (size_t)ci->gperm[j], all + bsz * (size_t)j,
+                           bsz);
+            free(all);
+        }
+    }
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Bcast(a->buf, count * ci->size, a->dt, 0, ci->node);
+    return rc;
+}
+
+static int run(int alg, const ml_coll_args *a, ml_coll_comm *ci)
+{
+    (void)alg;
+    return twolevel(a, ci);
+}
+
+static int mpi(const ml_coll_args *a)
+{
+    return PMPI_Allgather(a->sendbuf, a->count, a->dt, a->buf, a->count, a->dt, a->comm);
+}
+
+static int forced(int alg, const ml_coll_comm *ci)
+{
+    (void)ci;
+    return alg;
+}
+
+static int candidates(const ml_coll_comm *ci, int cls, int *cand)
+{
+    (void)ci; (void)cls;
+    cand[0] = G_MPI;
+    cand[1] = G_TWOLEVEL;
+    return 2;
+}
+
+/* The whole result, count x size elements, must be one int count (the
+ * within-node broadcast). */
+static int eligible(const ml_coll_args *a, const ml_coll_comm *ci)
+{
+    return (long long)a->count * ci->size <= INT_MAX;
+}
+
+const ml_coll_def ml_coll_allgather_def = {
+    .client = {"allgather", G_N, names},
+    .setting = "MPILENS_COLL_ALLGATHER",
+    .run = run,
+    .mpi = mpi,
+    .forced = forced,
+    .candidates = candidates,
+    .eligible = eligible,
+};
