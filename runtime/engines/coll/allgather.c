@@ -16,9 +16,10 @@
  * order (gperm, O(size) ints on the leaders only).  Every rank gets the
  * blocks' bytes: a gather copies, there is nothing to round.
  *
- * Eligible calls (coll.c): intracommunicators, count > 0, one predefined
- * datatype and count on both sides (or MPI_IN_PLACE), the whole result
- * (count x size elements) within an int.  Adaptive: mpi and twolevel. */
+ * Eligible calls (coll.c, eligible below): intracommunicators, count > 0,
+ * one predefined contiguous datatype (not a pair type with a hole) and count
+ * on both sides (or MPI_IN_PLACE), the whole result (count x size elements)
+ * within an int.  Adaptive: mpi and twolevel. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,11 +134,16 @@ static int candidates(const ml_coll_comm *ci, int cls, int *cand)
     return 2;
 }
 
-/* The whole result, count x size elements, must be one int count (the
- * within-node broadcast). */
+/* A contiguous datatype: not a pair type with a hole (MPICH 4.0.2's
+ * MPI_Gather of 1000 MPI_DOUBLE_INT or more fails with "Message truncated",
+ * without mpilens too), and the whole result, count x size elements, one
+ * int count (the within-node broadcast). */
 static int eligible(const ml_coll_args *a, const ml_coll_comm *ci)
 {
-    return (long long)a->count * ci->size <= INT_MAX;
+    MPI_Datatype dt = a->dt;
+    return dt != MPI_FLOAT_INT && dt != MPI_DOUBLE_INT && dt != MPI_LONG_INT
+        && dt != MPI_SHORT_INT && dt != MPI_LONG_DOUBLE_INT
+        && (long long)a->count * ci->size <= INT_MAX;
 }
 
 const ml_coll_def ml_coll_allgather_def = {
