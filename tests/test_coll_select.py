@@ -93,8 +93,8 @@ RACES = [(4, "2,2", 3, "learned"), (4, "1,2,1", 2, "learned"), (4, None, 1, "one
 
 # every collective's algorithms; MPI_Bcast's candidates below 64 KiB: mpi and twolevel
 ALGS = {"allreduce": ["mpi", "twolevel", "multileader"],
-        "bcast": ["mpi", "twolevel", "scatterallgather"], "allgather": ["mpi", "twolevel"]}
-SMALL = {"allreduce": 3, "bcast": 2, "allgather": 2}  # candidates at most at 8000 bytes
+        "bcast": ["mpi", "twolevel", "scatterallgather"], "allgather": ["mpi", "twolevel", "multileader"]}
+SMALL = {"allreduce": 3, "bcast": 2, "allgather": 3}  # candidates at most at 8000 bytes
 
 
 @pytest.mark.parametrize("np_,nodes,ncand,source", RACES, ids=lambda v: str(v))

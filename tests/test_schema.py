@@ -111,7 +111,8 @@ def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: s
     elif prog == "coll_allgather":  # 3 x (4 types x 3 counts + 1) x 2 calls a rank
         assert header["sections"] == {"coll": SCHEMA["records"]["coll"]["version"]}
         assert list(header["coll"]) == ["allgather"]
-        assert header["coll"]["allgather"]["calls"] == {"mpi": 0, "twolevel": 3 * 78}
+        assert header["coll"]["allgather"]["calls"] == {"mpi": 0, "twolevel": 3 * 78,
+                                                        "multileader": 0}
     else:
         assert "sections" not in header and "alltoall" not in header
     assert profile.load(out).nranks == 3

@@ -1,5 +1,5 @@
 /* Node-aware MPI_Allgather (docs/collectives.md), a collective of the coll
- * engine (collint.h): candidates mpi and twolevel.
+ * engine (collint.h): candidates mpi, twolevel and multileader.
  *
  *   twolevel  PMPI_Gather of the node's blocks to its leader (within the
  *             node); PMPI_Allgatherv among the node leaders, one part per
@@ -9,6 +9,13 @@
  *             leaders gather straight into the receive buffer; otherwise
  *             (round-robin, ...) into a buffer in node order, then each
  *             block to its rank's place.
+ *   multileader  on communicators with the same number of ranks on every
+ *             node: PMPI_Allgather among the ranks with my node-local index
+ *             (one per node: every rank drives part of the inter-node
+ *             exchange), then PMPI_Allgather of those within the node, into a
+ *             buffer in (index, node) order; then each block to its rank's
+ *             place (mperm: O(size) ints on every rank, learned at the first
+ *             multileader call with the same two steps on the ranks).
  *
  * The placement is learned at the communicator's first twolevel call
  * (collective over it): the leaders get every node's size and, where the
@@ -19,15 +26,17 @@
  * Eligible calls (coll.c, eligible below): intracommunicators, count > 0,
  * one predefined contiguous datatype (not a pair type with a hole) and count
  * on both sides (or MPI_IN_PLACE), the whole result (count x size elements)
- * within an int.  Adaptive: mpi and twolevel. */
+ * within an int.  Adaptive: mpi, twolevel, and multileader where every node
+ * has the same number of ranks (forced multileader takes twolevel on other
+ * communicators). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collint.h"
 
-enum { G_MPI, G_TWOLEVEL, G_N };
-static const char *const names[] = {"mpi", "twolevel", "adaptive", NULL};
+enum { G_MPI, G_TWOLEVEL, G_MULTILEADER, G_N };
+static const char *const names[] = {"mpi", "twolevel", "multileader", "adaptive", NULL};
 
 /* The placement, once per communicator (every rank of it, the same call). */
 static int placement(ml_coll_comm *ci)
@@ -109,10 +118,52 @@ static int twolevel(const ml_coll_args *a, ml_coll_comm *ci)
     return rc;
 }
 
+/* multileader's places, once per communicator (every rank of it, the same
+ * call): mperm[i x nodes + n] the rank of node n's rank of index i. */
+static int multileader_places(ml_coll_comm *ci, int n)
+{
+    int *mine = malloc(sizeof(int) * (size_t)n), rc;
+    ci->mperm = malloc(sizeof(int) * (size_t)ci->size);
+    if (!mine || !ci->mperm)
+        rc = MPI_ERR_NO_MEM;
+    else
+        rc = PMPI_Allgather(&ci->rank, 1, MPI_INT, mine, 1, MPI_INT, ci->cross);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allgather(mine, n, MPI_INT, ci->mperm, n, MPI_INT, ci->node);
+    free(mine);
+    if (rc != MPI_SUCCESS) {
+        free(ci->mperm);
+        ci->mperm = NULL;
+    }
+    return rc;
+}
+
+static int multileader(const ml_coll_args *a, ml_coll_comm *ci)
+{
+    int rc = MPI_SUCCESS, count = a->count, n;
+    MPI_Aint lb, ext;
+    PMPI_Type_get_extent(a->dt, &lb, &ext);
+    PMPI_Comm_size(ci->cross, &n); /* the nodes (the same ranks on every one) */
+    size_t bsz = (size_t)ext * (size_t)count;
+    const void *mine = a->sendbuf == MPI_IN_PLACE ? (char *)a->buf + bsz * (size_t)ci->rank
+                                                  : a->sendbuf;
+    if (!ci->mperm && (rc = multileader_places(ci, n)) != MPI_SUCCESS)
+        return rc;
+    char *part = malloc(bsz * (size_t)(n + ci->size)), *all = part + bsz * (size_t)n;
+    if (!part)
+        return MPI_ERR_NO_MEM;
+    rc = PMPI_Allgather(mine, count, a->dt, part, count, a->dt, ci->cross);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allgather(part, count * n, a->dt, all, count * n, a->dt, ci->node);
+    for (int j = 0; rc == MPI_SUCCESS && j < ci->size; j++)
+        memcpy((char *)a->buf + bsz * (size_t)ci->mperm[j], all + bsz * (size_t)j, bsz);
+    free(part);
+    return rc;
+}
+
 static int run(int alg, const ml_coll_args *a, ml_coll_comm *ci)
 {
-    (void)alg;
-    return twolevel(a, ci);
+    return (alg == G_MULTILEADER ? multileader : twolevel)(a, ci);
 }
 
 static int mpi(const ml_coll_args *a)
@@ -122,16 +173,16 @@ static int mpi(const ml_coll_args *a)
 
 static int forced(int alg, const ml_coll_comm *ci)
 {
-    (void)ci;
-    return alg;
+    return alg == G_MULTILEADER && !ci->uniform ? G_TWOLEVEL : alg;
 }
 
 static int candidates(const ml_coll_comm *ci, int cls, int *cand)
 {
-    (void)ci; (void)cls;
+    (void)cls;
     cand[0] = G_MPI;
     cand[1] = G_TWOLEVEL;
-    return 2;
+    cand[2] = G_MULTILEADER;
+    return ci->uniform ? 3 : 2;
 }
 
 /* A contiguous datatype: not a pair type with a hole (MPICH 4.0.2's

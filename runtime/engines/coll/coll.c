@@ -129,6 +129,7 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
     free(ci->lcounts);
     free(ci->gnodes);
     free(ci->gperm);
+    free(ci->mperm);
     free(ci);
     return MPI_SUCCESS;
 }
@@ -417,8 +418,8 @@ static const ml_setting settings[] = {
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_allgather", .type = ML_SET_CUSTOM, .parse = parse_mode,
      .out = &st[C_ALLGATHER], .unset = "as MPILENS_COLL",
-     .accepted = "one of mpi, twolevel, adaptive",
-     .help = "MPI_Allgather: the MPI's own (mpi), the node-aware algorithm forced on eligible "
+     .accepted = "one of mpi, twolevel, multileader, adaptive",
+     .help = "MPI_Allgather: the MPI's own (mpi), a node-aware algorithm forced on eligible "
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_learn", .type = ML_SET_INT, .def = "5", .lo = ML_SEL_MIN_ROUNDS,
      .accepted = "an integer from 3 to 64",

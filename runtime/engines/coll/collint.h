@@ -30,6 +30,8 @@ typedef struct ml_coll_comm {
                       * [nodes] counts and displacements of a call */
     int *gperm;      /* leaders, placement not by block: [size] the rank of each place in
                       * node order; NULL by block */
+    int *mperm;      /* MPI_Allgather's multileader, once needed: [size] the rank of each
+                      * place in (node-local index, node) order */
     ml_sel_key *keys;/* [collectives][ML_SEL_CLASSES]: the selection's keys */
     struct ml_coll_comm *prev, *next; /* the live ones (MPI_Finalize records their keys) */
 } ml_coll_comm;

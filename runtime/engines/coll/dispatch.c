@@ -18,8 +18,9 @@
  *   2. the MPI's own PMPI_Bcast (every call by default).
  *
  * MPI_Allgather:
- *   1. the node-aware algorithm (MPILENS_COLL_ALLGATHER=twolevel or adaptive,
- *      or MPILENS_COLL=adaptive; eligible calls only; docs/collectives.md);
+ *   1. the node-aware algorithms (MPILENS_COLL_ALLGATHER=twolevel, multileader
+ *      or adaptive, or MPILENS_COLL=adaptive; eligible calls only;
+ *      docs/collectives.md);
  *   2. the MPI's own PMPI_Allgather (every call by default). */
 #include "coll.h"
 #include "overrides.h"
