@@ -141,10 +141,10 @@ def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand:
         assert "against" not in rec and rec["lost_s"] == 0
 
 
-@pytest.mark.parametrize("coll", ["allreduce", "bcast"])
+@pytest.mark.parametrize("coll", ["allreduce", "bcast", "allgather"])
 def test_report_shows_the_choices(coll: str, build: Path, tmp_path: Path) -> None:
     """`mpilens report`: a short table of the choices at 80 columns, one per collective
-    with choices (both adaptive, one called), none without them."""
+    with choices (all adaptive, one called), none without them."""
     prof = tmp_path / "s.prof"
     ncand = SMALL[coll]
     proc = run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3",
@@ -156,7 +156,7 @@ def test_report_shows_the_choices(coll: str, build: Path, tmp_path: Path) -> Non
     assert rep.returncode == 0, rep.stderr
     lines = rep.stdout.splitlines()
     assert all(len(ln) <= 80 for ln in lines)
-    title = {"allreduce": "MPI_Allreduce", "bcast": "MPI_Bcast"}
+    title = {"allreduce": "MPI_Allreduce", "bcast": "MPI_Bcast", "allgather": "MPI_Allgather"}
     assert [ln.split()[0] for ln in lines if "(node-aware" in ln] == [title[coll]]
     start = next(i for i, ln in enumerate(lines) if ln.startswith(f"{title[coll]} (node-aware"))
     [row] = [ln for ln in lines[start:] if ln.startswith("│")]
