@@ -9,8 +9,10 @@
  *
  * Eligible calls: intracommunicators, count > 0, a predefined datatype, a
  * predefined operation (collectives with one), a root of the communicator
- * (collectives with one); anything else, and every call when nothing is
- * forced, goes to the MPI's own call.
+ * (collectives with one), and the collective's own checks (ml_coll_def's
+ * eligible; MPI_Allgather: the same datatype and count on both sides,
+ * ml_coll_allgather); anything else, and every call when nothing is forced,
+ * goes to the MPI's own call.
  *
  * Adaptive: per (collective, communicator, size class of count x type
  * size) a key of the selection (select.h) with the collective's candidates.
@@ -336,8 +338,8 @@ int ml_coll_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 }
 
 /* Public query (exported): the algorithm of collective coll ("allreduce",
- * "bcast", "allgather") chosen on comm for calls of bytes bytes (count x type size), or
- * NULL when none is chosen yet (still racing, no call yet, or the engine
+ * "bcast", "allgather") chosen on comm for calls of bytes bytes (count x type
+ * size), or NULL when none is chosen yet (still racing, no call yet, or the engine
  * off); *learning_calls gets the race calls made there so far. */
 __attribute__((visibility("default")))
 const char *mpilens_coll_choice(const char *coll, MPI_Comm comm, long long bytes,
@@ -404,8 +406,8 @@ static const ml_setting settings[] = {
     {.key = "coll", .type = ML_SET_CHOICE, .def = "mpi", .choices = all_modes, .out = &set.all,
      .help = "every collective the engine serves (MPI_Allreduce, MPI_Bcast, MPI_Allgather): "
              "the MPI's own (mpi), or chosen at run time among it and the node-aware "
-             "algorithms (adaptive); "
-             "MPILENS_COLL_<NAME> overrides it per collective (docs/collectives.md)"},
+             "algorithms (adaptive); MPILENS_COLL_<NAME> overrides it per collective "
+             "(docs/collectives.md)"},
     {.key = "coll_allreduce", .type = ML_SET_CUSTOM, .parse = parse_mode,
      .out = &st[C_ALLREDUCE], .unset = "as MPILENS_COLL",
      .accepted = "one of mpi, twolevel, multileader, adaptive",
