@@ -2,9 +2,10 @@
 the selection as every collective uses it.
 
 Exact results while racing and after the choice (tests/progs/coll_allreduce.c, every case
-twice in a row, on the node layouts of test_coll_allreduce.py, in place and not; MPI_Bcast's:
-test_coll_bcast.py); the race call by call, MPI_Allreduce and MPI_Bcast
-(tests/progs/coll_select.c: R x C race calls, then the choice, the same on every rank; none
+twice in a row, on the node layouts of test_coll_allreduce.py, in place and not; MPI_Bcast's
+and MPI_Allgather's: test_coll_bcast.py, test_coll_allgather.py); the race call by call,
+MPI_Allreduce, MPI_Bcast and MPI_Allgather (tests/progs/coll_select.c: R x C race calls,
+then the choice, the same on every rank; none
 on one node or with one rank per node) and the profile's record of it; the report's table; the
 decision rule on given times (tests/progs/sel_decide.c).  Which algorithm is faster on this
 machine is never assumed: the choice is only checked to be a candidate, the same everywhere.
@@ -92,13 +93,13 @@ RACES = [(4, "2,2", 3, "learned"), (4, "1,2,1", 2, "learned"), (4, None, 1, "one
 
 # every collective's algorithms; MPI_Bcast's candidates below 64 KiB: mpi and twolevel
 ALGS = {"allreduce": ["mpi", "twolevel", "multileader"],
-        "bcast": ["mpi", "twolevel", "scatterallgather"]}
-SMALL = {"allreduce": 3, "bcast": 2}  # candidates at most at 8000 bytes
+        "bcast": ["mpi", "twolevel", "scatterallgather"], "allgather": ["mpi", "twolevel", "multileader"]}
+SMALL = {"allreduce": 3, "bcast": 2, "allgather": 3}  # candidates at most at 8000 bytes
 
 
 @pytest.mark.parametrize("np_,nodes,ncand,source", RACES, ids=lambda v: str(v))
 @pytest.mark.parametrize("rounds", [3, 5])
-@pytest.mark.parametrize("coll", ["allreduce", "bcast"])
+@pytest.mark.parametrize("coll", ["allreduce", "bcast", "allgather"])
 def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand: int,
                                   source: str, rounds: int, build: Path,
                                   tmp_path: Path) -> None:
@@ -123,9 +124,9 @@ def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand:
     assert sec["calls"] == {a: np_ * ((rounds if ncand > 1 and a in cands else 0)
                                       + (3 if a == choice else 0))
                             for a in algs}
-    other = "allreduce" if coll == "bcast" else "bcast"  # adaptive too, never called
-    assert header["coll"][other]["calls"] == {a: 0 for a in ALGS[other]}
-    assert header["coll"][other]["choices"] == []
+    for other in set(ALGS) - {coll}:  # adaptive too, never called
+        assert header["coll"][other]["calls"] == {a: 0 for a in ALGS[other]}
+        assert header["coll"][other]["choices"] == []
     [rec] = sec["choices"]
     assert (rec["comm_size"], rec["bytes"], rec["choice"], rec["source"], rec["communicators"],
             rec["calls"], rec["learning_calls"], rec["lost_calls"]) == (
@@ -140,10 +141,10 @@ def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand:
         assert "against" not in rec and rec["lost_s"] == 0
 
 
-@pytest.mark.parametrize("coll", ["allreduce", "bcast"])
+@pytest.mark.parametrize("coll", ["allreduce", "bcast", "allgather"])
 def test_report_shows_the_choices(coll: str, build: Path, tmp_path: Path) -> None:
     """`mpilens report`: a short table of the choices at 80 columns, one per collective
-    with choices (both adaptive, one called), none without them."""
+    with choices (all adaptive, one called), none without them."""
     prof = tmp_path / "s.prof"
     ncand = SMALL[coll]
     proc = run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_select", "3",
@@ -155,7 +156,7 @@ def test_report_shows_the_choices(coll: str, build: Path, tmp_path: Path) -> Non
     assert rep.returncode == 0, rep.stderr
     lines = rep.stdout.splitlines()
     assert all(len(ln) <= 80 for ln in lines)
-    title = {"allreduce": "MPI_Allreduce", "bcast": "MPI_Bcast"}
+    title = {"allreduce": "MPI_Allreduce", "bcast": "MPI_Bcast", "allgather": "MPI_Allgather"}
     assert [ln.split()[0] for ln in lines if "(node-aware" in ln] == [title[coll]]
     start = next(i for i, ln in enumerate(lines) if ln.startswith(f"{title[coll]} (node-aware"))
     [row] = [ln for ln in lines[start:] if ln.startswith("│")]
@@ -185,13 +186,14 @@ def test_forced_records_its_choices(build: Path, tmp_path: Path) -> None:
 
 def test_per_collective_setting_overrides(build: Path, tmp_path: Path) -> None:
     """MPILENS_COLL_ALLREDUCE=mpi under MPILENS_COLL=adaptive: MPI_Allreduce left to the MPI
-    (no allreduce section), MPI_Bcast still adaptive."""
+    (no allreduce section), MPI_Bcast and MPI_Allgather still adaptive."""
     prof = tmp_path / "m.prof"
     run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_allreduce"],
             env={"MPILENS_COLL": "adaptive", "MPILENS_COLL_ALLREDUCE": "mpi",
                  "MPILENS_COLL_NODES": "2,2", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
     header, _ = read_profile(prof)
-    assert list(header["coll"]) == ["bcast"] and header["coll"]["bcast"]["mode"] == "adaptive"
+    assert list(header["coll"]) == ["bcast", "allgather"]
+    assert header["coll"]["bcast"]["mode"] == header["coll"]["allgather"]["mode"] == "adaptive"
     assert header["functions"]["MPI_Allreduce"].get("repro_calls", 0) == 0
 
 

@@ -1,5 +1,6 @@
 /* The coll engine's common part (coll.h, collint.h; docs/collectives.md):
- * node-aware algorithms of several collectives (allreduce.c, bcast.c),
+ * node-aware algorithms of several collectives (allreduce.c, bcast.c,
+ * allgather.c),
  * forced per collective by MPILENS_COLL_<NAME>, or chosen at run time among
  * them and the MPI's own call (adaptive: MPILENS_COLL_<NAME>=adaptive or
  * MPILENS_COLL=adaptive, the selection in runtime/engines/select); off (the
@@ -8,8 +9,10 @@
  *
  * Eligible calls: intracommunicators, count > 0, a predefined datatype, a
  * predefined operation (collectives with one), a root of the communicator
- * (collectives with one); anything else, and every call when nothing is
- * forced, goes to the MPI's own call.
+ * (collectives with one), and the collective's own checks (ml_coll_def's
+ * eligible; MPI_Allgather: the same datatype and count on both sides,
+ * ml_coll_allgather); anything else, and every call when nothing is forced,
+ * goes to the MPI's own call.
  *
  * Adaptive: per (collective, communicator, size class of count x type
  * size) a key of the selection (select.h) with the collective's candidates.
@@ -35,8 +38,9 @@
 #include "ml_schema.h" /* generated from schema/profile.json: the section's version */
 
 /* The collectives: one line each (collint.h). */
-enum { C_ALLREDUCE, C_BCAST, C_N };
-static const ml_coll_def *const colls[C_N] = {&ml_coll_allreduce_def, &ml_coll_bcast_def};
+enum { C_ALLREDUCE, C_BCAST, C_ALLGATHER, C_N };
+static const ml_coll_def *const colls[C_N] = {&ml_coll_allreduce_def, &ml_coll_bcast_def,
+                                              &ml_coll_allgather_def};
 
 static const char *const all_modes[] = {"mpi", "adaptive", NULL};
 
@@ -51,6 +55,7 @@ typedef struct {
 } coll_state;
 
 static coll_state st[C_N] = {{.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER},
+                             {.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER},
                              {.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER}};
 
 static struct {
@@ -61,7 +66,7 @@ static struct {
 
 static int my_node = -1;                 /* this rank's node (layout in force) */
 static int keyval = MPI_KEYVAL_INVALID;
-int ml_coll_allreduce_on, ml_coll_bcast_on; /* the dispatch's tests (coll.h) */
+int ml_coll_allreduce_on, ml_coll_bcast_on, ml_coll_allgather_on; /* dispatch's tests (coll.h) */
 
 static ml_coll_comm *live;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -124,6 +129,9 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
     keep_keys(ci);
     free(ci->counts);
     free(ci->lcounts);
+    free(ci->gnodes);
+    free(ci->gperm);
+    free(ci->mperm);
     free(ci);
     return MPI_SUCCESS;
 }
@@ -287,8 +295,9 @@ static int serve(int c, const ml_coll_args *a)
                       + ml_sel_class((unsigned long long)a->count * (unsigned)tsize)];
         fast[c][fast_next[c]++ % FAST] = (fast_t){a->comm, a->dt, a->op, a->count, gen, ci, k};
     }
-    if (d->has_root && (a->root < 0 || a->root >= ci->size)) {
-        st[c].declined++; /* the MPI's own call reports it */
+    if ((d->has_root && (a->root < 0 || a->root >= ci->size))
+        || (d->eligible && !d->eligible(a, ci))) {
+        st[c].declined++; /* the MPI's own call reports a bad root */
         return -1;
     }
     if (k->phase == ML_SEL_NEW && (rc = new_key(c, ci, k)) != MPI_SUCCESS)
@@ -316,9 +325,21 @@ int ml_coll_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_
     return serve(C_BCAST, &a);
 }
 
+int ml_coll_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    /* one predefined datatype and count on both sides (serve checks the type) */
+    if (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount)) {
+        st[C_ALLGATHER].declined++;
+        return -1;
+    }
+    ml_coll_args a = {sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
+    return serve(C_ALLGATHER, &a);
+}
+
 /* Public query (exported): the algorithm of collective coll ("allreduce",
- * "bcast") chosen on comm for calls of bytes bytes (count x type size), or
- * NULL when none is chosen yet (still racing, no call yet, or the engine
+ * "bcast", "allgather") chosen on comm for calls of bytes bytes (count x type
+ * size), or NULL when none is chosen yet (still racing, no call yet, or the engine
  * off); *learning_calls gets the race calls made there so far. */
 __attribute__((visibility("default")))
 const char *mpilens_coll_choice(const char *coll, MPI_Comm comm, long long bytes,
@@ -383,9 +404,10 @@ static int parse_mode(const char *v, void *out, ml_buf_t *why)
 
 static const ml_setting settings[] = {
     {.key = "coll", .type = ML_SET_CHOICE, .def = "mpi", .choices = all_modes, .out = &set.all,
-     .help = "every collective the engine serves (MPI_Allreduce, MPI_Bcast): the MPI's own "
-             "(mpi), or chosen at run time among it and the node-aware algorithms (adaptive); "
-             "MPILENS_COLL_<NAME> overrides it per collective (docs/collectives.md)"},
+     .help = "every collective the engine serves (MPI_Allreduce, MPI_Bcast, MPI_Allgather): "
+             "the MPI's own (mpi), or chosen at run time among it and the node-aware "
+             "algorithms (adaptive); MPILENS_COLL_<NAME> overrides it per collective "
+             "(docs/collectives.md)"},
     {.key = "coll_allreduce", .type = ML_SET_CUSTOM, .parse = parse_mode,
      .out = &st[C_ALLREDUCE], .unset = "as MPILENS_COLL",
      .accepted = "one of mpi, twolevel, multileader, adaptive",
@@ -395,6 +417,11 @@ static const ml_setting settings[] = {
      .out = &st[C_BCAST], .unset = "as MPILENS_COLL",
      .accepted = "one of mpi, twolevel, scatterallgather, adaptive",
      .help = "MPI_Bcast: the MPI's own (mpi), a node-aware algorithm forced on eligible "
+             "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
+    {.key = "coll_allgather", .type = ML_SET_CUSTOM, .parse = parse_mode,
+     .out = &st[C_ALLGATHER], .unset = "as MPILENS_COLL",
+     .accepted = "one of mpi, twolevel, multileader, adaptive",
+     .help = "MPI_Allgather: the MPI's own (mpi), a node-aware algorithm forced on eligible "
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_learn", .type = ML_SET_INT, .def = "5", .lo = ML_SEL_MIN_ROUNDS,
      .accepted = "an integer from 3 to 64",
@@ -470,6 +497,7 @@ static int init(void)
         return 1;
     ml_coll_allreduce_on = st[C_ALLREDUCE].mode != 0;
     ml_coll_bcast_on = st[C_BCAST].mode != 0;
+    ml_coll_allgather_on = st[C_ALLGATHER].mode != 0;
     return 0;
 }
 
@@ -507,7 +535,7 @@ static void finalize(void)
     }
     PMPI_Comm_free_keyval(&keyval);
     keyval = MPI_KEYVAL_INVALID;
-    ml_coll_allreduce_on = ml_coll_bcast_on = 0;
+    ml_coll_allreduce_on = ml_coll_bcast_on = ml_coll_allgather_on = 0;
 }
 
 /* {"allreduce":{"mode":"adaptive","forced":...,"rounds":5,"calls":{"mpi":N,

@@ -3,7 +3,7 @@
  * per-communicator node communicators and selection keys, the calls' path
  * from the eligibility checks to the algorithm, the profile section); each
  * collective is a file with its algorithms and one ml_coll_def, listed once
- * in coll.c's colls[] (allreduce.c, bcast.c).  Only PMPI_* calls. */
+ * in coll.c's colls[] (allreduce.c, bcast.c, allgather.c).  Only PMPI_* calls. */
 #ifndef MLENS_COLL_INT_H
 #define MLENS_COLL_INT_H
 #include <mpi.h>
@@ -25,6 +25,13 @@ typedef struct ml_coll_comm {
     int *counts;     /* [lsize] slice lengths (multileader), then [lsize] displacements */
     int *lcounts;    /* leaders, once needed: [nodes] slice lengths, then displacements */
     int root[ML_COLL_ROOTS][3]; /* a root (rank + 1, 0: none), its leader, its lrank */
+    int gready;      /* MPI_Allgather: the placement below is known (allgather.c) */
+    int *gnodes;     /* leaders: [nodes] ranks per node, their starts in node order, then
+                      * [nodes] counts and displacements of a call */
+    int *gperm;      /* leaders, placement not by block: [size] the rank of each place in
+                      * node order; NULL by block */
+    int *mperm;      /* MPI_Allgather's multileader, once needed: [size] the rank of each
+                      * place in (node-local index, node) order */
     ml_sel_key *keys;/* [collectives][ML_SEL_CLASSES]: the selection's keys */
     struct ml_coll_comm *prev, *next; /* the live ones (MPI_Finalize records their keys) */
 } ml_coll_comm;
@@ -57,9 +64,12 @@ typedef struct ml_coll_def {
      * on some node, calls of size class cls: the race's candidates into cand
      * (cand[0] = 0), their number. */
     int (*candidates)(const ml_coll_comm *ci, int cls, int *cand);
+    /* Optional: whether a call is eligible on ci beyond the common checks
+     * (0: the MPI's own call serves it). */
+    int (*eligible)(const ml_coll_args *a, const ml_coll_comm *ci);
 } ml_coll_def;
 
-extern const ml_coll_def ml_coll_allreduce_def, ml_coll_bcast_def;
+extern const ml_coll_def ml_coll_allreduce_def, ml_coll_bcast_def, ml_coll_allgather_def;
 
 /* MPI_Bcast's root on ci: its leader's rank among the leaders and its
  * node-local index (collective over ci's communicator on a root not among

@@ -15,7 +15,13 @@
  * MPI_Bcast:
  *   1. the node-aware algorithm (MPILENS_COLL_BCAST=twolevel or adaptive, or
  *      MPILENS_COLL=adaptive; eligible calls only; docs/collectives.md);
- *   2. the MPI's own PMPI_Bcast (every call by default). */
+ *   2. the MPI's own PMPI_Bcast (every call by default).
+ *
+ * MPI_Allgather:
+ *   1. the node-aware algorithms (MPILENS_COLL_ALLGATHER=twolevel, multileader
+ *      or adaptive, or MPILENS_COLL=adaptive; eligible calls only;
+ *      docs/collectives.md);
+ *   2. the MPI's own PMPI_Allgather (every call by default). */
 #include "coll.h"
 #include "overrides.h"
 #include "../repro/repro.h"
@@ -48,4 +54,24 @@ int mlo_MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_
     if (__builtin_expect(ml_coll_bcast_on, 0))
         return bcast_engine(buffer, count, datatype, root, comm);
     return PMPI_Bcast(buffer, count, datatype, root, comm);
+}
+
+/* As MPI_Bcast's: the default path a test and a jump to PMPI_Allgather. */
+static __attribute__((noinline, cold)) int allgather_engine(const void *sendbuf, int sendcount,
+                                                            MPI_Datatype sendtype, void *recvbuf,
+                                                            int recvcount, MPI_Datatype recvtype,
+                                                            MPI_Comm comm)
+{
+    int rc = ml_coll_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return rc >= 0 ? rc
+                   : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                    comm);
+}
+
+int mlo_MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (__builtin_expect(ml_coll_allgather_on, 0))
+        return allgather_engine(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
