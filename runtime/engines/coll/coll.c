@@ -35,8 +35,9 @@
 #include "ml_schema.h" /* generated from schema/profile.json: the section's version */
 
 /* The collectives: one line each (collint.h). */
-enum { C_ALLREDUCE, C_BCAST, C_N };
-static const ml_coll_def *const colls[C_N] = {&ml_coll_allreduce_def, &ml_coll_bcast_def};
+enum { C_ALLREDUCE, C_BCAST, C_REDUCE_SCATTER_BLOCK, C_N };
+static const ml_coll_def *const colls[C_N] = {&ml_coll_allreduce_def, &ml_coll_bcast_def,
+                                              &ml_coll_reduce_scatter_block_def};
 
 static const char *const all_modes[] = {"mpi", "adaptive", NULL};
 
@@ -51,6 +52,7 @@ typedef struct {
 } coll_state;
 
 static coll_state st[C_N] = {{.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER},
+                             {.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER},
                              {.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER}};
 
 static struct {
@@ -62,6 +64,7 @@ static struct {
 static int my_node = -1;                 /* this rank's node (layout in force) */
 static int keyval = MPI_KEYVAL_INVALID;
 int ml_coll_allreduce_on, ml_coll_bcast_on; /* the dispatch's tests (coll.h) */
+int ml_coll_reduce_scatter_block_on;
 
 static ml_coll_comm *live;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -124,6 +127,7 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
     keep_keys(ci);
     free(ci->counts);
     free(ci->lcounts);
+    free(ci->rsb);
     free(ci);
     return MPI_SUCCESS;
 }
@@ -316,6 +320,13 @@ int ml_coll_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_
     return serve(C_BCAST, &a);
 }
 
+int ml_coll_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    ml_coll_args a = {sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
+    return serve(C_REDUCE_SCATTER_BLOCK, &a);
+}
+
 /* Public query (exported): the algorithm of collective coll ("allreduce",
  * "bcast") chosen on comm for calls of bytes bytes (count x type size), or
  * NULL when none is chosen yet (still racing, no call yet, or the engine
@@ -383,7 +394,8 @@ static int parse_mode(const char *v, void *out, ml_buf_t *why)
 
 static const ml_setting settings[] = {
     {.key = "coll", .type = ML_SET_CHOICE, .def = "mpi", .choices = all_modes, .out = &set.all,
-     .help = "every collective the engine serves (MPI_Allreduce, MPI_Bcast): the MPI's own "
+     .help = "every collective the engine serves (MPI_Allreduce, MPI_Bcast, "
+             "MPI_Reduce_scatter_block): the MPI's own "
              "(mpi), or chosen at run time among it and the node-aware algorithms (adaptive); "
              "MPILENS_COLL_<NAME> overrides it per collective (docs/collectives.md)"},
     {.key = "coll_allreduce", .type = ML_SET_CUSTOM, .parse = parse_mode,
@@ -396,6 +408,11 @@ static const ml_setting settings[] = {
      .accepted = "one of mpi, twolevel, scatterallgather, adaptive",
      .help = "MPI_Bcast: the MPI's own (mpi), a node-aware algorithm forced on eligible "
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
+    {.key = "coll_reduce_scatter_block", .type = ML_SET_CUSTOM, .parse = parse_mode,
+     .out = &st[C_REDUCE_SCATTER_BLOCK], .unset = "as MPILENS_COLL",
+     .accepted = "one of mpi, twolevel, adaptive",
+     .help = "MPI_Reduce_scatter_block: the MPI's own (mpi), a node-aware algorithm forced "
+             "on eligible calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_learn", .type = ML_SET_INT, .def = "5", .lo = ML_SEL_MIN_ROUNDS,
      .accepted = "an integer from 3 to 64",
      .hi = ML_SEL_MAX_ROUNDS, .out = &set.learn,
@@ -470,6 +487,7 @@ static int init(void)
         return 1;
     ml_coll_allreduce_on = st[C_ALLREDUCE].mode != 0;
     ml_coll_bcast_on = st[C_BCAST].mode != 0;
+    ml_coll_reduce_scatter_block_on = st[C_REDUCE_SCATTER_BLOCK].mode != 0;
     return 0;
 }
 
@@ -508,6 +526,7 @@ static void finalize(void)
     PMPI_Comm_free_keyval(&keyval);
     keyval = MPI_KEYVAL_INVALID;
     ml_coll_allreduce_on = ml_coll_bcast_on = 0;
+    ml_coll_reduce_scatter_block_on = 0;
 }
 
 /* {"allreduce":{"mode":"adaptive","forced":...,"rounds":5,"calls":{"mpi":N,

@@ -24,6 +24,7 @@ typedef struct ml_coll_comm {
     int size, rank;  /* in the communicator */
     int *counts;     /* [lsize] slice lengths (multileader), then [lsize] displacements */
     int *lcounts;    /* leaders, once needed: [nodes] slice lengths, then displacements */
+    int *rsb;        /* reduce_scatter_block.c's node-major order, once needed */
     int root[ML_COLL_ROOTS][3]; /* a root (rank + 1, 0: none), its leader, its lrank */
     ml_sel_key *keys;/* [collectives][ML_SEL_CLASSES]: the selection's keys */
     struct ml_coll_comm *prev, *next; /* the live ones (MPI_Finalize records their keys) */
@@ -60,6 +61,7 @@ typedef struct ml_coll_def {
 } ml_coll_def;
 
 extern const ml_coll_def ml_coll_allreduce_def, ml_coll_bcast_def;
+extern const ml_coll_def ml_coll_reduce_scatter_block_def;
 
 /* MPI_Bcast's root on ci: its leader's rank among the leaders and its
  * node-local index (collective over ci's communicator on a root not among

@@ -15,7 +15,11 @@
  * MPI_Bcast:
  *   1. the node-aware algorithm (MPILENS_COLL_BCAST=twolevel or adaptive, or
  *      MPILENS_COLL=adaptive; eligible calls only; docs/collectives.md);
- *   2. the MPI's own PMPI_Bcast (every call by default). */
+ *   2. the MPI's own PMPI_Bcast (every call by default).
+ *
+ * MPI_Reduce_scatter_block: as MPI_Allreduce (the reproducible reductions,
+ * then the node-aware algorithm, MPILENS_COLL_REDUCE_SCATTER_BLOCK=twolevel
+ * or adaptive, or MPILENS_COLL=adaptive, then PMPI_Reduce_scatter_block). */
 #include "coll.h"
 #include "overrides.h"
 #include "../repro/repro.h"
@@ -48,4 +52,19 @@ int mlo_MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_
     if (__builtin_expect(ml_coll_bcast_on, 0))
         return bcast_engine(buffer, count, datatype, root, comm);
     return PMPI_Bcast(buffer, count, datatype, root, comm);
+}
+
+int mlo_MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    int rc;
+    if (ml_repro_allreduce_on
+        && (rc = ml_repro_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op,
+                                               comm)) >= 0)
+        return rc;
+    if (ml_coll_reduce_scatter_block_on
+        && (rc = ml_coll_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op,
+                                              comm)) >= 0)
+        return rc;
+    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
 }
