@@ -4,8 +4,9 @@ docs/collectives.md): exact results.
 tests/progs/coll_rsb.c checks every element of every rank's block against the reduction
 of every rank's values it computes itself (MPI_INT and MPI_DOUBLE sums whose every order
 gives the same bits, MPI_FLOAT maxima, MPI_LONG_LONG bitwise exclusive or; 1, 7 and 1001
-elements a block, in place and not, and about 1 MiB of doubles), on MPI_COMM_WORLD and a
-reversed communicator; here on the node layouts of test_coll_allreduce.py (one node, 2,2,
+elements a block, in place and not, and about 1 MiB of doubles), on MPI_COMM_WORLD, a
+reversed communicator and one of the even ranks then the odd ones (the blocks of a node
+not consecutive); here on the node layouts of test_coll_allreduce.py (one node, 2,2,
 1,3,3,1 (MPICH 1,2,1), 2,1), twolevel forced and adaptive (every case twice in a row:
 racing and chosen calls), and the profile's coll section must count every call: the
 served ones, the ones left to the MPI (recvcount 0, user-defined operations commutative
@@ -23,13 +24,13 @@ from test_coll_allreduce import LAYOUTS
 
 ALGS = ["mpi", "twolevel"]
 DECLINED = 4  # recvcount 0, two user-defined operations, a derived datatype
-DOUBLE_SUMS = 2 * (3 * 2 + 1)  # a rank's MPI_DOUBLE MPI_SUM calls (the reproducible engine's)
+DOUBLE_SUMS = 3 * (3 * 2 + 1)  # a rank's MPI_DOUBLE MPI_SUM calls (the reproducible engine's)
 
 
 def _calls(reps: int = 1) -> int:
-    """Calls per rank the engine serves: 2 communicators x (4 types x 3 counts x in place
+    """Calls per rank the engine serves: 3 communicators x (4 types x 3 counts x in place
     or not + about 1 MiB), each reps times."""
-    return 2 * (4 * 3 * 2 + 1) * reps
+    return 3 * (4 * 3 * 2 + 1) * reps
 
 
 def _classes(np_: int) -> int:
@@ -69,7 +70,7 @@ def test_forced_twolevel_exact(np_: int, nodes: str | None, build: Path,
     assert sec["calls"] == {"mpi": 0, "twolevel": _calls() * np_}
     assert sec["declined"] == DECLINED * np_
     assert [(r["choice"], r["source"], r["communicators"], r["learning_calls"])
-            for r in sec["choices"]] == [("twolevel", "forced", 2, 0)] * _classes(np_)
+            for r in sec["choices"]] == [("twolevel", "forced", 3, 0)] * _classes(np_)
     assert sum(r["calls"] for r in sec["choices"]) == _calls()
     assert header["functions"]["MPI_Reduce_scatter_block"]["repro_calls"] == _calls() * np_
 
@@ -92,7 +93,7 @@ def test_adaptive_exact(np_: int, nodes: str | None, build: Path, tmp_path: Path
         assert sec["calls"]["twolevel"] > 0  # every race runs it
     recs = sec["choices"]
     assert sum(r["calls"] for r in recs) == calls
-    assert sum(r["communicators"] for r in recs) == 2 * _classes(np_)
+    assert sum(r["communicators"] for r in recs) == 3 * _classes(np_)
     for r in recs:
         if one:
             assert (r["choice"], r["source"], r["learning_calls"]) == ("mpi", "one node", 0)

@@ -2,7 +2,9 @@
  * the node-aware algorithm (MPILENS_COLL_REDUCE_SCATTER_BLOCK,
  * tests/test_coll_reduce_scatter.py).
  *
- * On MPI_COMM_WORLD and on a communicator of every rank in reverse order:
+ * On MPI_COMM_WORLD, on a communicator of every rank in reverse order, and
+ * on one of the even ranks then the odd ones (nodes of consecutive world
+ * ranks are not consecutive there: the node-major order is another):
  * MPI_INT sums, MPI_DOUBLE sums (of halves: every order gives the same
  * bits), MPI_FLOAT maxima and MPI_LONG_LONG bitwise exclusive or, with 1, 7
  * and 1001 elements a block, in place and not; then about 1 MiB of
@@ -118,11 +120,13 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
-    MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_NULL}; /* world, every rank in reverse */
+    /* world, every rank in reverse, the even ranks then the odd ones */
+    MPI_Comm comms[3] = {MPI_COMM_WORLD, MPI_COMM_NULL, MPI_COMM_NULL};
     MPI_Comm_split(MPI_COMM_WORLD, 0, P - 1 - rank, &comms[1]);
-    for (int c = 0; c < 2; c++) {
+    MPI_Comm_split(MPI_COMM_WORLD, 0, rank % 2 * P + rank, &comms[2]);
+    for (int c = 0; c < 3; c++) {
         MPI_Comm comm = comms[c];
-        const char *cname = c ? "reversed" : "world";
+        const char *cname = c == 2 ? "evenodd" : c ? "reversed" : "world";
         for (int t = 0; t < NT; t++) {
             long counts[] = {1, 7, 1001};
             for (int k = 0; k < 3; k++)
@@ -134,6 +138,7 @@ int main(int argc, char **argv)
             one(comm, cname, T_DOUBLE, (1L << 17) / P, 0, r);
     }
     MPI_Comm_free(&comms[1]);
+    MPI_Comm_free(&comms[2]);
     /* left to the MPI: recvcount 0, user-defined operations, a derived datatype */
     int x = -1, *v = malloc(sizeof(int) * 3 * (size_t)P), y[3];
     MPI_Reduce_scatter_block(v, &x, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
