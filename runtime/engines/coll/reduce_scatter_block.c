@@ -93,21 +93,25 @@ static int twolevel(const void *sendbuf, void *recvbuf, int n, MPI_Datatype dt, 
     int *r = ci->rsb, nodes = r[0], same = r[1], *per = r + 2, *cnt = r + 2 + nodes;
     const int *order = r + 2 + 2 * nodes;
     size_t blk = (size_t)ext * (size_t)n;
-    char *sum = malloc(blk * (size_t)ci->size * (same ? 1 : 2)), *vec = sum;
+    /* the node's sum, in node-major order (unless it is already), the node's part
+     * (MPICH 4's in-place MPI_Reduce_scatter copies overlapping ranges) */
+    size_t all = blk * (size_t)ci->size;
+    char *sum = malloc(all * (same ? 1 : 2) + blk * (size_t)ci->lsize), *vec = sum;
     if (!sum)
         return MPI_ERR_NO_MEM;
     rc = PMPI_Reduce(in, sum, (int)N, dt, op, 0, ci->node);
     if (rc == MPI_SUCCESS && !same) { /* node-major order */
-        vec = sum + blk * (size_t)ci->size;
+        vec = sum + all;
         for (int i = 0; i < ci->size; i++)
             memcpy(vec + blk * (size_t)i, sum + blk * (size_t)order[i], blk);
     }
     for (int j = 0; j < nodes; j++)
         cnt[j] = per[j] * n;
+    char *part = vec + all;
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Reduce_scatter(MPI_IN_PLACE, vec, cnt, dt, op, ci->cross);
+        rc = PMPI_Reduce_scatter(vec, part, cnt, dt, op, ci->cross);
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Scatter(vec, n, dt, recvbuf, n, dt, 0, ci->node);
+        rc = PMPI_Scatter(part, n, dt, recvbuf, n, dt, 0, ci->node);
     free(sum);
     return rc;
 }
