@@ -7,7 +7,8 @@ gives the same bits, MPI_FLOAT maxima, MPI_LONG_LONG bitwise exclusive or; 1, 7 
 elements a block, in place and not, and about 1 MiB of doubles), on MPI_COMM_WORLD, a
 reversed communicator and one of the even ranks then the odd ones (the blocks of a node
 not consecutive); here on the node layouts of test_coll_allreduce.py (one node, 2,2,
-1,3,3,1 (MPICH 1,2,1), 2,1), twolevel forced and adaptive (every case twice in a row:
+1,3,3,1 (MPICH 1,2,1), 2,1), each algorithm forced (multileader takes twolevel where
+nodes have unequal ranks) and adaptive (every case twice in a row:
 racing and chosen calls), and the profile's coll section must count every call: the
 served ones, the ones left to the MPI (recvcount 0, user-defined operations commutative
 or not, a derived datatype), none at all by default, and the reproducible engine's
@@ -20,9 +21,9 @@ from pathlib import Path
 
 import pytest
 from conftest import read_profile, run_mpi
-from test_coll_allreduce import LAYOUTS
+from test_coll_allreduce import LAYOUTS, _uniform
 
-ALGS = ["mpi", "twolevel"]
+ALGS = ["mpi", "twolevel", "multileader"]
 DECLINED = 4  # recvcount 0, two user-defined operations, a derived datatype
 DOUBLE_SUMS = 3 * (3 * 2 + 1)  # a rank's MPI_DOUBLE MPI_SUM calls (the reproducible engine's)
 
@@ -59,18 +60,20 @@ def _run(build: Path, tmp: Path, np_: int, env: dict[str, str], reps: int = 1,
     return header
 
 
+@pytest.mark.parametrize("alg", ALGS[1:])
 @pytest.mark.parametrize("np_,nodes", LAYOUTS, ids=lambda v: str(v))
-def test_forced_twolevel_exact(np_: int, nodes: str | None, build: Path,
-                               tmp_path: Path) -> None:
-    header = _run(build, tmp_path, np_, {"MPILENS_COLL_REDUCE_SCATTER_BLOCK": "twolevel",
+def test_forced_algorithm_exact(alg: str, np_: int, nodes: str | None, build: Path,
+                                tmp_path: Path) -> None:
+    header = _run(build, tmp_path, np_, {"MPILENS_COLL_REDUCE_SCATTER_BLOCK": alg,
                                          **_layout(nodes)})
     assert header["sections"]["coll"] == 1 and list(header["coll"]) == ["reduce_scatter_block"]
     sec = header["coll"]["reduce_scatter_block"]
-    assert sec["forced"] == sec["mode"] == "twolevel"
-    assert sec["calls"] == {"mpi": 0, "twolevel": _calls() * np_}
+    assert sec["forced"] == sec["mode"] == alg
+    served = "twolevel" if alg == "multileader" and not _uniform(nodes) else alg
+    assert sec["calls"] == {a: _calls() * np_ if a == served else 0 for a in ALGS}
     assert sec["declined"] == DECLINED * np_
     assert [(r["choice"], r["source"], r["communicators"], r["learning_calls"])
-            for r in sec["choices"]] == [("twolevel", "forced", 3, 0)] * _classes(np_)
+            for r in sec["choices"]] == [(served, "forced", 3, 0)] * _classes(np_)
     assert sum(r["calls"] for r in sec["choices"]) == _calls()
     assert header["functions"]["MPI_Reduce_scatter_block"]["repro_calls"] == _calls() * np_
 
@@ -87,10 +90,12 @@ def test_adaptive_exact(np_: int, nodes: str | None, build: Path, tmp_path: Path
     assert sum(sec["calls"].values()) == calls * np_
     assert sec["declined"] == DECLINED * np_
     one = nodes is None or "," not in nodes
+    ncand = 3 if _uniform(nodes) else 2
     if one:
-        assert sec["calls"] == {"mpi": calls * np_, "twolevel": 0}
-    else:
-        assert sec["calls"]["twolevel"] > 0  # every race runs it
+        assert sec["calls"] == {"mpi": calls * np_, "twolevel": 0, "multileader": 0}
+    else:  # every race runs them
+        assert sec["calls"]["twolevel"] > 0
+        assert (sec["calls"]["multileader"] > 0) == (ncand == 3)
     recs = sec["choices"]
     assert sum(r["calls"] for r in recs) == calls
     assert sum(r["communicators"] for r in recs) == 3 * _classes(np_)
@@ -99,14 +104,14 @@ def test_adaptive_exact(np_: int, nodes: str | None, build: Path, tmp_path: Path
             assert (r["choice"], r["source"], r["learning_calls"]) == ("mpi", "one node", 0)
         elif r["source"] == "learning":  # fewer calls than a race: all of them racing
             assert r["choice"] is None
-            assert r["learning_calls"] == r["calls"] < 3 * 2 * r["communicators"]
+            assert r["learning_calls"] == r["calls"] < 3 * ncand * r["communicators"]
         else:
-            assert r["source"] == "learned" and r["choice"] in ALGS
-            assert r["learning_calls"] == 3 * 2 * r["communicators"]
-            assert r["lost_calls"] == 3 * r["communicators"]
+            assert r["source"] == "learned" and r["choice"] in ALGS[:ncand]
+            assert r["learning_calls"] == 3 * ncand * r["communicators"]
+            assert r["lost_calls"] == 3 * (ncand - 1) * r["communicators"]
             assert r["ratio_lo"] <= r["ratio"] <= r["ratio_hi"]
     assert header["functions"]["MPI_Reduce_scatter_block"]["repro_calls"] == \
-        sec["calls"]["twolevel"]
+        sec["calls"]["twolevel"] + sec["calls"]["multileader"]
 
 
 @pytest.mark.parametrize("env", [{}, {"MPILENS_COLL_REDUCE_SCATTER_BLOCK": "mpi"},
@@ -127,15 +132,16 @@ def test_repro_takes_precedence(build: Path, tmp_path: Path) -> None:
     header = _run(build, tmp_path, 4, {"MPILENS_COLL_REDUCE_SCATTER_BLOCK": "twolevel",
                                        "MPILENS_REPRO": "1", "MPILENS_COLL_NODES": "2,2"})
     sec = header["coll"]["reduce_scatter_block"]
-    assert sec["calls"] == {"mpi": 0, "twolevel": (_calls() - DOUBLE_SUMS) * 4}
+    assert sec["calls"] == {"mpi": 0, "twolevel": (_calls() - DOUBLE_SUMS) * 4,
+                            "multileader": 0}
     assert sec["declined"] == DECLINED * 4
     assert header["functions"]["MPI_Reduce_scatter_block"]["repro_calls"] == _calls() * 4
 
 
 def test_bad_value_one_line(build: Path, tmp_path: Path) -> None:
     proc = run_mpi(2, [build / "bin" / "mpilens-exec", build / "tests" / "coll_rsb"],
-                   env={"MPILENS_COLL_REDUCE_SCATTER_BLOCK": "multileader",
+                   env={"MPILENS_COLL_REDUCE_SCATTER_BLOCK": "scatterallgather",
                         "MPILENS_OUTPUT": str(tmp_path / "x.prof")}, cwd=tmp_path, check=False)
     assert proc.returncode == 2
-    assert ("mpilens: MPILENS_COLL_REDUCE_SCATTER_BLOCK='multileader' is invalid: "
-            "expected one of mpi, twolevel, adaptive") in proc.stderr
+    assert ("mpilens: MPILENS_COLL_REDUCE_SCATTER_BLOCK='scatterallgather' is invalid: "
+            "expected one of mpi, twolevel, multileader, adaptive") in proc.stderr

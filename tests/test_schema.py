@@ -112,7 +112,8 @@ def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: s
     elif prog == "coll_rsb":  # 3 x (4 types x 3 counts x 2 + 1) calls a rank
         assert header["sections"] == {"coll": SCHEMA["records"]["coll"]["version"]}
         assert list(header["coll"]) == ["reduce_scatter_block"]
-        assert header["coll"]["reduce_scatter_block"]["calls"] == {"mpi": 0, "twolevel": 3 * 75}
+        assert header["coll"]["reduce_scatter_block"]["calls"] == {"mpi": 0, "twolevel": 3 * 75,
+                                                                   "multileader": 0}
     else:
         assert "sections" not in header and "alltoall" not in header
     assert profile.load(out).nranks == 3

@@ -128,6 +128,7 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
     free(ci->counts);
     free(ci->lcounts);
     free(ci->rsb);
+    free(ci->rsb_ml);
     free(ci);
     return MPI_SUCCESS;
 }
@@ -410,7 +411,7 @@ static const ml_setting settings[] = {
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_reduce_scatter_block", .type = ML_SET_CUSTOM, .parse = parse_mode,
      .out = &st[C_REDUCE_SCATTER_BLOCK], .unset = "as MPILENS_COLL",
-     .accepted = "one of mpi, twolevel, adaptive",
+     .accepted = "one of mpi, twolevel, multileader, adaptive",
      .help = "MPI_Reduce_scatter_block: the MPI's own (mpi), a node-aware algorithm forced "
              "on eligible calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_learn", .type = ML_SET_INT, .def = "5", .lo = ML_SEL_MIN_ROUNDS,

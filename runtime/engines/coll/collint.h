@@ -25,6 +25,7 @@ typedef struct ml_coll_comm {
     int *counts;     /* [lsize] slice lengths (multileader), then [lsize] displacements */
     int *lcounts;    /* leaders, once needed: [nodes] slice lengths, then displacements */
     int *rsb;        /* reduce_scatter_block.c's node-major order, once needed */
+    int *rsb_ml;     /* and its order by node-local index, once needed */
     int root[ML_COLL_ROOTS][3]; /* a root (rank + 1, 0: none), its leader, its lrank */
     ml_sel_key *keys;/* [collectives][ML_SEL_CLASSES]: the selection's keys */
     struct ml_coll_comm *prev, *next; /* the live ones (MPI_Finalize records their keys) */

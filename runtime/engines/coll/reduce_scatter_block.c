@@ -1,5 +1,5 @@
 /* Node-aware MPI_Reduce_scatter_block (docs/collectives.md), a collective of
- * the coll engine (collint.h): candidates mpi and twolevel.
+ * the coll engine (collint.h): candidates mpi, twolevel and multileader.
  *
  *   twolevel  PMPI_Reduce of the whole vector (size x recvcount elements) to
  *             the node leader within the node; among the node leaders,
@@ -10,28 +10,42 @@
  *             (round-robin placement, a reordered communicator), the leader
  *             first copies the blocks into node-major order.
  *
- * The order is learnt once per communicator, at its first twolevel call: the
+ *   multileader  every rank reorders its vector by node-local index: part i
+ *             holds the blocks of the ranks of index i (in rank order, that
+ *             of their cross communicator), nodes x recvcount elements;
+ *             PMPI_Reduce_scatter_block of the parts within the node (rank
+ *             i gets part i, summed over the node), then of part i among
+ *             the ranks of index i (each gets its own block).  Every rank
+ *             drives part of the inter-node exchange.  Needs the same
+ *             number of ranks on every node; otherwise the call takes
+ *             twolevel.  The order (size integers) is learnt at the first
+ *             call (PMPI_Allgather of the node-local indices) and kept on
+ *             every rank.
+ *
+ * twolevel's order is learnt once per communicator, at its first twolevel call: the
  * leader gathers its node's ranks (PMPI_Gather within the node), the leaders
  * gather the ranks per node and those lists (PMPI_Allgather(v) among them):
  * size + 2 x nodes integers, kept on the leaders only.
  *
  * Each element is combined once on a node leader, then among the leaders by
  * the MPI's PMPI_Reduce_scatter, and copied to the rank that owns its block:
- * one computation per element, whatever the rank.
+ * one computation per element, whatever the rank (multileader: combined
+ * once within the node, then among one rank per node, by the MPI's
+ * PMPI_Reduce_scatter_block each time).
  *
  * Eligible calls (coll.c): intracommunicators, recvcount > 0, a predefined
  * datatype and a predefined operation (all of which are commutative), and
  * (here) size x recvcount at most INT_MAX (a larger vector: the MPI's own
- * call, inside twolevel's count).  MPI_IN_PLACE is served.  Adaptive: mpi and
- * twolevel. */
+ * call, inside the algorithm's count).  MPI_IN_PLACE is served.  Adaptive: mpi,
+ * twolevel and, with the same number of ranks on every node, multileader. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collint.h"
 
-enum { R_MPI, R_TWOLEVEL, R_N };
-static const char *const names[] = {"mpi", "twolevel", "adaptive", NULL};
+enum { R_MPI, R_TWOLEVEL, R_MULTILEADER, R_N };
+static const char *const names[] = {"mpi", "twolevel", "multileader", "adaptive", NULL};
 
 /* ci->rsb on a leader: [0] nodes, [1] 1 when the order is the ranks' own,
  * [2, 2 + nodes) ranks per node, then nodes integers of scratch (counts),
@@ -116,10 +130,61 @@ static int twolevel(const void *sendbuf, void *recvbuf, int n, MPI_Datatype dt, 
     return rc;
 }
 
+/* ci->rsb_ml: [size] the communicator's ranks by node-local index, then rank
+ * (the ranks of cross communicator i, in its order, are part i). */
+static int learn_index_order(ml_coll_comm *ci, MPI_Comm comm)
+{
+    int n = ci->size, *idx = malloc(sizeof(int) * (size_t)n);
+    int *at = calloc((size_t)ci->lsize + 1, sizeof(int));
+    int *r = ci->rsb_ml = malloc(sizeof(int) * (size_t)n);
+    if (!idx || !at || !r) {
+        free(idx);
+        free(at);
+        return MPI_ERR_NO_MEM; /* coll.c stops the job */
+    }
+    int rc = PMPI_Allgather(&ci->lrank, 1, MPI_INT, idx, 1, MPI_INT, comm);
+    if (rc == MPI_SUCCESS) { /* a counting sort, stable: by index, then rank */
+        for (int q = 0; q < n; q++)
+            at[idx[q] + 1]++;
+        for (int i = 0; i < ci->lsize; i++)
+            at[i + 1] += at[i];
+        for (int q = 0; q < n; q++)
+            r[at[idx[q]]++] = q;
+    }
+    free(idx);
+    free(at);
+    return rc;
+}
+
+static int multileader(const void *sendbuf, void *recvbuf, int n, MPI_Datatype dt, MPI_Op op,
+                       MPI_Comm comm, ml_coll_comm *ci)
+{
+    int rc = MPI_SUCCESS, nodes = ci->size / ci->lsize;
+    if ((long long)ci->size * n > INT_MAX)
+        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, n, dt, op, comm);
+    if (!ci->rsb_ml && (rc = learn_index_order(ci, comm)) != MPI_SUCCESS)
+        return rc;
+    const char *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    MPI_Aint lb, ext;
+    PMPI_Type_get_extent(dt, &lb, &ext);
+    size_t blk = (size_t)ext * (size_t)n;
+    char *vec = malloc(blk * ((size_t)ci->size + (size_t)nodes));
+    if (!vec)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < ci->size; i++)
+        memcpy(vec + blk * (size_t)i, in + blk * (size_t)ci->rsb_ml[i], blk);
+    char *part = vec + blk * (size_t)ci->size;
+    rc = PMPI_Reduce_scatter_block(vec, part, nodes * n, dt, op, ci->node);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Reduce_scatter_block(part, recvbuf, n, dt, op, ci->cross);
+    free(vec);
+    return rc;
+}
+
 static int run(int alg, const ml_coll_args *a, ml_coll_comm *ci)
 {
-    (void)alg;
-    return twolevel(a->sendbuf, a->buf, a->count, a->dt, a->op, a->comm, ci);
+    return (alg == R_MULTILEADER ? multileader : twolevel)(a->sendbuf, a->buf, a->count, a->dt,
+                                                            a->op, a->comm, ci);
 }
 
 static int mpi(const ml_coll_args *a)
@@ -129,16 +194,16 @@ static int mpi(const ml_coll_args *a)
 
 static int forced(int alg, const ml_coll_comm *ci)
 {
-    (void)ci;
-    return alg;
+    return alg == R_MULTILEADER && ci->uniform ? R_MULTILEADER : R_TWOLEVEL;
 }
 
 static int candidates(const ml_coll_comm *ci, int cls, int *cand)
 {
-    (void)ci; (void)cls;
+    (void)cls;
     cand[0] = R_MPI;
     cand[1] = R_TWOLEVEL;
-    return 2;
+    cand[2] = R_MULTILEADER;
+    return ci->uniform ? 3 : 2;
 }
 
 const ml_coll_def ml_coll_reduce_scatter_block_def = {
