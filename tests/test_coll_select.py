@@ -3,8 +3,8 @@ the selection as every collective uses it.
 
 Exact results while racing and after the choice (tests/progs/coll_allreduce.c, every case
 twice in a row, on the node layouts of test_coll_allreduce.py, in place and not; MPI_Bcast's:
-test_coll_bcast.py); the race call by call, MPI_Allreduce and MPI_Bcast
-(tests/progs/coll_select.c: R x C race calls, then the choice, the same on every rank; none
+test_coll_bcast.py; MPI_Reduce_scatter_block's: test_coll_reduce_scatter.py); the race call
+by call, MPI_Allreduce, MPI_Bcast and MPI_Reduce_scatter_block (tests/progs/coll_select.c: R x C race calls, then the choice, the same on every rank; none
 on one node or with one rank per node) and the profile's record of it; the report's table; the
 decision rule on given times (tests/progs/sel_decide.c).  Which algorithm is faster on this
 machine is never assumed: the choice is only checked to be a candidate, the same everywhere.
@@ -92,13 +92,14 @@ RACES = [(4, "2,2", 3, "learned"), (4, "1,2,1", 2, "learned"), (4, None, 1, "one
 
 # every collective's algorithms; MPI_Bcast's candidates below 64 KiB: mpi and twolevel
 ALGS = {"allreduce": ["mpi", "twolevel", "multileader"],
-        "bcast": ["mpi", "twolevel", "scatterallgather"]}
-SMALL = {"allreduce": 3, "bcast": 2}  # candidates at most at 8000 bytes
+        "bcast": ["mpi", "twolevel", "scatterallgather"],
+        "reduce_scatter_block": ["mpi", "twolevel", "multileader"]}
+SMALL = {"allreduce": 3, "bcast": 2, "reduce_scatter_block": 3}  # candidates at 8000 bytes
 
 
 @pytest.mark.parametrize("np_,nodes,ncand,source", RACES, ids=lambda v: str(v))
 @pytest.mark.parametrize("rounds", [3, 5])
-@pytest.mark.parametrize("coll", ["allreduce", "bcast"])
+@pytest.mark.parametrize("coll", ["allreduce", "bcast", "reduce_scatter_block"])
 def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand: int,
                                   source: str, rounds: int, build: Path,
                                   tmp_path: Path) -> None:
@@ -123,9 +124,9 @@ def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand:
     assert sec["calls"] == {a: np_ * ((rounds if ncand > 1 and a in cands else 0)
                                       + (3 if a == choice else 0))
                             for a in algs}
-    other = "allreduce" if coll == "bcast" else "bcast"  # adaptive too, never called
-    assert header["coll"][other]["calls"] == {a: 0 for a in ALGS[other]}
-    assert header["coll"][other]["choices"] == []
+    for other in set(ALGS) - {coll}:  # adaptive too, never called
+        assert header["coll"][other]["calls"] == {a: 0 for a in ALGS[other]}
+        assert header["coll"][other]["choices"] == []
     [rec] = sec["choices"]
     assert (rec["comm_size"], rec["bytes"], rec["choice"], rec["source"], rec["communicators"],
             rec["calls"], rec["learning_calls"], rec["lost_calls"]) == (

@@ -1,7 +1,7 @@
 /* coll_select: the adaptive MPI_Allreduce's race, call by call
  * (MPILENS_COLL_ALLREDUCE=adaptive, tests/test_coll_select.py).
  *
- *   coll_select R C [bcast]
+ *   coll_select R C [bcast|reduce_scatter_block]
  *
  * On MPI_COMM_WORLD, R x C + 3 in-place MPI_SUM calls of 1000 doubles (8000
  * bytes: size class 4096), each checked exactly; after each one the choice
@@ -13,7 +13,9 @@
  * one FAIL line and the job exits with status 1.
  *
  * With "bcast": MPI_Bcast of the 1000 doubles from the last rank instead
- * (MPILENS_COLL_BCAST=adaptive), the choice from mpilens_coll_choice("bcast"). */
+ * (MPILENS_COLL_BCAST=adaptive), the choice from mpilens_coll_choice("bcast").
+ * With "reduce_scatter_block": in-place MPI_Reduce_scatter_block sums of
+ * blocks of 1000 doubles (MPILENS_COLL_REDUCE_SCATTER_BLOCK=adaptive). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
@@ -32,26 +34,31 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     int R = argc > 2 ? atoi(argv[1]) : 5, C = argc > 2 ? atoi(argv[2]) : 1;
     int race = C > 1 ? R * C : 0;
-    const char *coll = argc > 3 && strcmp(argv[3], "bcast") == 0 ? "bcast" : "allreduce";
-    int bcast = coll[0] == 'b';
+    const char *coll = argc > 3 && (strcmp(argv[3], "bcast") == 0
+                                    || strcmp(argv[3], "reduce_scatter_block") == 0)
+                           ? argv[3] : "allreduce";
+    int bcast = coll[0] == 'b', rsb = coll[0] == 'r';
     choice_fn choice = (choice_fn)dlsym(RTLD_DEFAULT, "mpilens_coll_choice");
     if (!choice) {
         fprintf(stderr, "FAIL mpilens_coll_choice not found (not run under mpilens?)\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     enum { N = 1000 };
-    static double v[N];
+    double *v = malloc(sizeof(double) * N * (size_t)P);
     const char *got = NULL;
     long long lc = -1;
     for (int i = 1; i <= race + 3; i++) {
-        for (int e = 0; e < N; e++)
+        for (int e = 0; e < N * (rsb ? P : 1); e++)
             v[e] = bcast && rank != P - 1 ? -1 : (double)(rank + 1) * (e % 97 + i);
-        if (bcast)
+        if (rsb)
+            MPI_Reduce_scatter_block(MPI_IN_PLACE, v, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        else if (bcast)
             MPI_Bcast(v, N, MPI_DOUBLE, P - 1, MPI_COMM_WORLD);
         else
             MPI_Allreduce(MPI_IN_PLACE, v, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         for (int e = 0; e < N && !fails; e++)
-            if (v[e] != (bcast ? (double)P : (double)P * (P + 1) / 2) * (e % 97 + i)) {
+            if (v[e] != (bcast ? (double)P : (double)P * (P + 1) / 2)
+                            * ((rsb ? rank * N + e : e) % 97 + i)) { /* rsb: my block's */
                 fprintf(stderr, "FAIL rank=%d call=%d element=%d: %g\n", rank, i, e, v[e]);
                 fails++;
             }
@@ -72,6 +79,7 @@ int main(int argc, char **argv)
     if (rank == 0 && !out[2])
         printf("race=%lld choice=%s agree=%d\n", lc, got ? got : "(none)",
                out[0] == -out[1] && idx >= 0);
+    free(v);
     MPI_Finalize();
     return out[2] ? 1 : 0;
 }
