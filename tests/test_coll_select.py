@@ -4,8 +4,9 @@ the selection as every collective uses it.
 Exact results while racing and after the choice (tests/progs/coll_allreduce.c, every case
 twice in a row, on the node layouts of test_coll_allreduce.py, in place and not; MPI_Bcast's:
 test_coll_bcast.py; MPI_Reduce_scatter_block's: test_coll_reduce_scatter.py); the race call
-by call, MPI_Allreduce, MPI_Bcast and MPI_Reduce_scatter_block (tests/progs/coll_select.c: R x C race calls, then the choice, the same on every rank; none
-on one node or with one rank per node) and the profile's record of it; the report's table; the
+by call, MPI_Allreduce, MPI_Bcast and MPI_Reduce_scatter_block (tests/progs/coll_select.c:
+R x C race calls, then the choice, the same on every rank; none on one node or with one
+rank per node) and the profile's record of it; the report's table; the
 decision rule on given times (tests/progs/sel_decide.c).  Which algorithm is faster on this
 machine is never assumed: the choice is only checked to be a candidate, the same everywhere.
 """
