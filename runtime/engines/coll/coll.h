@@ -1,7 +1,8 @@
 /* Node-aware collectives (runtime/engines/coll, docs/collectives.md): the
  * engine ml_engine_coll, forced by a setting per collective
- * (MPILENS_COLL_ALLREDUCE, MPILENS_COLL_BCAST, MPILENS_COLL_REDUCE_SCATTER_BLOCK) or chosen at run time
- * (adaptive, with runtime/engines/select), off by default.
+ * (MPILENS_COLL_ALLREDUCE, MPILENS_COLL_BCAST,
+ * MPILENS_COLL_REDUCE_SCATTER_BLOCK) or chosen at run time (adaptive, with
+ * runtime/engines/select), off by default.
  *
  *   coll.c       settings, the node layout, per-communicator node
  *                communicators and selection keys, the calls' path, the

@@ -22,10 +22,10 @@
  *             call (PMPI_Allgather of the node-local indices) and kept on
  *             every rank.
  *
- * twolevel's order is learnt once per communicator, at its first twolevel call: the
- * leader gathers its node's ranks (PMPI_Gather within the node), the leaders
- * gather the ranks per node and those lists (PMPI_Allgather(v) among them):
- * size + 2 x nodes integers, kept on the leaders only.
+ * twolevel's order is learnt once per communicator, at its first twolevel
+ * call: the leader gathers its node's ranks (PMPI_Gather within the node),
+ * the leaders gather the ranks per node and those lists (PMPI_Allgather(v)
+ * among them): size + 2 x nodes integers, kept on the leaders only.
  *
  * Each element is combined once on a node leader, then among the leaders by
  * the MPI's PMPI_Reduce_scatter, and copied to the rank that owns its block:
