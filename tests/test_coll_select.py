@@ -2,11 +2,12 @@
 the selection as every collective uses it.
 
 Exact results while racing and after the choice (tests/progs/coll_allreduce.c, every case
-twice in a row, on the node layouts of test_coll_allreduce.py, in place and not; MPI_Bcast's
-and MPI_Allgather's: test_coll_bcast.py, test_coll_allgather.py); the race call by call,
-MPI_Allreduce, MPI_Bcast and MPI_Allgather (tests/progs/coll_select.c: R x C race calls,
-then the choice, the same on every rank; none
-on one node or with one rank per node) and the profile's record of it; the report's table; the
+twice in a row, on the node layouts of test_coll_allreduce.py, in place and not; MPI_Bcast's,
+MPI_Allgather's and MPI_Reduce_scatter_block's: test_coll_bcast.py, test_coll_allgather.py,
+test_coll_reduce_scatter.py); the race call by call, MPI_Allreduce, MPI_Bcast,
+MPI_Allgather and MPI_Reduce_scatter_block (tests/progs/coll_select.c: R x C race calls,
+then the choice, the same on every rank; none on one node or with one rank per node) and
+the profile's record of it; the report's table; the
 decision rule on given times (tests/progs/sel_decide.c).  Which algorithm is faster on this
 machine is never assumed: the choice is only checked to be a candidate, the same everywhere.
 """
@@ -93,13 +94,16 @@ RACES = [(4, "2,2", 3, "learned"), (4, "1,2,1", 2, "learned"), (4, None, 1, "one
 
 # every collective's algorithms; MPI_Bcast's candidates below 64 KiB: mpi and twolevel
 ALGS = {"allreduce": ["mpi", "twolevel", "multileader"],
-        "bcast": ["mpi", "twolevel", "scatterallgather"], "allgather": ["mpi", "twolevel", "multileader"]}
-SMALL = {"allreduce": 3, "bcast": 2, "allgather": 3}  # candidates at most at 8000 bytes
+        "bcast": ["mpi", "twolevel", "scatterallgather"],
+        "allgather": ["mpi", "twolevel", "multileader"],
+        "reduce_scatter_block": ["mpi", "twolevel", "multileader"]}
+SMALL = {"allreduce": 3, "bcast": 2, "allgather": 3,
+         "reduce_scatter_block": 3}  # candidates at most at 8000 bytes
 
 
 @pytest.mark.parametrize("np_,nodes,ncand,source", RACES, ids=lambda v: str(v))
 @pytest.mark.parametrize("rounds", [3, 5])
-@pytest.mark.parametrize("coll", ["allreduce", "bcast", "allgather"])
+@pytest.mark.parametrize("coll", ["allreduce", "bcast", "allgather", "reduce_scatter_block"])
 def test_race_count_and_agreement(coll: str, np_: int, nodes: str | None, ncand: int,
                                   source: str, rounds: int, build: Path,
                                   tmp_path: Path) -> None:
@@ -186,14 +190,14 @@ def test_forced_records_its_choices(build: Path, tmp_path: Path) -> None:
 
 def test_per_collective_setting_overrides(build: Path, tmp_path: Path) -> None:
     """MPILENS_COLL_ALLREDUCE=mpi under MPILENS_COLL=adaptive: MPI_Allreduce left to the MPI
-    (no allreduce section), MPI_Bcast and MPI_Allgather still adaptive."""
+    (no allreduce section), the other collectives still adaptive."""
     prof = tmp_path / "m.prof"
     run_mpi(4, [build / "bin" / "mpilens-exec", build / "tests" / "coll_allreduce"],
             env={"MPILENS_COLL": "adaptive", "MPILENS_COLL_ALLREDUCE": "mpi",
                  "MPILENS_COLL_NODES": "2,2", "MPILENS_OUTPUT": str(prof)}, cwd=tmp_path)
     header, _ = read_profile(prof)
-    assert list(header["coll"]) == ["bcast", "allgather"]
-    assert header["coll"]["bcast"]["mode"] == header["coll"]["allgather"]["mode"] == "adaptive"
+    assert list(header["coll"]) == ["bcast", "allgather", "reduce_scatter_block"]
+    assert {sec["mode"] for sec in header["coll"].values()} == {"adaptive"}
     assert header["functions"]["MPI_Allreduce"].get("repro_calls", 0) == 0
 
 

@@ -95,7 +95,8 @@ def test_more_than_64_lines_and_every_key(build: Path, tmp_path: Path) -> None:
     values = {"output": str(tmp_path / "all-%j.prof"), "detail": "off", "tuning_file":
               str(tmp_path / "t.tune"), "machine": "box", "quiet": "1", "exclude": "MPI_Comm_rank",
               "dump_at": "3600", "hang_after": "3600", "coll_nodes": str(NP),
-              "coll_allreduce": "mpi", "coll_bcast": "mpi", "coll_allgather": "mpi"}
+              "coll_allreduce": "mpi", "coll_bcast": "mpi", "coll_allgather": "mpi",
+              "coll_reduce_scatter_block": "mpi"}
     lines = ["MPI_Barrier"] * 79 + ["MPI_Allreduce"]
     for k, s in keys.items():
         if k in ("include", "network_model"):  # include: the lines above; no model file here

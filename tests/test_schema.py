@@ -70,6 +70,8 @@ def check_record(where: str, rec: dict[str, Any], name: str) -> None:
                                "MPILENS_COLL_NODES": "2,1"}),
     ("coll_bcast", [], {"MPILENS_COLL_BCAST": "twolevel", "MPILENS_COLL_NODES": "2,1"}),
     ("coll_allgather", [], {"MPILENS_COLL_ALLGATHER": "twolevel", "MPILENS_COLL_NODES": "2,1"}),
+    ("coll_rsb", [], {"MPILENS_COLL_REDUCE_SCATTER_BLOCK": "twolevel",
+                      "MPILENS_COLL_NODES": "2,1"}),
 ])
 def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: str,
                                             args: list[str], env: dict[str, str]) -> None:
@@ -113,6 +115,11 @@ def test_written_profile_matches_the_schema(build: Path, tmp_path: Path, prog: s
         assert list(header["coll"]) == ["allgather"]
         assert header["coll"]["allgather"]["calls"] == {"mpi": 0, "twolevel": 3 * 78,
                                                         "multileader": 0}
+    elif prog == "coll_rsb":  # 3 x (4 types x 3 counts x 2 + 1) calls a rank
+        assert header["sections"] == {"coll": SCHEMA["records"]["coll"]["version"]}
+        assert list(header["coll"]) == ["reduce_scatter_block"]
+        assert header["coll"]["reduce_scatter_block"]["calls"] == {"mpi": 0, "twolevel": 3 * 75,
+                                                                   "multileader": 0}
     else:
         assert "sections" not in header and "alltoall" not in header
     assert profile.load(out).nranks == 3

@@ -17,7 +17,8 @@
  * override the same function: where several engines serve one MPI function,
  * one override names their order and each engine gives it a function that
  * serves the call or declines it (MPI_Allreduce: runtime/engines/coll/
- * dispatch.c, repro first, then coll, then PMPI_Allreduce).  Engines use
+ * dispatch.c, repro first, then coll, then PMPI_Allreduce; the same for
+ * MPI_Reduce_scatter_block).  Engines use
  * PMPI_* calls only (MPI_* would be profiled again). */
 #ifndef MLENS_ENGINE_H
 #define MLENS_ENGINE_H

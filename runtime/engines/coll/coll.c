@@ -1,6 +1,6 @@
 /* The coll engine's common part (coll.h, collint.h; docs/collectives.md):
  * node-aware algorithms of several collectives (allreduce.c, bcast.c,
- * allgather.c),
+ * allgather.c, reduce_scatter_block.c),
  * forced per collective by MPILENS_COLL_<NAME>, or chosen at run time among
  * them and the MPI's own call (adaptive: MPILENS_COLL_<NAME>=adaptive or
  * MPILENS_COLL=adaptive, the selection in runtime/engines/select); off (the
@@ -38,9 +38,10 @@
 #include "ml_schema.h" /* generated from schema/profile.json: the section's version */
 
 /* The collectives: one line each (collint.h). */
-enum { C_ALLREDUCE, C_BCAST, C_ALLGATHER, C_N };
+enum { C_ALLREDUCE, C_BCAST, C_ALLGATHER, C_REDUCE_SCATTER_BLOCK, C_N };
 static const ml_coll_def *const colls[C_N] = {&ml_coll_allreduce_def, &ml_coll_bcast_def,
-                                              &ml_coll_allgather_def};
+                                              &ml_coll_allgather_def,
+                                              &ml_coll_reduce_scatter_block_def};
 
 static const char *const all_modes[] = {"mpi", "adaptive", NULL};
 
@@ -54,9 +55,8 @@ typedef struct {
     ml_sel_table table;
 } coll_state;
 
-static coll_state st[C_N] = {{.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER},
-                             {.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER},
-                             {.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER}};
+static coll_state st[C_N] = {
+    [0 ... C_N - 1] = {.setting = -1, .table.lock = PTHREAD_MUTEX_INITIALIZER}};
 
 static struct {
     int all;            /* MPILENS_COLL: 0 mpi, 1 adaptive */
@@ -67,6 +67,7 @@ static struct {
 static int my_node = -1;                 /* this rank's node (layout in force) */
 static int keyval = MPI_KEYVAL_INVALID;
 int ml_coll_allreduce_on, ml_coll_bcast_on, ml_coll_allgather_on; /* dispatch's tests (coll.h) */
+int ml_coll_reduce_scatter_block_on;
 
 static ml_coll_comm *live;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -132,6 +133,8 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
     free(ci->gnodes);
     free(ci->gperm);
     free(ci->mperm);
+    free(ci->rsb);
+    free(ci->rsb_ml);
     free(ci);
     return MPI_SUCCESS;
 }
@@ -337,8 +340,15 @@ int ml_coll_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     return serve(C_ALLGATHER, &a);
 }
 
+int ml_coll_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    ml_coll_args a = {sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
+    return serve(C_REDUCE_SCATTER_BLOCK, &a);
+}
+
 /* Public query (exported): the algorithm of collective coll ("allreduce",
- * "bcast", "allgather") chosen on comm for calls of bytes bytes (count x type
+ * "bcast", "allgather", "reduce_scatter_block") chosen on comm for calls of bytes bytes (count x type
  * size), or NULL when none is chosen yet (still racing, no call yet, or the engine
  * off); *learning_calls gets the race calls made there so far. */
 __attribute__((visibility("default")))
@@ -404,10 +414,10 @@ static int parse_mode(const char *v, void *out, ml_buf_t *why)
 
 static const ml_setting settings[] = {
     {.key = "coll", .type = ML_SET_CHOICE, .def = "mpi", .choices = all_modes, .out = &set.all,
-     .help = "every collective the engine serves (MPI_Allreduce, MPI_Bcast, MPI_Allgather): "
-             "the MPI's own (mpi), or chosen at run time among it and the node-aware "
-             "algorithms (adaptive); MPILENS_COLL_<NAME> overrides it per collective "
-             "(docs/collectives.md)"},
+     .help = "every collective the engine serves (MPI_Allreduce, MPI_Bcast, MPI_Allgather, "
+             "MPI_Reduce_scatter_block): the MPI's own (mpi), or chosen at run time among it "
+             "and the node-aware algorithms (adaptive); MPILENS_COLL_<NAME> overrides it per "
+             "collective (docs/collectives.md)"},
     {.key = "coll_allreduce", .type = ML_SET_CUSTOM, .parse = parse_mode,
      .out = &st[C_ALLREDUCE], .unset = "as MPILENS_COLL",
      .accepted = "one of mpi, twolevel, multileader, adaptive",
@@ -423,6 +433,11 @@ static const ml_setting settings[] = {
      .accepted = "one of mpi, twolevel, multileader, adaptive",
      .help = "MPI_Allgather: the MPI's own (mpi), a node-aware algorithm forced on eligible "
              "calls, or chosen at run time (adaptive) (docs/collectives.md)"},
+    {.key = "coll_reduce_scatter_block", .type = ML_SET_CUSTOM, .parse = parse_mode,
+     .out = &st[C_REDUCE_SCATTER_BLOCK], .unset = "as MPILENS_COLL",
+     .accepted = "one of mpi, twolevel, multileader, adaptive",
+     .help = "MPI_Reduce_scatter_block: the MPI's own (mpi), a node-aware algorithm forced "
+             "on eligible calls, or chosen at run time (adaptive) (docs/collectives.md)"},
     {.key = "coll_learn", .type = ML_SET_INT, .def = "5", .lo = ML_SEL_MIN_ROUNDS,
      .accepted = "an integer from 3 to 64",
      .hi = ML_SEL_MAX_ROUNDS, .out = &set.learn,
@@ -498,6 +513,7 @@ static int init(void)
     ml_coll_allreduce_on = st[C_ALLREDUCE].mode != 0;
     ml_coll_bcast_on = st[C_BCAST].mode != 0;
     ml_coll_allgather_on = st[C_ALLGATHER].mode != 0;
+    ml_coll_reduce_scatter_block_on = st[C_REDUCE_SCATTER_BLOCK].mode != 0;
     return 0;
 }
 
@@ -536,6 +552,7 @@ static void finalize(void)
     PMPI_Comm_free_keyval(&keyval);
     keyval = MPI_KEYVAL_INVALID;
     ml_coll_allreduce_on = ml_coll_bcast_on = ml_coll_allgather_on = 0;
+    ml_coll_reduce_scatter_block_on = 0;
 }
 
 /* {"allreduce":{"mode":"adaptive","forced":...,"rounds":5,"calls":{"mpi":N,

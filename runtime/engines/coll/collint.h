@@ -24,6 +24,8 @@ typedef struct ml_coll_comm {
     int size, rank;  /* in the communicator */
     int *counts;     /* [lsize] slice lengths (multileader), then [lsize] displacements */
     int *lcounts;    /* leaders, once needed: [nodes] slice lengths, then displacements */
+    int *rsb;        /* reduce_scatter_block.c's node-major order, once needed */
+    int *rsb_ml;     /* and its order by node-local index, once needed */
     int root[ML_COLL_ROOTS][3]; /* a root (rank + 1, 0: none), its leader, its lrank */
     int gready;      /* MPI_Allgather: the placement below is known (allgather.c) */
     int *gnodes;     /* leaders: [nodes] ranks per node, their starts in node order, then
@@ -70,6 +72,7 @@ typedef struct ml_coll_def {
 } ml_coll_def;
 
 extern const ml_coll_def ml_coll_allreduce_def, ml_coll_bcast_def, ml_coll_allgather_def;
+extern const ml_coll_def ml_coll_reduce_scatter_block_def;
 
 /* MPI_Bcast's root on ci: its leader's rank among the leaders and its
  * node-local index (collective over ci's communicator on a root not among

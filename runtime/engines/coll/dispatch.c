@@ -21,7 +21,11 @@
  *   1. the node-aware algorithms (MPILENS_COLL_ALLGATHER=twolevel, multileader
  *      or adaptive, or MPILENS_COLL=adaptive; eligible calls only;
  *      docs/collectives.md);
- *   2. the MPI's own PMPI_Allgather (every call by default). */
+ *   2. the MPI's own PMPI_Allgather (every call by default).
+ *
+ * MPI_Reduce_scatter_block: as MPI_Allreduce (the reproducible reductions,
+ * then the node-aware algorithm, MPILENS_COLL_REDUCE_SCATTER_BLOCK=twolevel
+ * or adaptive, or MPILENS_COLL=adaptive, then PMPI_Reduce_scatter_block). */
 #include "coll.h"
 #include "overrides.h"
 #include "../repro/repro.h"
@@ -74,4 +78,19 @@ int mlo_MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (__builtin_expect(ml_coll_allgather_on, 0))
         return allgather_engine(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int mlo_MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    int rc;
+    if (ml_repro_allreduce_on
+        && (rc = ml_repro_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op,
+                                               comm)) >= 0)
+        return rc;
+    if (ml_coll_reduce_scatter_block_on
+        && (rc = ml_coll_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op,
+                                              comm)) >= 0)
+        return rc;
+    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
 }

@@ -547,14 +547,16 @@ int mlo_MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcou
     return reduce_scatter_path(sendbuf, recvbuf, recvcounts, 0, k, P, comm);
 }
 
-int mlo_MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+/* MPI_Reduce_scatter_block has one override for several engines
+ * (runtime/engines/coll/dispatch.c): this is the reproducible engine's part. */
+int ml_repro_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     kind_t k;
     int P;
     if (PMPI_Comm_size(comm, &P) != MPI_SUCCESS
         || !served((long)recvcount * P, datatype, op, comm, &k))
-        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+        return -1;
     return reduce_scatter_path(sendbuf, recvbuf, NULL, recvcount, k, P, comm);
 }
 

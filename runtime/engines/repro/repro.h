@@ -20,6 +20,9 @@ int ml_repro_enable(int on);
 extern int ml_repro_allreduce_on;
 int ml_repro_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, MPI_Comm comm);
+/* The same for MPI_Reduce_scatter_block (also while ml_repro_allreduce_on). */
+int ml_repro_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 /* Frees the engine's MPI objects and scratch (benchmarks without the core). */
 void ml_repro_finalize(void);
 
