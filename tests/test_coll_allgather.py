@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FLAVOUR, read_profile, run_mpi
-from test_coll_allreduce import LAYOUTS, _uniform
+from test_coll_allreduce import LAYOUTS, _layout, _uniform
 
 ALGS = ["mpi", "twolevel", "multileader"]
 TYPES, COUNTS, COMMS = 4, 3, 3
@@ -40,11 +40,6 @@ def _calls(reps: int = 1) -> int:
     """MPI_Allgather calls per rank the engine serves: 3 communicators x (types x counts + 1
     MiB) x (send buffer, in place), each reps times."""
     return COMMS * (TYPES * COUNTS + 1) * 2 * reps
-
-
-def _layout(nodes: str | None) -> dict[str, str]:
-    """MPILENS_COLL_NODES for a declared layout, nothing for the real one (one node)."""
-    return {"MPILENS_COLL_NODES": nodes} if nodes else {}
 
 
 def _run(build: Path, tmp: Path, np_: int, env: dict[str, str], reps: int = 1) -> dict:

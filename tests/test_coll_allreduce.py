@@ -31,6 +31,11 @@ def _uniform(nodes: str | None) -> bool:
     return nodes is None or len(set(nodes.split(","))) == 1
 
 
+def _layout(nodes: str | None) -> dict[str, str]:
+    """MPILENS_COLL_NODES for a declared layout, nothing for the real one (one node)."""
+    return {"MPILENS_COLL_NODES": nodes} if nodes else {}
+
+
 def _run(build: Path, tmp: Path, np_: int, env: dict[str, str]) -> dict:
     prof = tmp / "coll.prof"
     proc = run_mpi(np_, [build / "bin" / "mpilens-exec", build / "tests" / "coll_allreduce"],

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FLAVOUR, read_profile, run_mpi
-from test_coll_allreduce import LAYOUTS
+from test_coll_allreduce import LAYOUTS, _layout
 
 ALGS = ["mpi", "twolevel", "scatterallgather"]
 TYPES, COUNTS = 4, 3
@@ -31,11 +31,6 @@ def _calls(np_: int, reps: int = 1) -> int:
     """MPI_Bcast calls per rank the engine serves: 2 communicators x (every root x types x
     counts + 1 MiB), each reps times."""
     return 2 * (np_ * TYPES * COUNTS + 1) * reps
-
-
-def _layout(nodes: str | None) -> dict[str, str]:
-    """MPILENS_COLL_NODES for a declared layout, nothing for the real one (one node)."""
-    return {"MPILENS_COLL_NODES": nodes} if nodes else {}
 
 
 def _run(build: Path, tmp: Path, np_: int, env: dict[str, str], reps: int = 1) -> dict:

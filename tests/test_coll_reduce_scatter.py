@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import read_profile, run_mpi
-from test_coll_allreduce import LAYOUTS, _uniform
+from test_coll_allreduce import LAYOUTS, _layout, _uniform
 
 ALGS = ["mpi", "twolevel", "multileader"]
 DECLINED = 4  # recvcount 0, two user-defined operations, a derived datatype
@@ -39,11 +39,6 @@ def _classes(np_: int) -> int:
     8 bytes, and (2^17 / np_) doubles."""
     return len({(n * b).bit_length() for n in (1, 7, 1001) for b in (4, 8)}
                | {((1 << 17) // np_ * 8).bit_length()})
-
-
-def _layout(nodes: str | None) -> dict[str, str]:
-    """MPILENS_COLL_NODES for a declared layout, nothing for the real one (one node)."""
-    return {"MPILENS_COLL_NODES": nodes} if nodes else {}
 
 
 def _run(build: Path, tmp: Path, np_: int, env: dict[str, str], reps: int = 1,

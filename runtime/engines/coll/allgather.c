@@ -14,13 +14,13 @@
  *             (one per node: every rank drives part of the inter-node
  *             exchange), then PMPI_Allgather of those within the node, into a
  *             buffer in (index, node) order; then each block to its rank's
- *             place (mperm: O(size) ints on every rank, learned at the first
- *             multileader call with the same two steps on the ranks).
+ *             place (ml_coll_index_order: O(size) ints on every rank, learned
+ *             at the first multileader call).
  *
  * The placement is learned at the communicator's first twolevel call
  * (collective over it): the leaders get every node's size and, where the
  * placement is not by block, the communicator rank of every place in node
- * order (gperm, O(size) ints on the leaders only).  Every rank gets the
+ * order (ml_coll_node_order, O(size) ints on the leaders only).  Every rank gets the
  * blocks' bytes: a gather copies, there is nothing to round.
  *
  * Eligible calls (coll.c, eligible below): intracommunicators, count > 0,
@@ -38,43 +38,6 @@
 enum { G_MPI, G_TWOLEVEL, G_MULTILEADER, G_N };
 static const char *const names[] = {"mpi", "twolevel", "multileader", "adaptive", NULL};
 
-/* The placement, once per communicator (every rank of it, the same call). */
-static int placement(ml_coll_comm *ci)
-{
-    int *ranks = NULL, rc, n;
-    if (ci->lrank == 0 && !(ranks = malloc(sizeof(int) * (size_t)ci->lsize)))
-        return MPI_ERR_NO_MEM;
-    rc = PMPI_Gather(&ci->rank, 1, MPI_INT, ranks, 1, MPI_INT, 0, ci->node);
-    if (rc == MPI_SUCCESS && ci->lrank == 0) {
-        PMPI_Comm_size(ci->cross, &n);
-        ci->gnodes = malloc(4 * sizeof(int) * (size_t)n);
-        ci->gperm = malloc(sizeof(int) * (size_t)ci->size);
-        if (!ci->gnodes || !ci->gperm)
-            rc = MPI_ERR_NO_MEM;
-        if (rc == MPI_SUCCESS)
-            rc = PMPI_Allgather(&ci->lsize, 1, MPI_INT, ci->gnodes, 1, MPI_INT, ci->cross);
-        if (rc == MPI_SUCCESS) {
-            for (int i = 0, d = 0; i < n; i++) {
-                ci->gnodes[n + i] = d;
-                d += ci->gnodes[i];
-            }
-            rc = PMPI_Allgatherv(ranks, ci->lsize, MPI_INT, ci->gperm, ci->gnodes,
-                                 ci->gnodes + n, MPI_INT, ci->cross);
-        }
-        int block = 1;
-        for (int j = 0; rc == MPI_SUCCESS && j < ci->size && block; j++)
-            block = ci->gperm[j] == j;
-        if (rc != MPI_SUCCESS || block) {
-            free(ci->gperm);
-            ci->gperm = NULL;
-        }
-    }
-    free(ranks);
-    if (rc == MPI_SUCCESS)
-        ci->gready = 1;
-    return rc;
-}
-
 static int twolevel(const ml_coll_args *a, ml_coll_comm *ci)
 {
     int rc = MPI_SUCCESS, count = a->count;
@@ -83,7 +46,7 @@ static int twolevel(const ml_coll_args *a, ml_coll_comm *ci)
     size_t bsz = (size_t)ext * (size_t)count; /* one rank's block */
     const void *mine = a->sendbuf == MPI_IN_PLACE ? (char *)a->buf + bsz * (size_t)ci->rank
                                                   : a->sendbuf;
-    if (!ci->gready && (rc = placement(ci)) != MPI_SUCCESS)
+    if (!ci->order_ready && (rc = ml_coll_node_order(ci)) != MPI_SUCCESS)
         return rc;
     if (ci->lrank != 0) {
         rc = PMPI_Gather(mine, count, a->dt, NULL, 0, a->dt, 0, ci->node);
@@ -91,50 +54,30 @@ static int twolevel(const ml_coll_args *a, ml_coll_comm *ci)
         int n, me;
         PMPI_Comm_size(ci->cross, &n);
         PMPI_Comm_rank(ci->cross, &me);
-        int *cnt = ci->gnodes + 2 * n, *dis = ci->gnodes + 3 * n;
+        int *cnt = ci->nodes_at + 2 * n, *dis = ci->nodes_at + 3 * n;
         for (int i = 0; i < n; i++) {
-            cnt[i] = ci->gnodes[i] * count;
-            dis[i] = ci->gnodes[n + i] * count;
+            cnt[i] = ci->nodes_at[i] * count;
+            dis[i] = ci->nodes_at[n + i] * count;
         }
         char *all = a->buf, *part;
-        if (ci->gperm && !(all = malloc(bsz * (size_t)ci->size)))
+        if (ci->order && !(all = malloc(bsz * (size_t)ci->size)))
             return MPI_ERR_NO_MEM;
         part = all + (size_t)ext * (size_t)dis[me];
         /* by block the leader's own block is the node's first: already in place */
-        rc = PMPI_Gather(!ci->gperm && a->sendbuf == MPI_IN_PLACE ? MPI_IN_PLACE : mine, count,
+        rc = PMPI_Gather(!ci->order && a->sendbuf == MPI_IN_PLACE ? MPI_IN_PLACE : mine, count,
                          a->dt, part, count, a->dt, 0, ci->node);
         if (rc == MPI_SUCCESS)
             rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, a->dt, all, cnt, dis, a->dt, ci->cross);
-        if (ci->gperm) {
+        if (ci->order) {
             for (int j = 0; rc == MPI_SUCCESS && j < ci->size; j++)
-                if (ci->gperm[j] != ci->rank || a->sendbuf != MPI_IN_PLACE)
-                    memcpy((char *)a->buf + bsz * (size_t)ci->gperm[j], all + bsz * (size_t)j,
+                if (ci->order[j] != ci->rank || a->sendbuf != MPI_IN_PLACE)
+                    memcpy((char *)a->buf + bsz * (size_t)ci->order[j], all + bsz * (size_t)j,
                            bsz);
             free(all);
         }
     }
     if (rc == MPI_SUCCESS)
         rc = PMPI_Bcast(a->buf, count * ci->size, a->dt, 0, ci->node);
-    return rc;
-}
-
-/* multileader's places, once per communicator (every rank of it, the same
- * call): mperm[i x nodes + n] the rank of node n's rank of index i. */
-static int multileader_places(ml_coll_comm *ci, int n)
-{
-    int *mine = malloc(sizeof(int) * (size_t)n), rc;
-    ci->mperm = malloc(sizeof(int) * (size_t)ci->size);
-    if (!mine || !ci->mperm)
-        rc = MPI_ERR_NO_MEM;
-    else
-        rc = PMPI_Allgather(&ci->rank, 1, MPI_INT, mine, 1, MPI_INT, ci->cross);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Allgather(mine, n, MPI_INT, ci->mperm, n, MPI_INT, ci->node);
-    free(mine);
-    if (rc != MPI_SUCCESS) {
-        free(ci->mperm);
-        ci->mperm = NULL;
-    }
     return rc;
 }
 
@@ -147,7 +90,7 @@ static int multileader(const ml_coll_args *a, ml_coll_comm *ci)
     size_t bsz = (size_t)ext * (size_t)count;
     const void *mine = a->sendbuf == MPI_IN_PLACE ? (char *)a->buf + bsz * (size_t)ci->rank
                                                   : a->sendbuf;
-    if (!ci->mperm && (rc = multileader_places(ci, n)) != MPI_SUCCESS)
+    if (!ci->iorder && (rc = ml_coll_index_order(ci)) != MPI_SUCCESS)
         return rc;
     char *part = malloc(bsz * (size_t)(n + ci->size)), *all = part + bsz * (size_t)n;
     if (!part)
@@ -156,7 +99,7 @@ static int multileader(const ml_coll_args *a, ml_coll_comm *ci)
     if (rc == MPI_SUCCESS)
         rc = PMPI_Allgather(part, count * n, a->dt, all, count * n, a->dt, ci->node);
     for (int j = 0; rc == MPI_SUCCESS && j < ci->size; j++)
-        memcpy((char *)a->buf + bsz * (size_t)ci->mperm[j], all + bsz * (size_t)j, bsz);
+        memcpy((char *)a->buf + bsz * (size_t)ci->iorder[j], all + bsz * (size_t)j, bsz);
     free(part);
     return rc;
 }

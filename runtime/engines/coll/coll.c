@@ -130,11 +130,9 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
     keep_keys(ci);
     free(ci->counts);
     free(ci->lcounts);
-    free(ci->gnodes);
-    free(ci->gperm);
-    free(ci->mperm);
-    free(ci->rsb);
-    free(ci->rsb_ml);
+    free(ci->nodes_at);
+    free(ci->order);
+    free(ci->iorder);
     free(ci);
     return MPI_SUCCESS;
 }
@@ -196,6 +194,62 @@ fail:
     free(ci->keys);
     free(ci);
     return NULL;
+}
+
+int ml_coll_node_order(ml_coll_comm *ci)
+{
+    int *ranks = NULL, rc, n;
+    if (ci->lrank == 0 && !(ranks = malloc(sizeof(int) * (size_t)ci->lsize)))
+        return MPI_ERR_NO_MEM;
+    rc = PMPI_Gather(&ci->rank, 1, MPI_INT, ranks, 1, MPI_INT, 0, ci->node);
+    if (rc == MPI_SUCCESS && ci->lrank == 0) {
+        PMPI_Comm_size(ci->cross, &n);
+        ci->nodes_at = malloc(4 * sizeof(int) * (size_t)n);
+        ci->order = malloc(sizeof(int) * (size_t)ci->size);
+        if (!ci->nodes_at || !ci->order)
+            rc = MPI_ERR_NO_MEM;
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Allgather(&ci->lsize, 1, MPI_INT, ci->nodes_at, 1, MPI_INT, ci->cross);
+        if (rc == MPI_SUCCESS) {
+            for (int i = 0, d = 0; i < n; i++) {
+                ci->nodes_at[n + i] = d;
+                d += ci->nodes_at[i];
+            }
+            rc = PMPI_Allgatherv(ranks, ci->lsize, MPI_INT, ci->order, ci->nodes_at,
+                                 ci->nodes_at + n, MPI_INT, ci->cross);
+        }
+        int block = 1;
+        for (int j = 0; rc == MPI_SUCCESS && j < ci->size && block; j++)
+            block = ci->order[j] == j;
+        if (rc != MPI_SUCCESS || block) {
+            free(ci->order);
+            ci->order = NULL;
+        }
+    }
+    free(ranks);
+    if (rc == MPI_SUCCESS)
+        ci->order_ready = 1;
+    return rc;
+}
+
+int ml_coll_index_order(ml_coll_comm *ci)
+{
+    int n, rc, *mine;
+    PMPI_Comm_size(ci->cross, &n); /* the nodes (the same ranks on every one) */
+    mine = malloc(sizeof(int) * (size_t)n);
+    ci->iorder = malloc(sizeof(int) * (size_t)ci->size);
+    if (!mine || !ci->iorder)
+        rc = MPI_ERR_NO_MEM;
+    else
+        rc = PMPI_Allgather(&ci->rank, 1, MPI_INT, mine, 1, MPI_INT, ci->cross);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allgather(mine, n, MPI_INT, ci->iorder, n, MPI_INT, ci->node);
+    free(mine);
+    if (rc != MPI_SUCCESS) {
+        free(ci->iorder);
+        ci->iorder = NULL;
+    }
+    return rc;
 }
 
 int ml_coll_root(ml_coll_comm *ci, int root, MPI_Comm comm, int *leader, int *lrank)

@@ -24,16 +24,14 @@ typedef struct ml_coll_comm {
     int size, rank;  /* in the communicator */
     int *counts;     /* [lsize] slice lengths (multileader), then [lsize] displacements */
     int *lcounts;    /* leaders, once needed: [nodes] slice lengths, then displacements */
-    int *rsb;        /* reduce_scatter_block.c's node-major order, once needed */
-    int *rsb_ml;     /* and its order by node-local index, once needed */
     int root[ML_COLL_ROOTS][3]; /* a root (rank + 1, 0: none), its leader, its lrank */
-    int gready;      /* MPI_Allgather: the placement below is known (allgather.c) */
-    int *gnodes;     /* leaders: [nodes] ranks per node, their starts in node order, then
-                      * [nodes] counts and displacements of a call */
-    int *gperm;      /* leaders, placement not by block: [size] the rank of each place in
-                      * node order; NULL by block */
-    int *mperm;      /* MPI_Allgather's multileader, once needed: [size] the rank of each
-                      * place in (node-local index, node) order */
+    int order_ready; /* the node-major order below is known (ml_coll_node_order) */
+    int *nodes_at;   /* leaders, once needed: [nodes] ranks per node, [nodes] their
+                      * starts in node-major order, then [2 x nodes] a call's scratch */
+    int *order;      /* leaders, once needed, placement not by block: [size] the rank at
+                      * each place in node-major order; NULL by block */
+    int *iorder;     /* once needed, equal nodes only: [size] the rank at each place in
+                      * (node-local index, node) order (ml_coll_index_order) */
     ml_sel_key *keys;/* [collectives][ML_SEL_CLASSES]: the selection's keys */
     struct ml_coll_comm *prev, *next; /* the live ones (MPI_Finalize records their keys) */
 } ml_coll_comm;
@@ -78,5 +76,16 @@ extern const ml_coll_def ml_coll_reduce_scatter_block_def;
  * node-local index (collective over ci's communicator on a root not among
  * the last ML_COLL_ROOTS: one PMPI_Bcast of two ints from the root). */
 int ml_coll_root(ml_coll_comm *ci, int root, MPI_Comm comm, int *leader, int *lrank);
+
+/* ci's node-major order, once per communicator (collective over it, at the
+ * first call of an algorithm that needs it): on the leaders nodes_at, and
+ * order unless every node's ranks are consecutive (placement by block);
+ * nothing kept elsewhere.  O(size) integers on the leaders only. */
+int ml_coll_node_order(ml_coll_comm *ci);
+
+/* ci's (node-local index, node) order, equal nodes only, once per
+ * communicator (collective over it): iorder on every rank, the ranks of
+ * cross communicator i, in its order, at places i x nodes .. */
+int ml_coll_index_order(ml_coll_comm *ci);
 
 #endif

@@ -18,14 +18,11 @@
  *             the ranks of index i (each gets its own block).  Every rank
  *             drives part of the inter-node exchange.  Needs the same
  *             number of ranks on every node; otherwise the call takes
- *             twolevel.  The order (size integers) is learnt at the first
- *             call (PMPI_Allgather of the node-local indices) and kept on
- *             every rank.
+ *             twolevel.  The order (size integers, ml_coll_index_order) is
+ *             learnt at the first call and kept on every rank.
  *
- * twolevel's order is learnt once per communicator, at its first twolevel
- * call: the leader gathers its node's ranks (PMPI_Gather within the node),
- * the leaders gather the ranks per node and those lists (PMPI_Allgather(v)
- * among them): size + 2 x nodes integers, kept on the leaders only.
+ * twolevel's order (ml_coll_node_order) is learnt once per communicator, at
+ * its first twolevel call: size + 4 x nodes integers, on the leaders only.
  *
  * Each element is combined once on a node leader, then among the leaders by
  * the MPI's PMPI_Reduce_scatter, and copied to the rank that owns its block:
@@ -47,45 +44,6 @@
 enum { R_MPI, R_TWOLEVEL, R_MULTILEADER, R_N };
 static const char *const names[] = {"mpi", "twolevel", "multileader", "adaptive", NULL};
 
-/* ci->rsb on a leader: [0] nodes, [1] 1 when the order is the ranks' own,
- * [2, 2 + nodes) ranks per node, then nodes integers of scratch (counts),
- * then [size] the communicator's ranks in node-major order; elsewhere [0] 0. */
-static int learn_order(ml_coll_comm *ci)
-{
-    int rc, nodes = 1, *mine = NULL, *r;
-    if (ci->lrank == 0) {
-        PMPI_Comm_size(ci->cross, &nodes);
-        mine = malloc(sizeof(int) * (size_t)ci->lsize);
-        r = ci->rsb = malloc(sizeof(int) * (2 + 2 * (size_t)nodes + (size_t)ci->size));
-    } else {
-        r = ci->rsb = malloc(sizeof(int));
-    }
-    if (!r || (ci->lrank == 0 && !mine)) {
-        free(mine);
-        return MPI_ERR_NO_MEM; /* coll.c stops the job */
-    }
-    rc = PMPI_Gather(&ci->rank, 1, MPI_INT, mine, 1, MPI_INT, 0, ci->node);
-    if (ci->lrank != 0) {
-        r[0] = 0;
-        return rc;
-    }
-    int *per = r + 2, *dis = r + 2 + nodes, *order = r + 2 + 2 * nodes;
-    r[0] = nodes;
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Allgather(&ci->lsize, 1, MPI_INT, per, 1, MPI_INT, ci->cross);
-    for (int j = 0, d = 0; rc == MPI_SUCCESS && j < nodes; j++) {
-        dis[j] = d;
-        d += per[j];
-    }
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Allgatherv(mine, ci->lsize, MPI_INT, order, per, dis, MPI_INT, ci->cross);
-    free(mine);
-    r[1] = 1;
-    for (int i = 0; i < ci->size; i++)
-        r[1] &= order[i] == i;
-    return rc;
-}
-
 static int twolevel(const void *sendbuf, void *recvbuf, int n, MPI_Datatype dt, MPI_Op op,
                     MPI_Comm comm, ml_coll_comm *ci)
 {
@@ -94,7 +52,7 @@ static int twolevel(const void *sendbuf, void *recvbuf, int n, MPI_Datatype dt, 
     if (N > INT_MAX) /* the node's vector does not fit a count */
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, n, dt, op, comm);
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (!ci->rsb && (rc = learn_order(ci)) != MPI_SUCCESS)
+    if (!ci->order_ready && (rc = ml_coll_node_order(ci)) != MPI_SUCCESS)
         return rc;
     if (ci->lrank != 0) {
         rc = PMPI_Reduce(in, NULL, (int)N, dt, op, 0, ci->node);
@@ -104,8 +62,10 @@ static int twolevel(const void *sendbuf, void *recvbuf, int n, MPI_Datatype dt, 
     }
     MPI_Aint lb, ext;
     PMPI_Type_get_extent(dt, &lb, &ext);
-    int *r = ci->rsb, nodes = r[0], same = r[1], *per = r + 2, *cnt = r + 2 + nodes;
-    const int *order = r + 2 + 2 * nodes;
+    int nodes, *per = ci->nodes_at;
+    PMPI_Comm_size(ci->cross, &nodes);
+    int *cnt = per + 2 * nodes, same = !ci->order;
+    const int *order = ci->order;
     size_t blk = (size_t)ext * (size_t)n;
     /* the node's sum, in node-major order (unless it is already), the node's part
      * (MPICH 4's in-place MPI_Reduce_scatter copies overlapping ranges) */
@@ -130,39 +90,13 @@ static int twolevel(const void *sendbuf, void *recvbuf, int n, MPI_Datatype dt, 
     return rc;
 }
 
-/* ci->rsb_ml: [size] the communicator's ranks by node-local index, then rank
- * (the ranks of cross communicator i, in its order, are part i). */
-static int learn_index_order(ml_coll_comm *ci, MPI_Comm comm)
-{
-    int n = ci->size, *idx = malloc(sizeof(int) * (size_t)n);
-    int *at = calloc((size_t)ci->lsize + 1, sizeof(int));
-    int *r = ci->rsb_ml = malloc(sizeof(int) * (size_t)n);
-    if (!idx || !at || !r) {
-        free(idx);
-        free(at);
-        return MPI_ERR_NO_MEM; /* coll.c stops the job */
-    }
-    int rc = PMPI_Allgather(&ci->lrank, 1, MPI_INT, idx, 1, MPI_INT, comm);
-    if (rc == MPI_SUCCESS) { /* a counting sort, stable: by index, then rank */
-        for (int q = 0; q < n; q++)
-            at[idx[q] + 1]++;
-        for (int i = 0; i < ci->lsize; i++)
-            at[i + 1] += at[i];
-        for (int q = 0; q < n; q++)
-            r[at[idx[q]]++] = q;
-    }
-    free(idx);
-    free(at);
-    return rc;
-}
-
 static int multileader(const void *sendbuf, void *recvbuf, int n, MPI_Datatype dt, MPI_Op op,
                        MPI_Comm comm, ml_coll_comm *ci)
 {
     int rc = MPI_SUCCESS, nodes = ci->size / ci->lsize;
     if ((long long)ci->size * n > INT_MAX)
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, n, dt, op, comm);
-    if (!ci->rsb_ml && (rc = learn_index_order(ci, comm)) != MPI_SUCCESS)
+    if (!ci->iorder && (rc = ml_coll_index_order(ci)) != MPI_SUCCESS)
         return rc;
     const char *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     MPI_Aint lb, ext;
@@ -172,7 +106,7 @@ static int multileader(const void *sendbuf, void *recvbuf, int n, MPI_Datatype d
     if (!vec)
         return MPI_ERR_NO_MEM;
     for (int i = 0; i < ci->size; i++)
-        memcpy(vec + blk * (size_t)i, in + blk * (size_t)ci->rsb_ml[i], blk);
+        memcpy(vec + blk * (size_t)i, in + blk * (size_t)ci->iorder[i], blk);
     char *part = vec + blk * (size_t)ci->size;
     rc = PMPI_Reduce_scatter_block(vec, part, nodes * n, dt, op, ci->node);
     if (rc == MPI_SUCCESS)
