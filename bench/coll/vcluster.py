@@ -122,12 +122,20 @@ def summarize(jobs: list[dict[str, Any]], variants: list[str]) -> list[dict[str,
     """Per rails, placement, size, variant: the job times by round, their median, and
     the ratio to mpi paired by round (rounds where both jobs succeeded)."""
     t: dict[tuple, dict[int, float]] = {}
+    chosen: dict[tuple, dict[str, int]] = {}    # adaptive: its choice per size, over rounds
     for j in jobs:
         if not j.get("ok"):
             continue
+        rows = ((j.get("coll") or {}).get("allreduce") or {}).get("choices") or []
         for r in j["results"]:
             key = (j["rails"], j["placement"], r["size"], j["variant"])
             t.setdefault(key, {})[j["round"]] = r["median_s"]
+            cls = 1 << (r["size"].bit_length() - 1)      # the engine's size class
+            for c in rows:
+                if c.get("bytes") == cls:       # the program calls on MPI_COMM_WORLD only
+                    name = f"{c.get('choice')} ({c.get('source')})"
+                    chosen.setdefault(key, {}).setdefault(name, 0)
+                    chosen[key][name] += 1
     out = []
     confs = sorted({(k[0], k[1], k[2]) for k in t},
                    key=lambda c: (c[0], PLACEMENTS.index(c[1]), c[2]))
@@ -141,6 +149,9 @@ def summarize(jobs: list[dict[str, Any]], variants: list[str]) -> list[dict[str,
                    "median_s": median(list(mine.values())),
                    "by_round_s": [mine.get(k) for k in sorted(mine)],
                    "rounds": sorted(mine)}
+            picks = chosen.get((rails, placement, size, v))
+            if picks:
+                row["choices"] = picks
             if v != "mpi":
                 row["ratio_to_mpi"] = ratio_interval([(mine[k], base[k]) for k in sorted(mine)
                                                       if k in base])
@@ -190,7 +201,12 @@ def table(res: dict[str, Any]) -> str:
             elif v == "mpi_aa":
                 cells.append(ratio_text(r.get("ratio_to_mpi")))
             else:
-                cells.append(f"{seconds(r['median_s'])}, {ratio_text(r.get('ratio_to_mpi'))}")
+                picks = r.get("choices") if v not in FORCED else None   # adaptive's choice
+                took = (" → " + ", ".join(f"{k.split(' (')[0]} {n}/{len(r['rounds'])}"
+                                          for k, n in sorted(picks.items(), key=lambda x: -x[1]))
+                        if picks else "")
+                cells.append(f"{seconds(r['median_s'])}, {ratio_text(r.get('ratio_to_mpi'))}"
+                             f"{took}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -211,7 +227,10 @@ def doc_block(res: dict[str, Any], out: Path) -> str:
             "Each cell: the median over the rounds of a job's median iteration (the slowest "
             "rank's time), then its ratio to the default with a "
             f"{conf} interval (Hodges-Lehmann over the rounds, paired by round; below 1: "
-            "faster). A/A: the default run a second time in each round, the noise floor.")
+            "faster). A/A: the default run a second time in each round, the noise floor."
+            + (" Adaptive (timed after its race): → what it chose, in how many rounds (the "
+               "profile's coll section)." if any(r.get("choices") and r["variant"] not in FORCED
+                                                 for r in res["summary"]) else ""))
     begin, end = markers(out)
     return "\n".join([begin, textwrap.fill(text, 78), "", table(res), "", "```sh", cmd.rstrip(),
                       "```", end])
@@ -257,6 +276,14 @@ def job_line(launch: list[str], st: dict, placement: str, rails: int, variant: s
     line[i:i] = extra
     return [*line, str(build / "bin" / "mpilens-exec"), str(build / "bin" / "mpilens-bench-coll"),
             "--iters", str(iters), "--warmup", str(warmup), *map(str, sizes)]
+
+
+def warmup_for(variant: str, warmup: int, env: dict[str, str]) -> int:
+    """Untimed calls per size: for adaptive, at least its race (MPILENS_COLL_LEARN rounds x
+    at most 3 candidates), so that every timed call is served by the choice."""
+    if variant != "adaptive":
+        return warmup
+    return max(warmup, int(env.get("MPILENS_COLL_LEARN", "5")) * 3)
 
 
 def expected_hosts(st: dict, placement: str, per_node: int) -> list[str]:
@@ -463,7 +490,7 @@ def measure(a: argparse.Namespace, argv: list[str]) -> int:
                             if v not in ("mpi", "mpi_aa", "han"):
                                 env["MPILENS_COLL_ALLREDUCE"] = v
                             cmd = job_line(launch, st, placement, rails, v, a.build, a.sizes,
-                                           a.iters, a.warmup)
+                                           a.iters, warmup_for(v, a.warmup, env))
                             j = one_job(cmd, env, Path(tmp), v, want, calls, a.timeout)
                             j.update({"round": rnd, "rails": rails, "placement": placement,
                                       "variant": v, "load1": os.getloadavg()[0]})
