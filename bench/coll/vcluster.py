@@ -221,7 +221,7 @@ def doc_block(res: dict[str, Any], out: Path) -> str:
     lib = next((j["mpi_library"] for j in res["jobs"] if j.get("mpi_library")),
                p["mpi_version"]).split(",")[0]
     rate = s["rate"].replace("mbit", " Mbit/s").replace("gbit", " Gbit/s")
-    cmd = "python3 bench/coll/vcluster.py " + " ".join(shlex.quote(a) for a in p["argv"])
+    cmd = "python3 bench/coll/vcluster.py " + " ".join(shlex.quote(a) for a in rerun(p["argv"], out))
     text = (f"{s['nodes']} nodes x {s['per_node']} ranks, {rails} rail(s) at {rate}, {lib} "
             f"over TCP; {rounds} rounds, {s['iters']} timed iterations per job and size. "
             "Each cell: the median over the rounds of a job's median iteration (the slowest "
@@ -234,6 +234,23 @@ def doc_block(res: dict[str, Any], out: Path) -> str:
     begin, end = markers(out)
     return "\n".join([begin, textwrap.fill(text, 78), "", table(res), "", "```sh", cmd.rstrip(),
                       "```", end])
+
+
+def rerun(argv: list[str], out: Path) -> list[str]:
+    """The command that measures the table again and writes it here: the run's argv
+    (provenance keeps it as run) with its output the table's JSON and the document
+    written (--out, --doc, --no-doc dropped; --out given unless the default)."""
+    keep, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--out", "--doc"):
+            skip = True
+        elif a != "--no-doc" and not a.startswith(("--out=", "--doc=")):
+            keep.append(a)
+    out = out.resolve()
+    rel = out.relative_to(REPO) if out.is_relative_to(REPO) else out
+    return keep if str(rel) == "bench/coll/vcluster.json" else [*keep, "--out", str(rel)]
 
 
 def write_doc(path: Path, res: dict[str, Any], out: Path) -> None:
