@@ -86,11 +86,42 @@ def test_table_between_markers(tmp_path: Path) -> None:
     assert "| block | 1 MiB | 1.000 s | 1.00 [1.00, 1.41] | 0.500 s, 0.50 [0.35, 0.50] |" in text
     words = " ".join(text.split())
     assert "7 rounds" in words and "95.3 % interval" in words
-    assert "```sh\npython3 bench/coll/vcluster.py --sizes 1M --reps 7\n```" in text
-    assert all(len(line) <= 80 for line in text.splitlines() if not line.startswith("|"))
+    # the command that measures it again into this JSON (outside the repository: its path)
+    assert f"```sh\npython3 bench/coll/vcluster.py --sizes 1M --reps 7 --out {out}\n```" in text
+    assert all(len(line) <= 80 for line in text.splitlines()      # the prose; not the table
+               if not line.startswith(("|", "python3 ")))            # nor the command, whole
     doc.write_text("no markers\n")
     with pytest.raises(vc.Failure, match="no markers"):
         vc.write_doc(doc, _result([]), out)
+
+
+def test_rerun_command() -> None:
+    """The doc block's command: the run's argv without its output options, writing the
+    table's JSON (in the repository: its relative path; the default: none)."""
+    argv = ["--rate", "25mbit", "--out", "/tmp/x.json", "--no-doc", "--doc=a.md", "--reps", "4"]
+    assert vc.rerun(argv, vc.REPO / "bench" / "coll" / "vcluster-25mbit.json") == \
+        ["--rate", "25mbit", "--reps", "4", "--out", "bench/coll/vcluster-25mbit.json"]
+    assert vc.rerun(["--doc", "d.md", "--reps", "5"], vc.REPO / "bench" / "coll" / "vcluster.json") \
+        == ["--reps", "5"]
+
+
+def test_adaptive_choice_in_the_table() -> None:
+    """Adaptive's choice per round, from each job's coll section (the size class of the
+    size), in its cell; none for a forced algorithm."""
+    jobs = _jobs()
+    for rnd in range(1, 8):
+        pick = "twolevel" if rnd != 5 else "mpi"
+        jobs.append({"ok": True, "round": rnd, "rails": 1, "placement": "block",
+                     "variant": "adaptive", "results": [{"size": 1 << 20, "median_s": 0.5}],
+                     "coll": {"allreduce": {"choices": [
+                         {"bytes": 8, "choice": "mpi", "source": "learned"},
+                         {"bytes": 1 << 20, "choice": pick, "source": "learned"}]}}})
+    variants = ["mpi", "twolevel", "adaptive", "mpi_aa"]
+    res = {"settings": {"variants": variants}, "summary": vc.summarize(jobs, variants)}
+    rows = {r["variant"]: r for r in res["summary"]}
+    assert rows["adaptive"]["choices"] == {"twolevel (learned)": 6, "mpi (learned)": 1}
+    line = next(ln for ln in vc.table(res).splitlines() if ln.startswith("| block"))
+    assert line.endswith("| 0.500 s, 0.50 [0.50, 0.50] → twolevel 6/7, mpi 1/7 |"), line
 
 
 def test_program_exact_and_served(build: Path, tmp_path: Path) -> None:

@@ -5,7 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "ml.h"
+#include "ml_clock.h"
+#include "ml_config.h" /* ml_cfg.clock */
 
 static double ml_ns_per_tick = 1.0;
 
